@@ -1,0 +1,154 @@
+//! Command-line definitions (clap derive) and nothing else.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "jail",
+    version,
+    about = "Run a command, and everything it starts, inside a kernel-enforced sandbox",
+    long_about = "Run a command, and everything it starts, inside a kernel-enforced sandbox: a read-only \
+                  mount view, Landlock filesystem rules and a seccomp filter. With no flags the whole \
+                  filesystem is read-only, /tmp is private and credentials and agent sockets are hidden.",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub subcommand: Option<Command>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print what this kernel offers and the level a run would get.
+    Probe {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Make PATH (and everything beneath it) read-only. Repeatable.
+    #[arg(long = "ro", value_name = "PATH")]
+    pub ro: Vec<PathBuf>,
+
+    /// Make PATH writable; protected names beneath it (.git/hooks, .git/config, .envrc, agent
+    /// settings…) stay read-only unless named exactly. Repeatable.
+    #[arg(long = "rw", value_name = "PATH")]
+    pub rw: Vec<PathBuf>,
+
+    /// Hide PATH: it appears empty and its contents cannot be read. Repeatable.
+    #[arg(long = "hide", value_name = "PATH")]
+    pub hide: Vec<PathBuf>,
+
+    /// Working directory inside the jail (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// /tmp inside the jail: a private writable tmpfs, or the host's /tmp made writable.
+    #[arg(long, value_enum, default_value_t = TmpArg::Private)]
+    pub tmp: TmpArg,
+
+    /// Refuse to run (exit 125) unless this enforcement level is reached.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub require: Option<RequireArg>,
+
+    /// Keep file descriptor N open in the command (all others but 0, 1, 2 are closed). Repeatable.
+    #[arg(long = "keep-fd", value_name = "N")]
+    pub keep_fd: Vec<i32>,
+
+    /// Kill the whole tree after DURATION (e.g. 30s, 5m, 1h, 1.5s; bare numbers are seconds); exit 124.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+
+    /// Let the command create user namespaces (for agents that nest their own bubblewrap sandbox).
+    #[arg(long)]
+    pub allow_userns: bool,
+
+    /// Let the command create AF_UNIX sockets (refused by default: a socket connect cannot be
+    /// confined by path on this kernel class).
+    #[arg(long)]
+    pub allow_unix_sockets: bool,
+
+    /// Print the resolved policy and each layer's plan as JSON; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// More logging (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TmpArg {
+    Private,
+    Host,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RequireArg {
+    Full,
+    Landlock,
+    Mount,
+    Any,
+}
+
+/// Parses `30`, `30s`, `1.5s`, `250ms`, `5m`, `2h`.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (examples: 30s, 5m, 1h, 250ms)"))?;
+    let seconds = match unit {
+        "" | "s" => value,
+        "ms" => value / 1000.0,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return Err(format!("'{text}': unknown unit '{unit}' (use ms, s, m or h)")),
+    };
+    if !seconds.is_finite() || seconds <= 0.0 || seconds > 1.0e9 {
+        return Err(format!("'{text}' must be a positive duration"));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        assert!(parse_duration("0").is_err());
+        assert!(parse_duration("-1").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("abc").is_err());
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,10 @@
+//! The Linux enforcement layers, one module each. Each exposes `compile` (pure, unit-tested) and
+//! `apply` (the only place with syscalls).
+
+pub mod landlock;
+pub mod mounts;
+pub mod privileges;
+pub mod rights;
+pub mod seccomp;
+pub mod supervisor;
+pub mod sys;

@@ -1,0 +1,358 @@
+//! Mount view layer: inside a new user + mount + pid namespace, the whole tree is made read-only
+//! in one `mount_setattr(AT_RECURSIVE)`, then /dev, /proc and /tmp are rebuilt and each path rule
+//! is bound over itself read-only or writable, or hidden.
+//!
+//! Kernel facts behind it:
+//! - Mount flags are per mount and the namespace holds copies, so making them read-only changes
+//!   nothing outside. Copied into a less privileged namespace they are *locked*: a nested user
+//!   namespace cannot lift them again.
+//! - A read-only bind returns EROFS for writes *and* for chmod/chown/utimes/xattrs, which Landlock
+//!   on ABI 7 does not guard.
+//! - A read-only mount does not stop `connect()` on a unix socket: sockets are hidden instead.
+//! - Rules are placed through O_PATH|O_NOFOLLOW descriptors, so a symlink planted at a protected
+//!   path is never followed; and only what the policy names is bound (no tree walks: no hangs on
+//!   NFS or autofs) and nothing is created in the user's tree.
+
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use nix::mount::{MsFlags, mount};
+use serde::Serialize;
+
+use super::sys;
+use crate::error::JailError;
+use crate::policy::{Access, Kind, Policy, TmpMode, depth};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "op", content = "path")]
+pub enum Step {
+    /// Stop mount events from propagating back to the host.
+    MakeRootSlave,
+    /// Every mount read-only and nosuid.
+    ReadOnlyTree,
+    /// A minimal /dev: null, zero, full, random, urandom, tty, a new devpts, a private /dev/shm.
+    MinimalDev,
+    /// A fresh /proc for the pid namespace, with /proc/sys and friends read-only.
+    FreshProc,
+    /// A private tmpfs on /tmp.
+    PrivateTmp,
+    BindReadOnly(PathBuf),
+    BindWritable(PathBuf),
+    HideDir(PathBuf),
+    HideFile(PathBuf),
+    /// Remove jail's helper file from /dev and make /dev read-only.
+    SealDev,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MountPlan {
+    pub steps: Vec<Step>,
+    pub cwd: PathBuf,
+}
+
+/// Device nodes bound from the host into the minimal /dev.
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+/// Proc entries that must never be writable (host root may write sysctls by file ownership).
+const PROC_READ_ONLY: &[&str] = &["sys", "sysrq-trigger", "irq", "bus", "fs"];
+/// Proc entries masked with an empty file.
+const PROC_MASKED: &[&str] = &["kcore", "keys", "timer_list"];
+/// A file on jail's own /dev tmpfs that hidden files are bound from; removed when sealing.
+const EMPTY_FILE: &str = "/dev/.jail-empty";
+
+pub fn compile(policy: &Policy) -> MountPlan {
+    let mut steps = vec![
+        Step::MakeRootSlave,
+        Step::ReadOnlyTree,
+        Step::MinimalDev,
+        Step::FreshProc,
+    ];
+    if policy.tmp == TmpMode::Private {
+        steps.push(Step::PrivateTmp);
+    }
+    let mut rules: Vec<_> = policy.rules.iter().filter(|r| r.path != Path::new("/")).collect();
+    // Parents first, so that a more specific rule is placed on top of a less specific one.
+    rules.sort_by_key(|r| (depth(&r.path), r.path.clone()));
+    for rule in rules {
+        steps.push(match (rule.access, rule.kind) {
+            (Access::Ro, _) => Step::BindReadOnly(rule.path.clone()),
+            (Access::Rw, _) => Step::BindWritable(rule.path.clone()),
+            (Access::Hide, Kind::Dir) => Step::HideDir(rule.path.clone()),
+            (Access::Hide, Kind::File) => Step::HideFile(rule.path.clone()),
+        });
+    }
+    steps.push(Step::SealDev);
+    MountPlan {
+        steps,
+        cwd: policy.cwd.clone(),
+    }
+}
+
+fn fail(step: &str, path: &Path, e: impl std::fmt::Display) -> JailError {
+    JailError::layer("mount", format!("{step} {}", path.display()), e)
+}
+
+/// Applies the plan. Runs as pid 1 of the new pid namespace, with full capabilities in the new
+/// user namespace and before any confinement of its own.
+pub fn apply(plan: &MountPlan) -> Result<(), JailError> {
+    for step in &plan.steps {
+        apply_step(step)?;
+    }
+    // The cwd inherited from before still points into the old, writable mounts: enter the view.
+    std::env::set_current_dir(&plan.cwd).map_err(|e| fail("chdir", &plan.cwd, e))?;
+    Ok(())
+}
+
+fn apply_step(step: &Step) -> Result<(), JailError> {
+    let none: Option<&str> = None;
+    match step {
+        Step::MakeRootSlave => mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_SLAVE, none)
+            .map_err(|e| fail("make-rslave", Path::new("/"), e)),
+        Step::ReadOnlyTree => {
+            let root = sys::open_path(Path::new("/")).map_err(|e| fail("open", Path::new("/"), e))?;
+            sys::mount_setattr(
+                root.as_raw_fd(),
+                true,
+                sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID,
+                0,
+            )
+            .map_err(|e| fail("mount_setattr read-only", Path::new("/"), e))
+        }
+        Step::MinimalDev => minimal_dev(),
+        Step::FreshProc => fresh_proc(),
+        Step::PrivateTmp => mount(
+            Some("tmpfs"),
+            "/tmp",
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some("mode=1777"),
+        )
+        .map_err(|e| fail("tmpfs", Path::new("/tmp"), e)),
+        Step::BindReadOnly(p) => bind_self(p, true),
+        Step::BindWritable(p) => bind_self(p, false),
+        Step::HideDir(p) => {
+            let target = sys::open_path_nofollow(p).map_err(|e| fail("open", p, e))?;
+            mount(
+                Some("tmpfs"),
+                fd_path(target.as_raw_fd()).as_str(),
+                Some("tmpfs"),
+                MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+                Some("mode=0755,size=4k,nr_inodes=1"),
+            )
+            .map_err(|e| fail("hide", p, e))
+        }
+        Step::HideFile(p) => hide_file(p),
+        Step::SealDev => {
+            std::fs::remove_file(EMPTY_FILE).map_err(|e| fail("remove", Path::new(EMPTY_FILE), e))?;
+            let dev = sys::open_path(Path::new("/dev")).map_err(|e| fail("open", Path::new("/dev"), e))?;
+            sys::mount_setattr(dev.as_raw_fd(), false, sys::MOUNT_ATTR_RDONLY, 0)
+                .map_err(|e| fail("seal", Path::new("/dev"), e))
+        }
+    }
+}
+
+fn fd_path(fd: i32) -> String {
+    format!("/proc/self/fd/{fd}")
+}
+
+/// Binds `path` over itself (with its submounts) and sets or clears read-only on the new mount.
+fn bind_self(path: &Path, read_only: bool) -> Result<(), JailError> {
+    let target = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
+    let mode = sys::fstat_mode(target.as_raw_fd()).map_err(|e| fail("stat", path, e))?;
+    if mode & libc::S_IFMT == libc::S_IFLNK {
+        return Err(fail("bind", path, "is a symlink; jail does not follow it"));
+    }
+    let at = fd_path(target.as_raw_fd());
+    mount(
+        Some(at.as_str()),
+        at.as_str(),
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(|e| fail("bind", path, e))?;
+    // Reopen: the path now resolves to the new mount on top.
+    let top = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
+    let result = if read_only {
+        sys::mount_setattr(top.as_raw_fd(), true, sys::MOUNT_ATTR_RDONLY, 0)
+    } else {
+        // Only the top mount: submounts beneath are other filesystems that stay read-only unless
+        // named (and a host mount that is read-only itself cannot be made writable).
+        sys::mount_setattr(top.as_raw_fd(), false, 0, sys::MOUNT_ATTR_RDONLY)
+    };
+    result.map_err(|e| {
+        let hint = if !read_only && e.raw_os_error() == Some(libc::EPERM) {
+            " (the filesystem is read-only on the host)"
+        } else {
+            ""
+        };
+        fail(if read_only { "read-only" } else { "writable" }, path, format!("{e}{hint}"))
+    })
+}
+
+fn hide_file(path: &Path) -> Result<(), JailError> {
+    let target = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
+    let at = fd_path(target.as_raw_fd());
+    mount(Some(EMPTY_FILE), at.as_str(), None::<&str>, MsFlags::MS_BIND, None::<&str>)
+        .map_err(|e| fail("hide", path, e))?;
+    let top = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
+    sys::mount_setattr(top.as_raw_fd(), false, sys::MOUNT_ATTR_RDONLY, 0)
+        .map_err(|e| fail("hide read-only", path, e))
+}
+
+fn minimal_dev() -> Result<(), JailError> {
+    let dev = Path::new("/dev");
+    // Hold the host's device nodes before /dev is covered.
+    let mut nodes = Vec::new();
+    for name in DEVICES {
+        let p = dev.join(name);
+        match sys::open_path(&p) {
+            Ok(fd) => nodes.push((p, fd)),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(e) => return Err(fail("open", &p, e)),
+        }
+    }
+    mount(
+        Some("tmpfs"),
+        "/dev",
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("mode=0755,size=64k"),
+    )
+    .map_err(|e| fail("tmpfs", dev, e))?;
+    for (p, fd) in &nodes {
+        std::fs::File::create(p).map_err(|e| fail("create", p, e))?;
+        let src = fd_path(fd.as_raw_fd());
+        mount(Some(src.as_str()), p, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+            .map_err(|e| fail("bind", p, e))?;
+    }
+    let pts = dev.join("pts");
+    std::fs::create_dir(&pts).map_err(|e| fail("mkdir", &pts, e))?;
+    mount(
+        Some("devpts"),
+        &pts,
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=620"),
+    )
+    .map_err(|e| fail("devpts", &pts, e))?;
+    let shm = dev.join("shm");
+    std::fs::create_dir(&shm).map_err(|e| fail("mkdir", &shm, e))?;
+    mount(
+        Some("tmpfs"),
+        &shm,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some("mode=1777"),
+    )
+    .map_err(|e| fail("tmpfs", &shm, e))?;
+    for (link, target) in [
+        ("ptmx", "pts/ptmx"),
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        let p = dev.join(link);
+        std::os::unix::fs::symlink(target, &p).map_err(|e| fail("symlink", &p, e))?;
+    }
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o444)
+        .open(EMPTY_FILE)
+        .map_err(|e| fail("create", Path::new(EMPTY_FILE), e))?;
+    Ok(())
+}
+
+fn fresh_proc() -> Result<(), JailError> {
+    let proc_ = Path::new("/proc");
+    mount(
+        Some("proc"),
+        proc_,
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
+    .map_err(|e| fail("mount", proc_, e))?;
+    for name in PROC_READ_ONLY {
+        let p = proc_.join(name);
+        if p.exists() {
+            bind_self(&p, true)?;
+        }
+    }
+    for name in PROC_MASKED {
+        let p = proc_.join(name);
+        if p.exists() {
+            hide_file(&p)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Origin, PathRule};
+
+    fn rule(path: &str, access: Access, kind: Kind) -> PathRule {
+        PathRule {
+            path: path.into(),
+            access,
+            kind,
+            origin: Origin::Default,
+        }
+    }
+
+    fn policy(rules: Vec<PathRule>, tmp: TmpMode) -> Policy {
+        Policy {
+            rules,
+            absent_protected: vec![],
+            cwd: "/home/u/repo".into(),
+            tmp,
+            require: None,
+            keep_fds: vec![],
+            timeout: None,
+            allow_userns: false,
+            allow_unix_sockets: false,
+            command: vec!["true".into()],
+        }
+    }
+
+    #[test]
+    fn parents_are_placed_before_children_and_root_is_the_read_only_tree() {
+        let p = policy(
+            vec![
+                rule("/", Access::Ro, Kind::Dir),
+                rule("/home/u/.netrc", Access::Hide, Kind::File),
+                rule("/home/u/repo", Access::Rw, Kind::Dir),
+                rule("/home/u/repo/.git/hooks", Access::Ro, Kind::Dir),
+                rule("/run/user", Access::Hide, Kind::Dir),
+            ],
+            TmpMode::Private,
+        );
+        let plan = compile(&p);
+        assert_eq!(
+            plan.steps,
+            vec![
+                Step::MakeRootSlave,
+                Step::ReadOnlyTree,
+                Step::MinimalDev,
+                Step::FreshProc,
+                Step::PrivateTmp,
+                Step::HideDir("/run/user".into()),
+                Step::HideFile("/home/u/.netrc".into()),
+                Step::BindWritable("/home/u/repo".into()),
+                Step::BindReadOnly("/home/u/repo/.git/hooks".into()),
+                Step::SealDev,
+            ]
+        );
+        assert_eq!(plan.cwd, Path::new("/home/u/repo"));
+    }
+
+    #[test]
+    fn host_tmp_is_not_replaced() {
+        let p = policy(vec![rule("/", Access::Ro, Kind::Dir)], TmpMode::Host);
+        assert!(!compile(&p).steps.contains(&Step::PrivateTmp));
+    }
+}

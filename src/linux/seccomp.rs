@@ -1,0 +1,392 @@
+//! seccomp layer: a BPF filter, installed last (it forbids `mount`), that refuses the syscalls a
+//! confined program has no business making.
+//!
+//! Kernel facts behind the shape of the filter:
+//! - The architecture field is checked first: i386 syscalls via `int 0x80` carry other numbers and
+//!   would walk past a filter written for x86_64 numbers (they kill the process instead).
+//! - x32 syscalls share AUDIT_ARCH_X86_64 but set bit 30 of the number: all are refused.
+//! - `clone3` passes its flags in memory the filter cannot read, so it answers ENOSYS and libc
+//!   falls back to `clone`, whose flags the filter can inspect.
+//! - `ioctl`'s request is an `unsigned int` in the kernel: TIOCSTI and TIOCLINUX are matched on
+//!   the low 32 bits only, so high garbage bits cannot smuggle them past.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::error::JailError;
+use crate::policy::Policy;
+
+/// When a denied syscall matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum When {
+    Always,
+    /// (arg & mask) == value, on the low 32 bits of the argument.
+    ArgMasked { arg: u8, mask: u32, value: u32 },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Deny {
+    pub syscall: &'static str,
+    pub when: When,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SeccompPlan {
+    pub arch: &'static str,
+    /// Refused with EPERM.
+    pub deny: Vec<Deny>,
+    /// Answered with ENOSYS so that libc falls back to an inspectable call.
+    pub enosys: Vec<&'static str>,
+    pub reject_x32: bool,
+}
+
+const TIOCSTI: u32 = 0x5412;
+const TIOCLINUX: u32 = 0x541C;
+const CLONE_NEWUSER: u32 = 0x1000_0000;
+const AF_UNIX: u32 = 1;
+
+/// Syscalls refused in every jail.
+const ALWAYS_DENIED: &[&str] = &[
+    // Debugging another process reads or writes its memory.
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "process_madvise",
+    // Kernel and system state.
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "syslog",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "vhangup",
+    // Large attack surface, no use to an agent.
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    // The session keyring is inherited (root's especially).
+    "keyctl",
+    "add_key",
+    "request_key",
+    // Opens any inode on a mount by handle, bypassing paths (and so Landlock).
+    "open_by_handle_at",
+];
+
+/// Mount and namespace syscalls: refused unless `--allow-userns`, because a nested sandbox
+/// (bubblewrap inside the agent) needs them in its own user namespace, where they cannot touch
+/// the jail's mounts (those are locked read-only when copied into a less privileged namespace).
+const MOUNT_FAMILY: &[&str] = &[
+    "mount",
+    "umount2",
+    "pivot_root",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "move_mount",
+    "open_tree",
+    "mount_setattr",
+    "setns",
+];
+
+#[cfg(target_arch = "x86_64")]
+const X86_ONLY_DENIED: &[&str] = &["iopl", "ioperm", "uselib"];
+#[cfg(not(target_arch = "x86_64"))]
+const X86_ONLY_DENIED: &[&str] = &[];
+
+pub fn compile(policy: &Policy) -> SeccompPlan {
+    let mut deny: Vec<Deny> = ALWAYS_DENIED
+        .iter()
+        .chain(X86_ONLY_DENIED)
+        .map(|s| Deny {
+            syscall: s,
+            when: When::Always,
+        })
+        .collect();
+    for request in [TIOCSTI, TIOCLINUX] {
+        deny.push(Deny {
+            syscall: "ioctl",
+            when: When::ArgMasked {
+                arg: 1,
+                mask: u32::MAX,
+                value: request,
+            },
+        });
+    }
+    if !policy.allow_userns {
+        deny.extend(MOUNT_FAMILY.iter().map(|s| Deny {
+            syscall: s,
+            when: When::Always,
+        }));
+        for call in ["clone", "unshare"] {
+            deny.push(Deny {
+                syscall: call,
+                when: When::ArgMasked {
+                    arg: 0,
+                    mask: CLONE_NEWUSER,
+                    value: CLONE_NEWUSER,
+                },
+            });
+        }
+    }
+    if !policy.allow_unix_sockets {
+        // A filesystem socket's connect() is confined by no layer on this kernel class (Landlock
+        // before ABI 9 has no right for it, a read-only mount does not stop it, seccomp cannot
+        // see the path): refuse creating AF_UNIX sockets; socketpair() stays allowed.
+        deny.push(Deny {
+            syscall: "socket",
+            when: When::ArgMasked {
+                arg: 0,
+                mask: u32::MAX,
+                value: AF_UNIX,
+            },
+        });
+    }
+    SeccompPlan {
+        arch: std::env::consts::ARCH,
+        deny,
+        enosys: vec!["clone3"],
+        reject_x32: cfg!(target_arch = "x86_64"),
+    }
+}
+
+/// The syscall number of `name` on the architecture jail was built for.
+pub fn syscall_number(name: &str) -> Option<i64> {
+    // The table is matched on "SYS_<name>", the libc constant's own name.
+    macro_rules! table {
+        ($key:expr; $($n:ident),* $(,)?) => {
+            match $key {
+                $(stringify!($n) => Some(libc::$n as i64),)*
+                _ => None,
+            }
+        };
+    }
+    let key = format!("SYS_{name}");
+    #[cfg(target_arch = "x86_64")]
+    if let Some(n) = table!(key.as_str(); SYS_iopl, SYS_ioperm, SYS_uselib) {
+        return Some(n);
+    }
+    table!(key.as_str();
+        SYS_ptrace,
+        SYS_process_vm_readv,
+        SYS_process_vm_writev,
+        SYS_pidfd_getfd,
+        SYS_process_madvise,
+        SYS_kexec_load,
+        SYS_kexec_file_load,
+        SYS_reboot,
+        SYS_init_module,
+        SYS_finit_module,
+        SYS_delete_module,
+        SYS_swapon,
+        SYS_swapoff,
+        SYS_acct,
+        SYS_quotactl,
+        SYS_syslog,
+        SYS_settimeofday,
+        SYS_clock_settime,
+        SYS_clock_adjtime,
+        SYS_vhangup,
+        SYS_bpf,
+        SYS_perf_event_open,
+        SYS_userfaultfd,
+        SYS_io_uring_setup,
+        SYS_io_uring_enter,
+        SYS_io_uring_register,
+        SYS_keyctl,
+        SYS_add_key,
+        SYS_request_key,
+        SYS_open_by_handle_at,
+        SYS_mount,
+        SYS_umount2,
+        SYS_pivot_root,
+        SYS_fsopen,
+        SYS_fsconfig,
+        SYS_fsmount,
+        SYS_fspick,
+        SYS_move_mount,
+        SYS_open_tree,
+        SYS_mount_setattr,
+        SYS_setns,
+        SYS_clone,
+        SYS_clone3,
+        SYS_unshare,
+        SYS_ioctl,
+        SYS_socket,
+    )
+}
+
+/// Builds the BPF program for the running architecture.
+pub fn build(plan: &SeccompPlan) -> Result<Vec<seccompiler::sock_filter>, JailError> {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
+    };
+    let err = |step: &str, e: &dyn std::fmt::Display| JailError::layer("seccomp", step, e);
+    let arch = TargetArch::try_from(plan.arch).map_err(|e| err("architecture", &e))?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for deny in &plan.deny {
+        let nr = syscall_number(deny.syscall)
+            .ok_or_else(|| err("syscall table", &format!("unknown syscall {}", deny.syscall)))?;
+        let entry = rules.entry(nr).or_default();
+        match deny.when {
+            // An empty rule list matches the syscall unconditionally.
+            When::Always => entry.clear(),
+            When::ArgMasked { arg, mask, value } => {
+                let op = if mask == u32::MAX {
+                    SeccompCmpOp::Eq
+                } else {
+                    SeccompCmpOp::MaskedEq(mask as u64)
+                };
+                let cond = SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value as u64)
+                    .map_err(|e| err("condition", &e))?;
+                entry.push(SeccompRule::new(vec![cond]).map_err(|e| err("rule", &e))?);
+            }
+        }
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| err("filter", &e))?;
+    let body: seccompiler::BpfProgram = filter.try_into().map_err(|e| err("compile", &e))?;
+    let mut program = prelude(plan)?;
+    program.extend(body);
+    Ok(program)
+}
+
+/// Hand-written head of the program: architecture check, x32 refusal, ENOSYS answers. seccompiler
+/// has no way to say "number >= X", which the x32 check needs.
+fn prelude(plan: &SeccompPlan) -> Result<Vec<seccompiler::sock_filter>, JailError> {
+    use seccompiler::sock_filter;
+    const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
+    const JGE_K: u16 = 0x05 | 0x30; // BPF_JMP | BPF_JGE | BPF_K
+    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+    const NR_OFFSET: u32 = 0; // offsetof(struct seccomp_data, nr)
+    const ARCH_OFFSET: u32 = 4; // offsetof(struct seccomp_data, arch)
+    let audit_arch: u32 = match plan.arch {
+        "x86_64" => 0xC000_003E,
+        "aarch64" => 0xC000_00B7,
+        other => {
+            return Err(JailError::layer(
+                "seccomp",
+                "architecture",
+                format!("{other} is not supported"),
+            ));
+        }
+    };
+    let stmt = |code, k| sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jump = |code, k, jt, jf| sock_filter { code, jt, jf, k };
+    let mut p = vec![
+        stmt(LD_W_ABS, ARCH_OFFSET),
+        jump(JEQ_K, audit_arch, 1, 0),
+        stmt(RET_K, libc::SECCOMP_RET_KILL_PROCESS),
+        stmt(LD_W_ABS, NR_OFFSET),
+    ];
+    if plan.reject_x32 {
+        p.push(jump(JGE_K, 0x4000_0000, 0, 1));
+        p.push(stmt(RET_K, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32));
+    }
+    for name in &plan.enosys {
+        let nr = syscall_number(name).ok_or_else(|| {
+            JailError::layer("seccomp", "syscall table", format!("unknown syscall {name}"))
+        })?;
+        p.push(jump(JEQ_K, nr as u32, 0, 1));
+        p.push(stmt(RET_K, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32));
+    }
+    Ok(p)
+}
+
+/// Installs the program on the calling thread. no_new_privs must already be set.
+pub fn apply(program: &[seccompiler::sock_filter]) -> Result<(), JailError> {
+    seccompiler::apply_filter(program).map_err(|e| JailError::layer("seccomp", "install", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Origin, PathRule, TmpMode};
+
+    fn policy(allow_userns: bool, allow_unix: bool) -> Policy {
+        Policy {
+            rules: vec![PathRule {
+                path: "/".into(),
+                access: crate::policy::Access::Ro,
+                kind: crate::policy::Kind::Dir,
+                origin: Origin::Default,
+            }],
+            absent_protected: vec![],
+            cwd: "/".into(),
+            tmp: TmpMode::Private,
+            require: None,
+            keep_fds: vec![],
+            timeout: None,
+            allow_userns,
+            allow_unix_sockets: allow_unix,
+            command: vec!["true".into()],
+        }
+    }
+
+    fn denies(plan: &SeccompPlan, name: &str) -> bool {
+        plan.deny.iter().any(|d| d.syscall == name)
+    }
+
+    #[test]
+    fn every_named_syscall_resolves_on_this_architecture() {
+        let plan = compile(&policy(false, false));
+        for d in &plan.deny {
+            assert!(syscall_number(d.syscall).is_some(), "{}", d.syscall);
+        }
+        assert!(build(&plan).unwrap().len() > 40);
+    }
+
+    #[test]
+    fn userns_and_unix_sockets_are_refused_unless_allowed() {
+        let strict = compile(&policy(false, false));
+        assert!(denies(&strict, "mount") && denies(&strict, "unshare") && denies(&strict, "socket"));
+        let open = compile(&policy(true, true));
+        assert!(!denies(&open, "mount") && !denies(&open, "unshare") && !denies(&open, "socket"));
+        assert!(denies(&open, "ptrace") && denies(&open, "io_uring_setup"));
+        assert_eq!(open.enosys, ["clone3"]);
+    }
+
+    #[test]
+    fn terminal_injection_ioctls_are_matched_on_the_low_32_bits() {
+        let plan = compile(&policy(false, false));
+        let ioctls: Vec<_> = plan.deny.iter().filter(|d| d.syscall == "ioctl").collect();
+        assert_eq!(ioctls.len(), 2);
+        for d in ioctls {
+            assert!(matches!(d.when, When::ArgMasked { arg: 1, mask: u32::MAX, .. }));
+        }
+    }
+
+    #[test]
+    fn prelude_checks_arch_first() {
+        let plan = compile(&policy(false, false));
+        let p = prelude(&plan).unwrap();
+        assert_eq!(p[0].k, 4, "loads seccomp_data.arch");
+        assert_eq!(p[2].k, libc::SECCOMP_RET_KILL_PROCESS);
+    }
+}

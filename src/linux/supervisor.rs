@@ -1,0 +1,353 @@
+//! Supervisor layer: the launcher stays outside the sandbox, starts the tree, forwards signals,
+//! enforces the timeout, and makes sure nothing outlives the run.
+//!
+//! Process shape with the mount layer:
+//!
+//! ```text
+//! jail (supervisor, outside) ── clone(NEWUSER|NEWNS|NEWPID) ──> init (pid 1 inside)
+//!                                                                 └─ fork ──> command
+//! ```
+//! The supervisor writes the child's uid/gid maps, then releases it. Init builds the mount view,
+//! forks the command (which confines itself and execs), then only reaps and forwards signals.
+//! When the command ends, init exits with its status and the kernel kills everything else left in
+//! the pid namespace: double-forked daemons included. Without namespaces the supervisor is a
+//! child subreaper and kills what is left itself.
+
+use std::ffi::{CString, OsString};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use super::{landlock, mounts, privileges, seccomp};
+use crate::error::{EXIT_JAIL_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_TIMEOUT, JailError};
+use crate::policy::Policy;
+
+/// Signals passed on to the command when they are sent to jail by another process. Signals the
+/// terminal generates (Ctrl-C, Ctrl-\, window resize) reach the command directly, since it shares
+/// jail's process group; forwarding those too would deliver them twice.
+const FORWARDED: &[Signal] = &[
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGWINCH,
+];
+
+/// si_code of a signal the kernel generated (a terminal's Ctrl-C), as opposed to kill().
+const SI_KERNEL: i32 = 0x80;
+
+/// Time between SIGTERM and SIGKILL when `--timeout` expires.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// Everything the command process applies to itself before execve, compiled in advance.
+pub struct Confinement {
+    pub mount: Option<mounts::MountPlan>,
+    pub landlock: Option<landlock::LandlockPlan>,
+    pub seccomp: Option<Vec<seccompiler::sock_filter>>,
+}
+
+/// The namespaces could not be created (user namespaces disabled, or not permitted here).
+#[derive(Debug)]
+pub struct NamespacesUnavailable(pub std::io::Error);
+
+pub enum Outcome {
+    Exited(i32),
+    NoNamespaces(NamespacesUnavailable),
+}
+
+fn handled_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in FORWARDED {
+        set.add(*s);
+    }
+    set.add(Signal::SIGCHLD);
+    set
+}
+
+/// Runs the command under `conf` and returns jail's exit code.
+pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
+    let io = |step: &str, e: &dyn std::fmt::Display| JailError::layer("supervisor", step, e);
+    // Prepare everything that allocates before forking.
+    let argv = c_argv(&policy.command)?;
+    let signals = handled_signals();
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&signals), None).map_err(|e| io("sigprocmask", &e))?;
+    let sfd = SignalFd::with_flags(&signals, SfdFlags::SFD_CLOEXEC)
+        .map_err(|e| io("signalfd", &e))?;
+
+    let child = if let Some(mount_plan) = &conf.mount {
+        let (sync_read, sync_write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| io("pipe", &e))?;
+        let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+        // SAFETY: jail is single-threaded here (no thread is ever started before this point).
+        match unsafe { super::sys::clone_with_namespaces(flags) } {
+            Ok(0) => {
+                drop(sync_write);
+                init_main(sync_read, mount_plan, conf, policy, &argv)
+            }
+            Ok(pid) => {
+                drop(sync_read);
+                let pid = Pid::from_raw(pid);
+                if let Err(e) = write_id_maps(pid) {
+                    let _ = kill(pid, Signal::SIGKILL);
+                    let _ = waitpid(pid, None);
+                    return Err(io("uid/gid map", &e));
+                }
+                nix::unistd::write(&sync_write, b"1").map_err(|e| io("release child", &e))?;
+                // Only now: a non-dumpable process's /proc files belong to root, and the maps
+                // above had to be written through them.
+                privileges::set_not_dumpable()?;
+                pid
+            }
+            Err(e) => {
+                sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&signals), None).ok();
+                return Ok(Outcome::NoNamespaces(NamespacesUnavailable(e)));
+            }
+        }
+    } else {
+        // No pid namespace: become the reaper of every orphan in the tree so it can be killed.
+        nix::sys::prctl::set_child_subreaper(true).map_err(|e| io("PR_SET_CHILD_SUBREAPER", &e))?;
+        // SAFETY: single-threaded, as above.
+        match unsafe { nix::unistd::fork() }.map_err(|e| io("fork", &e))? {
+            nix::unistd::ForkResult::Child => command_main(conf, policy, &argv),
+            nix::unistd::ForkResult::Parent { child } => {
+                privileges::set_not_dumpable()?;
+                child
+            }
+        }
+    };
+    let code = supervise(child, &sfd, policy.timeout, conf.mount.is_none());
+    Ok(Outcome::Exited(code))
+}
+
+fn c_argv(command: &[OsString]) -> Result<Vec<CString>, JailError> {
+    command
+        .iter()
+        .map(|a| {
+            CString::new(a.as_bytes())
+                .map_err(|_| JailError::BadInput("the command contains a NUL byte".into()))
+        })
+        .collect()
+}
+
+/// Maps the caller's own uid and gid into the child's user namespace. An unprivileged caller may
+/// map only itself (after denying setgroups); root maps the whole range identically so that file
+/// owners look as they do outside (git refuses repositories it believes are someone else's).
+fn write_id_maps(pid: Pid) -> std::io::Result<()> {
+    let uid = nix::unistd::geteuid().as_raw();
+    let gid = nix::unistd::getegid().as_raw();
+    let base = format!("/proc/{pid}");
+    if uid == 0 {
+        super::sys::write_file(&format!("{base}/uid_map"), "0 0 4294967295")?;
+        super::sys::write_file(&format!("{base}/gid_map"), "0 0 4294967295")?;
+    } else {
+        super::sys::write_file(&format!("{base}/setgroups"), "deny")?;
+        super::sys::write_file(&format!("{base}/uid_map"), &format!("{uid} {uid} 1"))?;
+        super::sys::write_file(&format!("{base}/gid_map"), &format!("{gid} {gid} 1"))?;
+    }
+    Ok(())
+}
+
+/// Waits for `child`, forwarding signals and enforcing the timeout; returns jail's exit code.
+fn supervise(child: Pid, sfd: &SignalFd, timeout: Option<Duration>, reap_tree: bool) -> i32 {
+    let started = Instant::now();
+    let mut deadline = timeout.map(|t| started + t);
+    let mut timed_out = false;
+    let mut killed = false;
+    loop {
+        let wait_ms = match deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    if !timed_out {
+                        timed_out = true;
+                        tracing::info!("timeout: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
+                        let _ = kill(child, Signal::SIGTERM);
+                        deadline = Some(Instant::now() + KILL_GRACE);
+                    } else if !killed {
+                        killed = true;
+                        let _ = kill(child, Signal::SIGKILL);
+                        deadline = None;
+                    }
+                    continue;
+                }
+                left.as_millis().min(i32::MAX as u128) as i32
+            }
+            None => -1,
+        };
+        let mut fds = [nix::poll::PollFd::new(sfd.as_fd(), nix::poll::PollFlags::POLLIN)];
+        let timeout = if wait_ms < 0 {
+            nix::poll::PollTimeout::NONE
+        } else {
+            nix::poll::PollTimeout::try_from(wait_ms).unwrap_or(nix::poll::PollTimeout::MAX)
+        };
+        match nix::poll::poll(&mut fds, timeout) {
+            Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+            Ok(_) => {}
+            Err(_) => continue,
+        }
+        let Ok(Some(info)) = sfd.read_signal() else {
+            continue;
+        };
+        let signo = info.ssi_signo as i32;
+        if signo == libc::SIGCHLD {
+            if let Some(code) = reap(child) {
+                if reap_tree {
+                    kill_remaining_children();
+                }
+                return if timed_out { EXIT_TIMEOUT } else { code };
+            }
+            continue;
+        }
+        if info.ssi_code != SI_KERNEL {
+            if let Ok(sig) = Signal::try_from(signo) {
+                tracing::debug!("forwarding {sig}");
+                let _ = kill(child, sig);
+            }
+        }
+    }
+}
+
+/// Reaps every exited child; returns the exit code once `main` has ended.
+fn reap(main: Pid) -> Option<i32> {
+    let mut result = None;
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == main => result = Some(code),
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => result = Some(128 + sig as i32),
+            Ok(WaitStatus::StillAlive) | Err(_) => return result,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Without a pid namespace: kill every process that was reparented to us, until none is left.
+fn kill_remaining_children() {
+    for _ in 0..1000 {
+        let me = std::process::id();
+        let list = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children"))
+            .unwrap_or_default();
+        let pids: Vec<i32> = list.split_whitespace().filter_map(|p| p.parse().ok()).collect();
+        if pids.is_empty() {
+            return;
+        }
+        for p in &pids {
+            let _ = kill(Pid::from_raw(*p), Signal::SIGKILL);
+        }
+        for p in &pids {
+            let _ = waitpid(Pid::from_raw(*p), None);
+        }
+    }
+}
+
+/// Prints a one-line error and leaves with `code`. Only for the children, which must not unwind
+/// back into the supervisor's code.
+fn die(code: i32, message: &str) -> ! {
+    eprintln!("jail: {message}");
+    // SAFETY: _exit ends the process without running the parent's atexit handlers or destructors.
+    unsafe { libc::_exit(code) }
+}
+
+/// Pid 1 of the new namespaces.
+fn init_main(
+    sync: OwnedFd,
+    mount_plan: &mounts::MountPlan,
+    conf: &Confinement,
+    policy: &Policy,
+    argv: &[CString],
+) -> ! {
+    // If the supervisor dies, so does the whole namespace.
+    if nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err() {
+        die(EXIT_JAIL_ERROR, "init: PR_SET_PDEATHSIG failed");
+    }
+    let mut byte = [0u8; 1];
+    match nix::unistd::read(&sync, &mut byte) {
+        Ok(1) => {}
+        // The supervisor died or gave up before releasing us.
+        _ => unsafe { libc::_exit(EXIT_JAIL_ERROR) },
+    }
+    drop(sync);
+    if let Err(e) = mounts::apply(mount_plan) {
+        die(EXIT_JAIL_ERROR, &e.to_string());
+    }
+    // SAFETY: init is single-threaded.
+    let command = match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => command_main(conf, policy, argv),
+        Ok(nix::unistd::ForkResult::Parent { child }) => child,
+        Err(e) => die(EXIT_JAIL_ERROR, &format!("init: fork: {e}")),
+    };
+    // Init keeps nothing it does not need: no capabilities, no inherited descriptors, and it
+    // cannot be inspected by the command (same uid) through ptrace or /proc/1/mem.
+    let confined = privileges::set_not_dumpable()
+        .and_then(|_| privileges::set_no_new_privs())
+        .and_then(|_| privileges::drop_all_capabilities());
+    if let Err(e) = confined {
+        let _ = kill(command, Signal::SIGKILL);
+        die(EXIT_JAIL_ERROR, &format!("init: {e}"));
+    }
+    let sfd = match SignalFd::with_flags(&handled_signals(), SfdFlags::SFD_CLOEXEC) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = kill(command, Signal::SIGKILL);
+            die(EXIT_JAIL_ERROR, &format!("init: signalfd: {e}"));
+        }
+    };
+    let _ = super::sys::cloexec_range(3, u32::MAX);
+    loop {
+        let Ok(Some(info)) = sfd.read_signal() else {
+            continue;
+        };
+        let signo = info.ssi_signo as i32;
+        if signo == libc::SIGCHLD {
+            if let Some(code) = reap(command) {
+                // SAFETY: leaving pid 1 makes the kernel kill the rest of the namespace.
+                unsafe { libc::_exit(code) };
+            }
+        } else if info.ssi_code != SI_KERNEL {
+            if let Ok(sig) = Signal::try_from(signo) {
+                let _ = kill(command, sig);
+            }
+        }
+    }
+}
+
+/// The command's own process: confine, then execve. Never returns.
+fn command_main(conf: &Confinement, policy: &Policy, argv: &[CString]) -> ! {
+    // Signal mask and dispositions are inherited through execve: give the command clean ones.
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+    if let Err(e) = confine(conf, policy) {
+        die(EXIT_JAIL_ERROR, &e.to_string());
+    }
+    let err = match nix::unistd::execvp(&argv[0], argv) {
+        Err(e) => e,
+    };
+    let name = argv[0].to_string_lossy();
+    match err {
+        nix::errno::Errno::ENOENT => die(EXIT_NOT_FOUND, &format!("{name}: command not found")),
+        e => die(EXIT_NOT_EXECUTABLE, &format!("{name}: cannot execute: {}", e.desc())),
+    }
+}
+
+/// Order inside the child: (mounts, done by init) → session → drop capabilities → close
+/// descriptors → Landlock → seccomp. seccomp goes last because it forbids what the others need.
+fn confine(conf: &Confinement, policy: &Policy) -> Result<(), JailError> {
+    privileges::new_session_if_no_terminal()?;
+    privileges::set_no_new_privs()?;
+    privileges::drop_all_capabilities()?;
+    privileges::close_inherited_fds(&policy.keep_fds)?;
+    if let Some(plan) = &conf.landlock {
+        let mut fds = vec![0, 1, 2];
+        fds.extend(&policy.keep_fds);
+        landlock::apply(plan, &fds)?;
+    }
+    if let Some(program) = &conf.seccomp {
+        seccomp::apply(program)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,130 @@
+//! The one policy every layer compiles: path rules, /tmp mode, required level and the command.
+//! Pure data and pure functions; no syscalls live here.
+
+mod defaults;
+mod resolve;
+
+pub use defaults::{PROTECTED_UNDER_RW, default_hidden};
+pub use resolve::{PolicyInput, resolve};
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// What a path rule allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// Readable, nothing beneath can be changed.
+    Ro,
+    /// Readable and writable.
+    Rw,
+    /// Appears empty; nothing beneath can be read or changed.
+    Hide,
+}
+
+/// Whether a hidden path is a directory or a file (a file is hidden by an empty file, a directory by
+/// an empty read-only tmpfs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Dir,
+    File,
+}
+
+/// Where a rule came from, for the dry run and error messages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "from", content = "detail")]
+pub enum Origin {
+    /// The embedded default policy.
+    Default,
+    /// A command-line flag (`--ro`, `--rw`, `--hide`, `--tmp`).
+    Flag(String),
+    /// A protected name kept read-only beneath a `--rw` path.
+    Protected(PathBuf),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PathRule {
+    pub path: PathBuf,
+    pub access: Access,
+    pub kind: Kind,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TmpMode {
+    Private,
+    Host,
+}
+
+/// The enforcement level a run must reach (`--require`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Require {
+    Full,
+    Landlock,
+    Mount,
+    Any,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Policy {
+    /// One rule per path, sorted by path (so a parent always comes before its children).
+    pub rules: Vec<PathRule>,
+    /// Protected names that did not exist at start: neither layer can keep them from being created
+    /// (the mount layer binds only what exists), reported as a gap.
+    pub absent_protected: Vec<PathBuf>,
+    pub cwd: PathBuf,
+    pub tmp: TmpMode,
+    pub require: Option<Require>,
+    pub keep_fds: Vec<i32>,
+    #[serde(serialize_with = "serialize_duration")]
+    pub timeout: Option<Duration>,
+    pub allow_userns: bool,
+    pub allow_unix_sockets: bool,
+    #[serde(serialize_with = "serialize_command")]
+    pub command: Vec<OsString>,
+}
+
+impl Policy {
+    /// The access that applies at `path`: the rule with the longest path that contains it.
+    pub fn access_at(&self, path: &Path) -> Access {
+        self.rule_for(path).map(|r| r.access).unwrap_or(Access::Ro)
+    }
+
+    /// The most specific rule covering `path`.
+    pub fn rule_for(&self, path: &Path) -> Option<&PathRule> {
+        self.rules
+            .iter()
+            .filter(|r| path.starts_with(&r.path))
+            .max_by_key(|r| r.path.components().count())
+    }
+
+    /// Paths that are writable in the jail (rw rules, plus /tmp when it is the host's).
+    pub fn writable_paths(&self) -> impl Iterator<Item = &Path> {
+        self.rules
+            .iter()
+            .filter(|r| r.access == Access::Rw)
+            .map(|r| r.path.as_path())
+    }
+}
+
+fn serialize_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_some(&d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+fn serialize_command<S: serde::Serializer>(c: &[OsString], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(c.iter().map(|a| a.to_string_lossy().into_owned()))
+}
+
+/// Depth of a path in components, used to order rules parent-first.
+pub fn depth(path: &Path) -> usize {
+    path.components().count()
+}

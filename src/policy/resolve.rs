@@ -1,0 +1,505 @@
+//! Turns what the user asked for (flags, environment) into one validated [`Policy`].
+//!
+//! It only looks at the filesystem (lstat), never changes it: a path must exist, must not pass
+//! through a symlink (the rule would protect something other than what was named), and rules must
+//! not contradict each other.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use super::{
+    Access, Kind, Origin, PROTECTED_UNDER_RW, PathRule, Policy, Require, TmpMode, default_hidden,
+};
+use crate::error::JailError;
+
+/// Everything the resolver needs, already read from the command line and the environment.
+#[derive(Debug, Clone, Default)]
+pub struct PolicyInput {
+    pub ro: Vec<PathBuf>,
+    pub rw: Vec<PathBuf>,
+    pub hide: Vec<PathBuf>,
+    pub cwd: Option<PathBuf>,
+    /// The directory relative paths are resolved against (the launcher's current directory).
+    pub base_dir: PathBuf,
+    pub tmp_host: bool,
+    pub require: Option<Require>,
+    pub keep_fds: Vec<i32>,
+    pub timeout: Option<Duration>,
+    pub allow_userns: bool,
+    pub allow_unix_sockets: bool,
+    pub command: Vec<OsString>,
+    pub home: Option<PathBuf>,
+    pub xdg_runtime_dir: Option<PathBuf>,
+    pub ssh_auth_sock: Option<PathBuf>,
+    pub gpg_agent_info: Option<PathBuf>,
+}
+
+/// Places whose contents the mount view builds itself: user rules there would be silently
+/// shadowed, so they are refused.
+const VIEW_OWNED: &[&str] = &["/proc", "/dev", "/sys"];
+
+pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
+    if input.command.is_empty() {
+        return Err(JailError::BadInput(
+            "no command given: usage is jail [OPTIONS] -- CMD [ARGS...]".into(),
+        ));
+    }
+    let mut user: BTreeMap<PathBuf, (Access, Kind, &'static str)> = BTreeMap::new();
+    for (flag, access, paths) in [
+        ("--ro", Access::Ro, &input.ro),
+        ("--rw", Access::Rw, &input.rw),
+        ("--hide", Access::Hide, &input.hide),
+    ] {
+        for raw in paths {
+            let path = checked_path(flag, raw, &input.base_dir)?;
+            let kind = kind_of(&path);
+            refuse_view_owned(flag, &path)?;
+            if !input.tmp_host && path.starts_with("/tmp") && access != Access::Hide {
+                return Err(JailError::bad_path(
+                    flag,
+                    &path,
+                    "/tmp is a private tmpfs in the jail; add --tmp host to use the host's /tmp",
+                ));
+            }
+            if let Some((other, _, other_flag)) = user.get(&path) {
+                if *other != access {
+                    return Err(JailError::bad_path(
+                        flag,
+                        &path,
+                        format!("also given with {other_flag}; a path takes one rule"),
+                    ));
+                }
+            }
+            user.insert(path, (access, kind, flag));
+        }
+    }
+    // Nothing may be opened up inside a hidden path: the hide would be a lie.
+    for (hidden, (access, _, flag)) in &user {
+        if *access != Access::Hide {
+            continue;
+        }
+        for (inner, (inner_access, _, inner_flag)) in &user {
+            if inner != hidden && inner.starts_with(hidden) && *inner_access != Access::Hide {
+                return Err(JailError::bad_path(
+                    inner_flag,
+                    inner,
+                    format!("is inside {} given with {flag}", hidden.display()),
+                ));
+            }
+        }
+    }
+
+    let mut rules: BTreeMap<PathBuf, PathRule> = BTreeMap::new();
+    rules.insert(
+        PathBuf::from("/"),
+        PathRule {
+            path: "/".into(),
+            access: Access::Ro,
+            kind: Kind::Dir,
+            origin: Origin::Default,
+        },
+    );
+    if input.tmp_host {
+        rules.insert(
+            PathBuf::from("/tmp"),
+            PathRule {
+                path: "/tmp".into(),
+                access: Access::Rw,
+                kind: Kind::Dir,
+                origin: Origin::Flag("--tmp host".into()),
+            },
+        );
+    }
+
+    // Default hides, unless the user named the path or something inside it (the flag wins).
+    for candidate in default_hidden(
+        input.home.as_deref(),
+        input.xdg_runtime_dir.as_deref(),
+        input.ssh_auth_sock.as_deref(),
+        input.gpg_agent_info.as_deref(),
+    ) {
+        let Some(path) = existing_target(&candidate) else {
+            continue;
+        };
+        if !input.tmp_host && path.starts_with("/tmp") {
+            continue; // already invisible: /tmp is private
+        }
+        if user
+            .keys()
+            .any(|u| u.starts_with(&path) || path.starts_with(u) && user[u].0 == Access::Hide)
+        {
+            continue;
+        }
+        let kind = kind_of(&path);
+        rules.insert(
+            path.clone(),
+            PathRule {
+                path,
+                access: Access::Hide,
+                kind,
+                origin: Origin::Default,
+            },
+        );
+    }
+
+    for (path, (access, kind, flag)) in &user {
+        rules.insert(
+            path.clone(),
+            PathRule {
+                path: path.clone(),
+                access: *access,
+                kind: *kind,
+                origin: Origin::Flag(flag.to_string()),
+            },
+        );
+    }
+
+    // Protected names stay read-only under every writable path unless named exactly.
+    let mut absent_protected = Vec::new();
+    let writable: Vec<PathBuf> = rules
+        .values()
+        .filter(|r| r.access == Access::Rw)
+        .map(|r| r.path.clone())
+        .collect();
+    for root in writable {
+        for name in PROTECTED_UNDER_RW {
+            let path = root.join(name);
+            if user.contains_key(&path) || rules.contains_key(&path) {
+                continue;
+            }
+            match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    let target = std::fs::read_link(&path).unwrap_or_default();
+                    return Err(JailError::bad_path(
+                        "--rw",
+                        &path,
+                        format!(
+                            "protected path is a symlink (-> {}); jail will not follow it: remove \
+                             it, or name the path with --ro or --rw",
+                            target.display()
+                        ),
+                    ));
+                }
+                Ok(meta) => {
+                    let kind = if meta.is_dir() { Kind::Dir } else { Kind::File };
+                    rules.insert(
+                        path.clone(),
+                        PathRule {
+                            path,
+                            access: Access::Ro,
+                            kind,
+                            origin: Origin::Protected(root.clone()),
+                        },
+                    );
+                }
+                Err(_) => absent_protected.push(path),
+            }
+        }
+    }
+
+    let cwd = match &input.cwd {
+        Some(dir) => {
+            let abs = absolute(&input.base_dir, dir);
+            std::fs::canonicalize(&abs)
+                .map_err(|e| JailError::bad_path("--cwd", &abs, e.to_string()))?
+        }
+        None => input.base_dir.clone(),
+    };
+    if !cwd.is_dir() {
+        return Err(JailError::bad_path("--cwd", &cwd, "is not a directory"));
+    }
+    let policy = Policy {
+        rules: rules.into_values().collect(),
+        absent_protected,
+        cwd,
+        tmp: if input.tmp_host {
+            TmpMode::Host
+        } else {
+            TmpMode::Private
+        },
+        require: input.require,
+        keep_fds: input.keep_fds.clone(),
+        timeout: input.timeout,
+        allow_userns: input.allow_userns,
+        allow_unix_sockets: input.allow_unix_sockets,
+        command: input.command.clone(),
+    };
+    if policy.access_at(&policy.cwd) == Access::Hide {
+        return Err(JailError::bad_path(
+            "--cwd",
+            &policy.cwd,
+            "is hidden by the policy",
+        ));
+    }
+    if !input.tmp_host && policy.cwd.starts_with("/tmp") {
+        return Err(JailError::bad_path(
+            "--cwd",
+            &policy.cwd,
+            "/tmp is a private tmpfs in the jail; add --tmp host or work from another directory",
+        ));
+    }
+    for fd in &input.keep_fds {
+        if *fd < 3 {
+            return Err(JailError::BadInput(format!(
+                "--keep-fd {fd}: descriptors 0, 1 and 2 are always kept; name 3 or higher"
+            )));
+        }
+    }
+    Ok(policy)
+}
+
+fn refuse_view_owned(flag: &str, path: &Path) -> Result<(), JailError> {
+    for owned in VIEW_OWNED {
+        if path.starts_with(owned) {
+            return Err(JailError::bad_path(
+                flag,
+                path,
+                format!("{owned} is built by jail inside the sandbox; rules there are not supported"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Absolute, lexically normalized, existing, and free of symlinks in every component.
+fn checked_path(flag: &str, raw: &Path, base: &Path) -> Result<PathBuf, JailError> {
+    if raw.as_os_str().is_empty() {
+        return Err(JailError::bad_path(flag, raw, "empty path"));
+    }
+    let abs = absolute(base, raw);
+    let mut walked = PathBuf::from("/");
+    for comp in abs.components().skip(1) {
+        walked.push(comp);
+        match std::fs::symlink_metadata(&walked) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let real = std::fs::canonicalize(&abs)
+                    .map(|p| format!("; name the real path {}", p.display()))
+                    .unwrap_or_default();
+                return Err(JailError::bad_path(
+                    flag,
+                    &abs,
+                    format!(
+                        "goes through a symlink ({} -> {}){real}",
+                        walked.display(),
+                        std::fs::read_link(&walked).unwrap_or_default().display()
+                    ),
+                ));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(JailError::bad_path(flag, &abs, "does not exist"));
+            }
+            Err(e) => return Err(JailError::bad_path(flag, &abs, e.to_string())),
+        }
+    }
+    Ok(abs)
+}
+
+/// `path` made absolute against `base`, with `.` and `..` removed lexically.
+pub fn absolute(base: &Path, path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    };
+    let mut out = PathBuf::from("/");
+    for comp in joined.components() {
+        match comp {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(c) => out.push(c),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// The path a default rule must act on: itself if it exists, the canonical target if it is a
+/// symlink to something that exists, nothing otherwise.
+fn existing_target(path: &Path) -> Option<PathBuf> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if meta.file_type().is_symlink() || has_symlink_parent(path) {
+        return std::fs::canonicalize(path).ok();
+    }
+    Some(path.to_path_buf())
+}
+
+fn has_symlink_parent(path: &Path) -> bool {
+    path.ancestors().skip(1).any(|a| {
+        std::fs::symlink_metadata(a)
+            .map(|m| m.file_type().is_symlink())
+            .unwrap_or(false)
+    })
+}
+
+fn kind_of(path: &Path) -> Kind {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Kind::Dir,
+        _ => Kind::File,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    struct Tree(PathBuf);
+    impl Tree {
+        fn new(name: &str) -> Tree {
+            let dir = std::env::temp_dir().join(format!("jail-resolve-{name}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            Tree(dir)
+        }
+        fn p(&self, rel: &str) -> PathBuf {
+            self.0.join(rel)
+        }
+    }
+    impl Drop for Tree {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn input(t: &Tree) -> PolicyInput {
+        PolicyInput {
+            base_dir: t.0.clone(),
+            tmp_host: true, // test trees live under the host's temp dir
+            command: vec!["true".into()],
+            home: Some(t.p("home")),
+            ..Default::default()
+        }
+    }
+
+    fn rule<'a>(p: &'a Policy, path: &Path) -> Option<&'a PathRule> {
+        p.rules.iter().find(|r| r.path == path)
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_base_and_missing_ones_fail() {
+        let t = Tree::new("rel");
+        fs::create_dir_all(t.p("repo/src")).unwrap();
+        let mut i = input(&t);
+        i.ro = vec!["./repo/src/..".into()];
+        let p = resolve(&i).unwrap();
+        assert_eq!(rule(&p, &t.p("repo")).unwrap().access, Access::Ro);
+
+        i.ro = vec!["nope".into()];
+        let e = resolve(&i).unwrap_err().to_string();
+        assert!(e.contains("--ro") && e.contains("does not exist"), "{e}");
+    }
+
+    #[test]
+    fn symlinked_paths_are_refused_with_the_real_path() {
+        let t = Tree::new("sym");
+        fs::create_dir_all(t.p("real")).unwrap();
+        std::os::unix::fs::symlink(t.p("real"), t.p("link")).unwrap();
+        let mut i = input(&t);
+        i.rw = vec![t.p("link")];
+        let e = resolve(&i).unwrap_err().to_string();
+        assert!(e.contains("symlink") && e.contains("real"), "{e}");
+    }
+
+    #[test]
+    fn conflicting_and_nested_in_hide_rules_are_refused() {
+        let t = Tree::new("conf");
+        fs::create_dir_all(t.p("a/b")).unwrap();
+        let mut i = input(&t);
+        i.ro = vec![t.p("a")];
+        i.rw = vec![t.p("a")];
+        assert!(resolve(&i).unwrap_err().to_string().contains("also given with"));
+
+        let mut i = input(&t);
+        i.hide = vec![t.p("a")];
+        i.ro = vec![t.p("a/b")];
+        let e = resolve(&i).unwrap_err().to_string();
+        assert!(e.contains("inside") && e.contains("--hide"), "{e}");
+    }
+
+    #[test]
+    fn protected_names_stay_read_only_under_rw_unless_named() {
+        let t = Tree::new("prot");
+        fs::create_dir_all(t.p("repo/.git/hooks")).unwrap();
+        fs::write(t.p("repo/.git/config"), "").unwrap();
+        fs::write(t.p("repo/.envrc"), "").unwrap();
+        let mut i = input(&t);
+        i.rw = vec![t.p("repo"), t.p("repo/.envrc")];
+        let p = resolve(&i).unwrap();
+        assert_eq!(p.access_at(&t.p("repo/src/x.rs")), Access::Rw);
+        assert_eq!(p.access_at(&t.p("repo/.git/hooks/pre-commit")), Access::Ro);
+        assert_eq!(p.access_at(&t.p("repo/.git/config")), Access::Ro);
+        assert_eq!(p.access_at(&t.p("repo/.git/objects")), Access::Rw);
+        assert_eq!(p.access_at(&t.p("repo/.envrc")), Access::Rw, "named exactly: the flag wins");
+        assert!(p.absent_protected.contains(&t.p("repo/.mcp.json")));
+        assert_eq!(
+            rule(&p, &t.p("repo/.git/hooks")).unwrap().origin,
+            Origin::Protected(t.p("repo"))
+        );
+    }
+
+    #[test]
+    fn a_symlink_at_a_protected_name_fails_closed() {
+        let t = Tree::new("protsym");
+        fs::create_dir_all(t.p("repo/.git")).unwrap();
+        fs::create_dir_all(t.p("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(t.p("elsewhere"), t.p("repo/.git/hooks")).unwrap();
+        let mut i = input(&t);
+        i.rw = vec![t.p("repo")];
+        let e = resolve(&i).unwrap_err().to_string();
+        assert!(e.contains(".git/hooks") && e.contains("symlink"), "{e}");
+    }
+
+    #[test]
+    fn default_hides_apply_when_present_and_yield_to_flags() {
+        let t = Tree::new("hide");
+        fs::create_dir_all(t.p("home/.ssh")).unwrap();
+        fs::create_dir_all(t.p("home/.aws")).unwrap();
+        fs::write(t.p("home/.netrc"), "machine x").unwrap();
+        fs::write(t.p("home/.ssh/config"), "").unwrap();
+        let mut i = input(&t);
+        i.ro = vec![t.p("home/.ssh/config")];
+        let p = resolve(&i).unwrap();
+        assert_eq!(p.access_at(&t.p("home/.aws/credentials")), Access::Hide);
+        let netrc = rule(&p, &t.p("home/.netrc")).unwrap();
+        assert_eq!((netrc.access, netrc.kind), (Access::Hide, Kind::File));
+        assert_eq!(p.access_at(&t.p("home/.ssh/config")), Access::Ro, "flag beats default");
+        assert!(rule(&p, &t.p("home/.gnupg")).is_none(), "absent paths are not rules");
+    }
+
+    #[test]
+    fn default_hide_through_a_symlink_hides_the_target() {
+        let t = Tree::new("hidesym");
+        fs::create_dir_all(t.p("dotfiles/ssh")).unwrap();
+        fs::create_dir_all(t.p("home")).unwrap();
+        std::os::unix::fs::symlink(t.p("dotfiles/ssh"), t.p("home/.ssh")).unwrap();
+        let p = resolve(&input(&t)).unwrap();
+        let real = fs::canonicalize(t.p("dotfiles/ssh")).unwrap();
+        assert_eq!(p.access_at(&real), Access::Hide);
+    }
+
+    #[test]
+    fn view_owned_places_and_private_tmp_are_refused() {
+        let t = Tree::new("owned");
+        let mut i = input(&t);
+        i.rw = vec!["/proc/self".into()];
+        assert!(resolve(&i).unwrap_err().to_string().contains("/proc"));
+        let mut i = input(&t);
+        i.tmp_host = false;
+        i.rw = vec![std::env::temp_dir()];
+        if std::env::temp_dir().starts_with("/tmp") {
+            assert!(resolve(&i).unwrap_err().to_string().contains("--tmp host"));
+        }
+    }
+
+    #[test]
+    fn keep_fd_below_three_is_refused() {
+        let t = Tree::new("fd");
+        let mut i = input(&t);
+        i.keep_fds = vec![2];
+        assert!(resolve(&i).unwrap_err().to_string().contains("--keep-fd 2"));
+    }
+}

@@ -1,0 +1,185 @@
+//! Enforcement level, named gaps, the `--require` check, and the text of `jail probe`.
+
+use serde::Serialize;
+
+use crate::error::JailError;
+use crate::policy::{Policy, Require};
+use crate::probe::Features;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Full,
+    Partial,
+    None,
+}
+
+/// Which layers a run gets.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Layers {
+    pub mount: bool,
+    pub landlock: bool,
+    pub seccomp: bool,
+}
+
+impl Layers {
+    pub fn from_features(f: &Features) -> Layers {
+        Layers {
+            mount: f.user_namespaces,
+            landlock: f.landlock_abi > 0,
+            seccomp: f.seccomp,
+        }
+    }
+
+    pub fn level(&self) -> Level {
+        if self.mount && self.landlock && self.seccomp {
+            Level::Full
+        } else if self.files_protected() {
+            Level::Partial
+        } else {
+            Level::None
+        }
+    }
+
+    /// Whether at least one layer protects files.
+    pub fn files_protected(&self) -> bool {
+        self.mount || self.landlock
+    }
+}
+
+/// What the run cannot enforce with these layers, each as a short named gap.
+pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
+    let mut out = Vec::new();
+    if !layers.mount {
+        out.push("metadata not confined (chmod, chown, utimes, xattrs on read-only paths)".into());
+        out.push("hidden paths are unreadable but their names can be listed".into());
+        out.push("no private /tmp: the host's /tmp is shared".into());
+        out.push("processes not isolated (no pid namespace)".into());
+        if policy.rules.iter().any(|r| matches!(r.origin, crate::policy::Origin::Protected(_))) {
+            out.push(
+                "carve-outs approximate: new files directly in directories holding a protected \
+                 name are refused"
+                    .into(),
+            );
+        }
+        if policy.allow_unix_sockets || !layers.seccomp {
+            out.push("unix sockets not confined".into());
+        }
+    }
+    if !layers.landlock {
+        out.push("no Landlock: files are protected by the mount view alone".into());
+    }
+    if !layers.seccomp {
+        out.push("no seccomp filter: mount, ptrace, io_uring, keyctl and TIOCSTI not refused".into());
+    }
+    if layers.landlock && f.landlock_abi < 6 {
+        out.push("signals and abstract unix sockets not scoped (Landlock ABI < 6)".into());
+    }
+    if policy.allow_unix_sockets && f.landlock_abi < 9 {
+        out.push(
+            "unix socket connect not confined by path (Landlock ABI < 9); known socket places \
+             are hidden"
+                .into(),
+        );
+    }
+    if !policy.absent_protected.is_empty() {
+        out.push(format!(
+            "{} protected names do not exist yet and could be created (e.g. {})",
+            policy.absent_protected.len(),
+            policy.absent_protected[0].display()
+        ));
+    }
+    out
+}
+
+/// Fails closed when the layers fall short of what was asked, or protect nothing.
+pub fn check_level(require: Option<Require>, layers: &Layers, f: &Features) -> Result<(), JailError> {
+    let missing_mount = || {
+        format!(
+            "mount view unavailable: {}",
+            f.user_namespaces_detail
+                .as_deref()
+                .unwrap_or("user namespaces cannot be created")
+        )
+    };
+    let missing_landlock = || "Landlock unavailable (kernel < 5.13 or not enabled at boot)".to_string();
+    let missing_seccomp = || "seccomp filters unavailable".to_string();
+    let fail = |required: &str, missing: String| {
+        Err(JailError::LevelNotMet {
+            required: required.into(),
+            missing,
+        })
+    };
+    match require {
+        Some(Require::Full) => {
+            if !layers.mount {
+                return fail("full", missing_mount());
+            }
+            if !layers.landlock {
+                return fail("full", missing_landlock());
+            }
+            if !layers.seccomp {
+                return fail("full", missing_seccomp());
+            }
+        }
+        Some(Require::Landlock) if !layers.landlock => return fail("landlock", missing_landlock()),
+        Some(Require::Mount) if !layers.mount => return fail("mount", missing_mount()),
+        _ => {}
+    }
+    if !layers.files_protected() {
+        return fail(
+            "partial",
+            format!(
+                "no layer can protect files here ({}; {})",
+                missing_mount(),
+                missing_landlock()
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// `jail probe` as text.
+pub fn probe_text(f: &Features, layers: &Layers) -> String {
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    let mut s = String::new();
+    s.push_str(&format!("kernel:           {} ({})\n", f.kernel, f.arch));
+    s.push_str(&format!(
+        "landlock:         {}\n",
+        if f.landlock_abi > 0 {
+            format!("yes, ABI {}", f.landlock_abi)
+        } else {
+            "no".into()
+        }
+    ));
+    s.push_str(&format!("seccomp filters:  {}\n", yes(f.seccomp)));
+    s.push_str(&format!(
+        "user namespaces:  {}{}\n",
+        yes(f.user_namespaces),
+        f.user_namespaces_detail
+            .as_ref()
+            .map(|d| format!(" ({d})"))
+            .unwrap_or_default()
+    ));
+    s.push_str(&format!(
+        "container:        {}\n",
+        f.in_container.as_deref().unwrap_or("none detected")
+    ));
+    s.push_str(&format!(
+        "running as:       {}\n",
+        if f.euid == 0 { "root".to_string() } else { format!("uid {}", f.euid) }
+    ));
+    s.push_str(&format!(
+        "layers:           mount view {}, landlock {}, seccomp {}\n",
+        yes(layers.mount),
+        yes(layers.landlock),
+        yes(layers.seccomp)
+    ));
+    let level = match layers.level() {
+        Level::Full => "full",
+        Level::Partial => "partial",
+        Level::None => "none (a run would be refused)",
+    };
+    s.push_str(&format!("level:            {level}\n"));
+    s
+}
