@@ -78,6 +78,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_unix_sockets: bool,
 
+    /// Run even when no layer can protect files (level none), with a warning on every run.
+    #[arg(long)]
+    pub allow_unconfined: bool,
+
     /// Print the resolved policy and each layer's plan as JSON; run nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -120,7 +124,11 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         "ms" => value / 1000.0,
         "m" => value * 60.0,
         "h" => value * 3600.0,
-        _ => return Err(format!("'{text}': unknown unit '{unit}' (use ms, s, m or h)")),
+        _ => {
+            return Err(format!(
+                "'{text}': unknown unit '{unit}' (use ms, s, m or h)"
+            ));
+        }
     };
     if !seconds.is_finite() || seconds <= 0.0 || seconds > 1.0e9 {
         return Err(format!("'{text}' must be a positive duration"));

@@ -77,7 +77,10 @@ fn probe(json: bool) -> Result<i32, JailError> {
             layers,
             level: layers.level(),
         };
-        println!("{}", serde_json::to_string_pretty(&out).expect("serializable"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).expect("serializable")
+        );
     } else {
         print!("{}", report::probe_text(&f, &layers));
     }
@@ -173,10 +176,13 @@ fn launch(args: &RunArgs) -> Result<i32, JailError> {
             landlock: plans.landlock.as_ref(),
             seccomp: plans.seccomp.as_ref(),
         };
-        println!("{}", serde_json::to_string_pretty(&out).expect("serializable"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).expect("serializable")
+        );
         return Ok(0);
     }
-    report::check_level(policy.require, &layers, &features)?;
+    report::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
     let conf = confinement(plans)?;
     warn_if_degraded(&policy, &layers, &features);
     match linux::supervisor::run(&policy, &conf)? {
@@ -188,7 +194,7 @@ fn launch(args: &RunArgs) -> Result<i32, JailError> {
             features.user_namespaces = false;
             features.user_namespaces_detail = Some(format!("clone failed: {}", e.0));
             layers.mount = false;
-            report::check_level(policy.require, &layers, &features)?;
+            report::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
             let conf = confinement(compile(&policy, &layers, &features))?;
             warn_if_degraded(&policy, &layers, &features);
             match linux::supervisor::run(&policy, &conf)? {
@@ -221,6 +227,13 @@ fn warn_if_degraded(policy: &Policy, layers: &Layers, f: &Features) {
     .flatten()
     .collect();
     let gaps = report::gaps(policy, layers, f);
+    if !layers.files_protected() {
+        eprintln!(
+            "jail: warning: UNCONFINED (--allow-unconfined): no layer protects files; missing {}",
+            missing.join(", ")
+        );
+        return;
+    }
     eprintln!(
         "jail: warning: partial confinement, missing {}; gaps: {}",
         missing.join(", "),

@@ -111,7 +111,8 @@ fn try_create_userns() -> Result<(), String> {
             // SAFETY: leave the child without running any of the parent's cleanup.
             unsafe { libc::_exit(code) }
         }
-        Ok(nix::unistd::ForkResult::Parent { child }) => match nix::sys::wait::waitpid(child, None) {
+        Ok(nix::unistd::ForkResult::Parent { child }) => match nix::sys::wait::waitpid(child, None)
+        {
             Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Ok(()),
             Ok(nix::sys::wait::WaitStatus::Exited(_, errno)) => {
                 Err(nix::errno::Errno::from_raw(errno).desc().to_string())
@@ -135,7 +136,11 @@ fn container_guess() -> Option<String> {
         }
     }
     let cgroup = std::fs::read_to_string("/proc/1/cgroup").unwrap_or_default();
-    for (needle, name) in [("docker", "docker"), ("kubepods", "kubernetes"), ("lxc", "lxc")] {
+    for (needle, name) in [
+        ("docker", "docker"),
+        ("kubepods", "kubernetes"),
+        ("lxc", "lxc"),
+    ] {
         if cgroup.contains(needle) {
             return Some(name.into());
         }

@@ -55,7 +55,11 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
         out.push("hidden paths are unreadable but their names can be listed".into());
         out.push("no private /tmp: the host's /tmp is shared".into());
         out.push("processes not isolated (no pid namespace)".into());
-        if policy.rules.iter().any(|r| matches!(r.origin, crate::policy::Origin::Protected(_))) {
+        if policy
+            .rules
+            .iter()
+            .any(|r| matches!(r.origin, crate::policy::Origin::Protected(_)))
+        {
             out.push(
                 "carve-outs approximate: new files directly in directories holding a protected \
                  name are refused"
@@ -70,7 +74,9 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
         out.push("no Landlock: files are protected by the mount view alone".into());
     }
     if !layers.seccomp {
-        out.push("no seccomp filter: mount, ptrace, io_uring, keyctl and TIOCSTI not refused".into());
+        out.push(
+            "no seccomp filter: mount, ptrace, io_uring, keyctl and TIOCSTI not refused".into(),
+        );
     }
     if layers.landlock && f.landlock_abi < 6 {
         out.push("signals and abstract unix sockets not scoped (Landlock ABI < 6)".into());
@@ -93,7 +99,12 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
 }
 
 /// Fails closed when the layers fall short of what was asked, or protect nothing.
-pub fn check_level(require: Option<Require>, layers: &Layers, f: &Features) -> Result<(), JailError> {
+pub fn check_level(
+    require: Option<Require>,
+    allow_unconfined: bool,
+    layers: &Layers,
+    f: &Features,
+) -> Result<(), JailError> {
     let missing_mount = || {
         format!(
             "mount view unavailable: {}",
@@ -102,7 +113,8 @@ pub fn check_level(require: Option<Require>, layers: &Layers, f: &Features) -> R
                 .unwrap_or("user namespaces cannot be created")
         )
     };
-    let missing_landlock = || "Landlock unavailable (kernel < 5.13 or not enabled at boot)".to_string();
+    let missing_landlock =
+        || "Landlock unavailable (kernel < 5.13 or not enabled at boot)".to_string();
     let missing_seccomp = || "seccomp filters unavailable".to_string();
     let fail = |required: &str, missing: String| {
         Err(JailError::LevelNotMet {
@@ -126,11 +138,11 @@ pub fn check_level(require: Option<Require>, layers: &Layers, f: &Features) -> R
         Some(Require::Mount) if !layers.mount => return fail("mount", missing_mount()),
         _ => {}
     }
-    if !layers.files_protected() {
+    if !layers.files_protected() && !allow_unconfined {
         return fail(
             "partial",
             format!(
-                "no layer can protect files here ({}; {})",
+                "no layer can protect files here ({}; {}); --allow-unconfined runs anyway",
                 missing_mount(),
                 missing_landlock()
             ),
@@ -167,7 +179,11 @@ pub fn probe_text(f: &Features, layers: &Layers) -> String {
     ));
     s.push_str(&format!(
         "running as:       {}\n",
-        if f.euid == 0 { "root".to_string() } else { format!("uid {}", f.euid) }
+        if f.euid == 0 {
+            "root".to_string()
+        } else {
+            format!("uid {}", f.euid)
+        }
     ));
     s.push_str(&format!(
         "layers:           mount view {}, landlock {}, seccomp {}\n",

@@ -91,7 +91,10 @@ pub fn compile(
     for dev in DEVICES {
         wants.insert(dev.into(), system(Rights::DEV, Kind::File));
     }
-    wants.insert("/dev/pts".into(), system(Rights::DEV.union(Rights::LIST), Kind::Dir));
+    wants.insert(
+        "/dev/pts".into(),
+        system(Rights::DEV.union(Rights::LIST), Kind::Dir),
+    );
     wants.insert("/dev/shm".into(), system(Rights::ALL, Kind::Dir));
     // /proc and /sys are readable, never writable: host root may write sysctls such as
     // core_pattern by file ownership alone, with no capability.
@@ -107,7 +110,15 @@ pub fn compile(
         if want.rights.is_empty() {
             continue; // hidden: granted nothing
         }
-        grant(path, want.rights, &wants, mount_active, list, &mut out, &mut notes);
+        grant(
+            path,
+            want.rights,
+            &wants,
+            mount_active,
+            list,
+            &mut out,
+            &mut notes,
+        );
     }
     let mask = Rights::for_abi(abi);
     let rules = out
@@ -199,7 +210,9 @@ fn grant(
 /// The names in a real directory, for [`compile`].
 pub fn list_dir(path: &Path) -> Vec<OsString> {
     match std::fs::read_dir(path) {
-        Ok(entries) => entries.filter_map(|e| e.ok().map(|e| e.file_name())).collect(),
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect(),
         Err(_) => Vec::new(),
     }
 }
@@ -309,9 +322,9 @@ fn inherited_fd_rule(fd: i32) -> Option<(OwnedFd, Rights)> {
     let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
     let rights = match mode & libc::S_IFMT {
         libc::S_IFCHR => Rights::DEV,
-        libc::S_IFREG if writable => Rights(
-            Rights::READ_FILE.0 | Rights::WRITE_FILE.0 | Rights::TRUNCATE.0,
-        ),
+        libc::S_IFREG if writable => {
+            Rights(Rights::READ_FILE.0 | Rights::WRITE_FILE.0 | Rights::TRUNCATE.0)
+        }
         _ => return None,
     };
     let target = crate::linux::sys::open_path(Path::new(&format!("/proc/self/fd/{fd}"))).ok()?;
@@ -400,10 +413,16 @@ mod tests {
     fn raw_devices_stay_closed_and_needed_ones_open() {
         let plan = compile(&policy(&[]), 7, true, &tree(FS));
         assert_eq!(effective(&plan, "/dev/sda"), Rights::LIST);
-        assert_eq!(effective(&plan, "/dev/null"), Rights::DEV.union(Rights::LIST));
+        assert_eq!(
+            effective(&plan, "/dev/null"),
+            Rights::DEV.union(Rights::LIST)
+        );
         assert!(effective(&plan, "/dev/pts/3").contains(Rights::DEV));
         assert_eq!(effective(&plan, "/dev/shm/x"), Rights::ALL);
-        assert_eq!(effective(&plan, "/proc/sys/kernel/core_pattern"), Rights::READ);
+        assert_eq!(
+            effective(&plan, "/proc/sys/kernel/core_pattern"),
+            Rights::READ
+        );
         assert_eq!(effective(&plan, "/etc/passwd"), Rights::READ);
         assert!(!effective(&plan, "/home/u/repo/src").contains(Rights::WRITE_FILE));
     }
@@ -416,7 +435,10 @@ mod tests {
             ("/home/u/repo/.git/config", Access::Ro, Kind::File),
         ]);
         let plan = compile(&p, 7, true, &tree(FS));
-        assert_eq!(effective(&plan, "/home/u/repo/.git/index.lock"), Rights::ALL);
+        assert_eq!(
+            effective(&plan, "/home/u/repo/.git/index.lock"),
+            Rights::ALL
+        );
         assert!(plan.notes.is_empty(), "{:?}", plan.notes);
     }
 
@@ -428,15 +450,28 @@ mod tests {
             ("/home/u/repo/.git/config", Access::Ro, Kind::File),
         ]);
         let plan = compile(&p, 7, false, &tree(FS));
-        assert_eq!(effective(&plan, "/home/u/repo/.git/hooks/pre-commit"), Rights::READ);
+        assert_eq!(
+            effective(&plan, "/home/u/repo/.git/hooks/pre-commit"),
+            Rights::READ
+        );
         assert_eq!(effective(&plan, "/home/u/repo/.git/config"), Rights::READ);
-        assert_eq!(effective(&plan, "/home/u/repo/.git/objects/ab"), Rights::ALL);
+        assert_eq!(
+            effective(&plan, "/home/u/repo/.git/objects/ab"),
+            Rights::ALL
+        );
         assert_eq!(effective(&plan, "/home/u/repo/src/main.rs"), Rights::ALL);
         assert_eq!(effective(&plan, "/home/u/repo/README.md"), Rights::ALL);
         // Stricter than the policy, never looser: new entries in a split directory.
-        assert_eq!(effective(&plan, "/home/u/repo/.git/index.lock"), Rights::READ);
+        assert_eq!(
+            effective(&plan, "/home/u/repo/.git/index.lock"),
+            Rights::READ
+        );
         assert_eq!(effective(&plan, "/home/u/repo/NEW"), Rights::READ);
-        assert!(plan.notes.iter().any(|n| n.contains("carve-outs approximate")));
+        assert!(
+            plan.notes
+                .iter()
+                .any(|n| n.contains("carve-outs approximate"))
+        );
     }
 
     #[test]
@@ -452,8 +487,17 @@ mod tests {
 
     #[test]
     fn rights_are_masked_to_the_abi_and_scopes_need_abi_6() {
-        let plan = compile(&policy(&[("/home/u/repo", Access::Rw, Kind::Dir)]), 2, true, &tree(FS));
-        assert!(plan.rules.iter().all(|r| Rights::for_abi(2).contains(r.rights)));
+        let plan = compile(
+            &policy(&[("/home/u/repo", Access::Rw, Kind::Dir)]),
+            2,
+            true,
+            &tree(FS),
+        );
+        assert!(
+            plan.rules
+                .iter()
+                .all(|r| Rights::for_abi(2).contains(r.rights))
+        );
         assert!(!plan.scope_signals && !plan.scope_abstract_unix);
         let plan = compile(&policy(&[]), 6, true, &tree(FS));
         assert!(plan.scope_signals && plan.scope_abstract_unix);

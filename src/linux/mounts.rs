@@ -69,7 +69,11 @@ pub fn compile(policy: &Policy) -> MountPlan {
     if policy.tmp == TmpMode::Private {
         steps.push(Step::PrivateTmp);
     }
-    let mut rules: Vec<_> = policy.rules.iter().filter(|r| r.path != Path::new("/")).collect();
+    let mut rules: Vec<_> = policy
+        .rules
+        .iter()
+        .filter(|r| r.path != Path::new("/"))
+        .collect();
     // Parents first, so that a more specific rule is placed on top of a less specific one.
     rules.sort_by_key(|r| (depth(&r.path), r.path.clone()));
     for rule in rules {
@@ -108,7 +112,8 @@ fn apply_step(step: &Step) -> Result<(), JailError> {
         Step::MakeRootSlave => mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_SLAVE, none)
             .map_err(|e| fail("make-rslave", Path::new("/"), e)),
         Step::ReadOnlyTree => {
-            let root = sys::open_path(Path::new("/")).map_err(|e| fail("open", Path::new("/"), e))?;
+            let root =
+                sys::open_path(Path::new("/")).map_err(|e| fail("open", Path::new("/"), e))?;
             sys::mount_setattr(
                 root.as_raw_fd(),
                 true,
@@ -142,8 +147,10 @@ fn apply_step(step: &Step) -> Result<(), JailError> {
         }
         Step::HideFile(p) => hide_file(p),
         Step::SealDev => {
-            std::fs::remove_file(EMPTY_FILE).map_err(|e| fail("remove", Path::new(EMPTY_FILE), e))?;
-            let dev = sys::open_path(Path::new("/dev")).map_err(|e| fail("open", Path::new("/dev"), e))?;
+            std::fs::remove_file(EMPTY_FILE)
+                .map_err(|e| fail("remove", Path::new(EMPTY_FILE), e))?;
+            let dev = sys::open_path(Path::new("/dev"))
+                .map_err(|e| fail("open", Path::new("/dev"), e))?;
             sys::mount_setattr(dev.as_raw_fd(), false, sys::MOUNT_ATTR_RDONLY, 0)
                 .map_err(|e| fail("seal", Path::new("/dev"), e))
         }
@@ -185,15 +192,25 @@ fn bind_self(path: &Path, read_only: bool) -> Result<(), JailError> {
         } else {
             ""
         };
-        fail(if read_only { "read-only" } else { "writable" }, path, format!("{e}{hint}"))
+        fail(
+            if read_only { "read-only" } else { "writable" },
+            path,
+            format!("{e}{hint}"),
+        )
     })
 }
 
 fn hide_file(path: &Path) -> Result<(), JailError> {
     let target = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
     let at = fd_path(target.as_raw_fd());
-    mount(Some(EMPTY_FILE), at.as_str(), None::<&str>, MsFlags::MS_BIND, None::<&str>)
-        .map_err(|e| fail("hide", path, e))?;
+    mount(
+        Some(EMPTY_FILE),
+        at.as_str(),
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(|e| fail("hide", path, e))?;
     let top = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
     sys::mount_setattr(top.as_raw_fd(), false, sys::MOUNT_ATTR_RDONLY, 0)
         .map_err(|e| fail("hide read-only", path, e))
@@ -222,8 +239,14 @@ fn minimal_dev() -> Result<(), JailError> {
     for (p, fd) in &nodes {
         std::fs::File::create(p).map_err(|e| fail("create", p, e))?;
         let src = fd_path(fd.as_raw_fd());
-        mount(Some(src.as_str()), p, None::<&str>, MsFlags::MS_BIND, None::<&str>)
-            .map_err(|e| fail("bind", p, e))?;
+        mount(
+            Some(src.as_str()),
+            p,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(|e| fail("bind", p, e))?;
     }
     let pts = dev.join("pts");
     std::fs::create_dir(&pts).map_err(|e| fail("mkdir", &pts, e))?;

@@ -19,7 +19,11 @@ pub fn set_no_new_privs() -> Result<(), JailError> {
 pub fn drop_all_capabilities() -> Result<(), JailError> {
     use caps::CapSet;
     caps::clear(None, CapSet::Ambient).map_err(|e| err("clear ambient capabilities", e))?;
-    for cap in caps::all() {
+    // Without CAP_SETPCAP (an unprivileged user outside any user namespace) the bounding set
+    // cannot shrink, and need not: no_new_privs already keeps execve from granting anything.
+    let can_drop =
+        caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP).unwrap_or(false);
+    for cap in caps::all().into_iter().filter(|_| can_drop) {
         match caps::drop(None, CapSet::Bounding, cap) {
             Ok(()) => {}
             // A capability this kernel does not know is not in the bounding set either.

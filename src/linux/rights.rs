@@ -45,7 +45,11 @@ impl Rights {
     /// Rights that only mean something on a regular file or device (the rest are directory rights:
     /// Landlock refuses them in a rule on a file).
     pub const FILE_ONLY: Rights = Rights(
-        Self::EXECUTE.0 | Self::WRITE_FILE.0 | Self::READ_FILE.0 | Self::TRUNCATE.0 | Self::IOCTL_DEV.0,
+        Self::EXECUTE.0
+            | Self::WRITE_FILE.0
+            | Self::READ_FILE.0
+            | Self::TRUNCATE.0
+            | Self::IOCTL_DEV.0,
     );
 
     /// Rights known to a kernel with this Landlock ABI.
@@ -111,6 +115,9 @@ mod tests {
             Rights(1 << 13),
             "our bit order must be Landlock's"
         );
-        assert_eq!(Rights(landlock::AccessFs::IoctlDev as u32), Rights::IOCTL_DEV);
+        assert_eq!(
+            Rights(landlock::AccessFs::IoctlDev as u32),
+            Rights::IOCTL_DEV
+        );
     }
 }

@@ -23,7 +23,11 @@ use crate::policy::Policy;
 pub enum When {
     Always,
     /// (arg & mask) == value, on the low 32 bits of the argument.
-    ArgMasked { arg: u8, mask: u32, value: u32 },
+    ArgMasked {
+        arg: u8,
+        mask: u32,
+        value: u32,
+    },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -240,8 +244,12 @@ pub fn build(plan: &SeccompPlan) -> Result<Vec<seccompiler::sock_filter>, JailEr
     let arch = TargetArch::try_from(plan.arch).map_err(|e| err("architecture", &e))?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for deny in &plan.deny {
-        let nr = syscall_number(deny.syscall)
-            .ok_or_else(|| err("syscall table", &format!("unknown syscall {}", deny.syscall)))?;
+        let nr = syscall_number(deny.syscall).ok_or_else(|| {
+            err(
+                "syscall table",
+                &format!("unknown syscall {}", deny.syscall),
+            )
+        })?;
         let entry = rules.entry(nr).or_default();
         match deny.when {
             // An empty rule list matches the syscall unconditionally.
@@ -275,7 +283,7 @@ pub fn build(plan: &SeccompPlan) -> Result<Vec<seccompiler::sock_filter>, JailEr
 /// has no way to say "number >= X", which the x32 check needs.
 fn prelude(plan: &SeccompPlan) -> Result<Vec<seccompiler::sock_filter>, JailError> {
     use seccompiler::sock_filter;
-    const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const LD_W_ABS: u16 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS (0x20)
     const JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
     const JGE_K: u16 = 0x05 | 0x30; // BPF_JMP | BPF_JGE | BPF_K
     const RET_K: u16 = 0x06; // BPF_RET | BPF_K
@@ -311,7 +319,11 @@ fn prelude(plan: &SeccompPlan) -> Result<Vec<seccompiler::sock_filter>, JailErro
     }
     for name in &plan.enosys {
         let nr = syscall_number(name).ok_or_else(|| {
-            JailError::layer("seccomp", "syscall table", format!("unknown syscall {name}"))
+            JailError::layer(
+                "seccomp",
+                "syscall table",
+                format!("unknown syscall {name}"),
+            )
         })?;
         p.push(jump(JEQ_K, nr as u32, 0, 1));
         p.push(stmt(RET_K, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32));
@@ -365,7 +377,9 @@ mod tests {
     #[test]
     fn userns_and_unix_sockets_are_refused_unless_allowed() {
         let strict = compile(&policy(false, false));
-        assert!(denies(&strict, "mount") && denies(&strict, "unshare") && denies(&strict, "socket"));
+        assert!(
+            denies(&strict, "mount") && denies(&strict, "unshare") && denies(&strict, "socket")
+        );
         let open = compile(&policy(true, true));
         assert!(!denies(&open, "mount") && !denies(&open, "unshare") && !denies(&open, "socket"));
         assert!(denies(&open, "ptrace") && denies(&open, "io_uring_setup"));
@@ -378,7 +392,14 @@ mod tests {
         let ioctls: Vec<_> = plan.deny.iter().filter(|d| d.syscall == "ioctl").collect();
         assert_eq!(ioctls.len(), 2);
         for d in ioctls {
-            assert!(matches!(d.when, When::ArgMasked { arg: 1, mask: u32::MAX, .. }));
+            assert!(matches!(
+                d.when,
+                When::ArgMasked {
+                    arg: 1,
+                    mask: u32::MAX,
+                    ..
+                }
+            ));
         }
     }
 

@@ -78,8 +78,8 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
     let argv = c_argv(&policy.command)?;
     let signals = handled_signals();
     sigprocmask(SigmaskHow::SIG_BLOCK, Some(&signals), None).map_err(|e| io("sigprocmask", &e))?;
-    let sfd = SignalFd::with_flags(&signals, SfdFlags::SFD_CLOEXEC)
-        .map_err(|e| io("signalfd", &e))?;
+    let sfd =
+        SignalFd::with_flags(&signals, SfdFlags::SFD_CLOEXEC).map_err(|e| io("signalfd", &e))?;
 
     let child = if let Some(mount_plan) = &conf.mount {
         let (sync_read, sync_write) =
@@ -181,7 +181,10 @@ fn supervise(child: Pid, sfd: &SignalFd, timeout: Option<Duration>, reap_tree: b
             }
             None => -1,
         };
-        let mut fds = [nix::poll::PollFd::new(sfd.as_fd(), nix::poll::PollFlags::POLLIN)];
+        let mut fds = [nix::poll::PollFd::new(
+            sfd.as_fd(),
+            nix::poll::PollFlags::POLLIN,
+        )];
         let timeout = if wait_ms < 0 {
             nix::poll::PollTimeout::NONE
         } else {
@@ -231,9 +234,12 @@ fn reap(main: Pid) -> Option<i32> {
 fn kill_remaining_children() {
     for _ in 0..1000 {
         let me = std::process::id();
-        let list = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children"))
-            .unwrap_or_default();
-        let pids: Vec<i32> = list.split_whitespace().filter_map(|p| p.parse().ok()).collect();
+        let list =
+            std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")).unwrap_or_default();
+        let pids: Vec<i32> = list
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
         if pids.is_empty() {
             return;
         }
@@ -324,13 +330,14 @@ fn command_main(conf: &Confinement, policy: &Policy, argv: &[CString]) -> ! {
     if let Err(e) = confine(conf, policy) {
         die(EXIT_JAIL_ERROR, &e.to_string());
     }
-    let err = match nix::unistd::execvp(&argv[0], argv) {
-        Err(e) => e,
-    };
+    let Err(err) = nix::unistd::execvp(&argv[0], argv);
     let name = argv[0].to_string_lossy();
     match err {
         nix::errno::Errno::ENOENT => die(EXIT_NOT_FOUND, &format!("{name}: command not found")),
-        e => die(EXIT_NOT_EXECUTABLE, &format!("{name}: cannot execute: {}", e.desc())),
+        e => die(
+            EXIT_NOT_EXECUTABLE,
+            &format!("{name}: cannot execute: {}", e.desc()),
+        ),
     }
 }
 

@@ -256,7 +256,9 @@ fn refuse_view_owned(flag: &str, path: &Path) -> Result<(), JailError> {
             return Err(JailError::bad_path(
                 flag,
                 path,
-                format!("{owned} is built by jail inside the sandbox; rules there are not supported"),
+                format!(
+                    "{owned} is built by jail inside the sandbox; rules there are not supported"
+                ),
             ));
         }
     }
@@ -350,7 +352,8 @@ mod tests {
     struct Tree(PathBuf);
     impl Tree {
         fn new(name: &str) -> Tree {
-            let dir = std::env::temp_dir().join(format!("jail-resolve-{name}-{}", std::process::id()));
+            let dir =
+                std::env::temp_dir().join(format!("jail-resolve-{name}-{}", std::process::id()));
             let _ = fs::remove_dir_all(&dir);
             fs::create_dir_all(&dir).unwrap();
             Tree(dir)
@@ -411,7 +414,12 @@ mod tests {
         let mut i = input(&t);
         i.ro = vec![t.p("a")];
         i.rw = vec![t.p("a")];
-        assert!(resolve(&i).unwrap_err().to_string().contains("also given with"));
+        assert!(
+            resolve(&i)
+                .unwrap_err()
+                .to_string()
+                .contains("also given with")
+        );
 
         let mut i = input(&t);
         i.hide = vec![t.p("a")];
@@ -433,7 +441,11 @@ mod tests {
         assert_eq!(p.access_at(&t.p("repo/.git/hooks/pre-commit")), Access::Ro);
         assert_eq!(p.access_at(&t.p("repo/.git/config")), Access::Ro);
         assert_eq!(p.access_at(&t.p("repo/.git/objects")), Access::Rw);
-        assert_eq!(p.access_at(&t.p("repo/.envrc")), Access::Rw, "named exactly: the flag wins");
+        assert_eq!(
+            p.access_at(&t.p("repo/.envrc")),
+            Access::Rw,
+            "named exactly: the flag wins"
+        );
         assert!(p.absent_protected.contains(&t.p("repo/.mcp.json")));
         assert_eq!(
             rule(&p, &t.p("repo/.git/hooks")).unwrap().origin,
@@ -466,8 +478,15 @@ mod tests {
         assert_eq!(p.access_at(&t.p("home/.aws/credentials")), Access::Hide);
         let netrc = rule(&p, &t.p("home/.netrc")).unwrap();
         assert_eq!((netrc.access, netrc.kind), (Access::Hide, Kind::File));
-        assert_eq!(p.access_at(&t.p("home/.ssh/config")), Access::Ro, "flag beats default");
-        assert!(rule(&p, &t.p("home/.gnupg")).is_none(), "absent paths are not rules");
+        assert_eq!(
+            p.access_at(&t.p("home/.ssh/config")),
+            Access::Ro,
+            "flag beats default"
+        );
+        assert!(
+            rule(&p, &t.p("home/.gnupg")).is_none(),
+            "absent paths are not rules"
+        );
     }
 
     #[test]

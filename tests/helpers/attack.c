@@ -469,16 +469,16 @@ static void op_proc_pid_root_write(char **a)
 	write_via(prefix, a[1]);
 }
 
-/* mmap-write: get a shared writable mapping from a read-only fd. */
+/* mmap-write: open read-write and write through a shared writable mapping. */
 static void op_mmap_write(char **a)
 {
 	struct stat st;
 	char *m;
 	int fd;
 
-	fd = open(a[0], O_RDONLY);
+	fd = open(a[0], O_RDWR);
 	if (fd < 0)
-		setup_fail("open %s O_RDONLY: %s (errno=%d)", a[0], strerror(errno), errno);
+		blocked_step("open O_RDWR", errno);
 	if (fstat(fd, &st) < 0)
 		setup_fail("fstat: %s", strerror(errno));
 	m = mmap(NULL, 1, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -676,6 +676,17 @@ static void op_tiocsti(char **a)
 	int rc = ioctl(fd, TIOCSTI, &c);
 
 	ioctl_verdict(rc, errno);
+}
+
+/* ioctl-raw: ioctl(FD, REQ) with a 64-bit request given in hex (high bits reach the filter). */
+static void op_ioctl_raw(char **a)
+{
+	int fd = parse_fd(a[0]);
+	unsigned long req = strtoul(a[1], NULL, 16);
+	char buf[64] = { 0 };
+	long rc = syscall(SYS_ioctl, fd, req, buf);
+
+	ioctl_verdict((int)rc, errno);
 }
 
 /* tioclinux: TIOCLINUX subcode 6 (TIOCL_GETSHIFTSTATE, harmless). */
@@ -1072,6 +1083,7 @@ static const struct cmd cmds[] = {
 	{ "kill", 2, "PID SIG", op_kill },
 	{ "tiocsti", 1, "FD|tty", op_tiocsti },
 	{ "tioclinux", 1, "FD|tty", op_tioclinux },
+	{ "ioctl-raw", 2, "FD HEXREQ", op_ioctl_raw },
 	{ "io-uring", 0, "", op_io_uring },
 	{ "open-by-handle", 1, "PATH", op_open_by_handle },
 	{ "unix-socket", 0, "", op_unix_socket },

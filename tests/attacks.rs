@@ -1,0 +1,412 @@
+//! Attacks from inside the jail, as root and as an unprivileged user. Each rule is proven three
+//! ways: the full jail blocks the attack; each layer that claims to block it does so on its own
+//! (the others switched off through the test-only JAIL_TEST_DISABLE); and with all of those layers
+//! off the attack succeeds, so the test fails the day a layer stops doing its job.
+
+mod common;
+
+use Layer::{Landlock as L, Mount as M, Seccomp as S};
+use common::{Attack, Fixture, Layer, Outsider, Who, attack_bin, full_level_or_skip, users};
+
+fn a() -> String {
+    attack_bin().to_string_lossy().into_owned()
+}
+
+fn argv(parts: &[&str]) -> Vec<String> {
+    std::iter::once(a())
+        .chain(parts.iter().map(|s| s.to_string()))
+        .collect()
+}
+
+fn sh(script: &str) -> Vec<String> {
+    vec!["/bin/sh".into(), "-c".into(), script.into()]
+}
+
+/// Runs `make(fx)` for every user and proves each attack it returns.
+fn prove_all(test: &str, make: impl Fn(&Fixture) -> Vec<Attack>) {
+    if !full_level_or_skip(test) {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, test);
+        for attack in make(&fx) {
+            attack.prove(&fx);
+            // A run with layers off may have succeeded in writing: start each attack fresh.
+            let _ = std::fs::write(fx.repo.join("file.txt"), "original\n");
+        }
+    }
+}
+
+fn ro_flags(fx: &Fixture) -> Vec<String> {
+    vec!["--ro".into(), fx.p("repo"), "--rw".into(), fx.p("scratch")]
+}
+
+fn with_flags(name: &str, fx: &Fixture, argv: Vec<String>, blockers: &[Layer]) -> Attack {
+    let flags = ro_flags(fx);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    Attack::new(name, &flags, argv, blockers)
+}
+
+#[test]
+fn writes_to_read_only_files_are_refused() {
+    prove_all("ro-writes", |fx| {
+        let f = fx.p("repo/file.txt");
+        [
+            "write",
+            "append",
+            "open-trunc",
+            "truncate",
+            "mmap-write",
+            "proc-fd-write",
+        ]
+        .iter()
+        .map(|op| with_flags(op, fx, argv(&[op, &f]), &[M, L]))
+        .chain([
+            with_flags(
+                "proc-root-write",
+                fx,
+                argv(&["proc-root-write", &f]),
+                &[M, L],
+            ),
+            with_flags(
+                "proc-parent-root-write",
+                fx,
+                sh(&format!("{} proc-pid-root-write $$ {f}", a())),
+                &[M, L],
+            ),
+            with_flags(
+                "copy_file_range",
+                fx,
+                argv(&["copy-range", &fx.p("scratch/movable"), &f]),
+                &[M, L],
+            ),
+        ])
+        .collect()
+    });
+}
+
+#[test]
+fn tree_changes_in_read_only_dirs_are_refused() {
+    prove_all("ro-tree", |fx| {
+        let f = fx.p("repo/file.txt");
+        vec![
+            with_flags("create", fx, argv(&["create", &fx.p("repo/new")]), &[M, L]),
+            with_flags("mkdir", fx, argv(&["mkdir", &fx.p("repo/newdir")]), &[M, L]),
+            with_flags(
+                "mknod fifo",
+                fx,
+                argv(&["mkfifo", &fx.p("repo/fifo")]),
+                &[M, L],
+            ),
+            with_flags(
+                "symlink",
+                fx,
+                argv(&["symlink", "/etc/passwd", &fx.p("repo/ln")]),
+                &[M, L],
+            ),
+            with_flags(
+                "hardlink in",
+                fx,
+                argv(&["link", &f, &fx.p("repo/hard")]),
+                &[M, L],
+            ),
+            // A hard link into a writable place would give a writable name to a read-only inode.
+            with_flags(
+                "hardlink out",
+                fx,
+                argv(&["link", &f, &fx.p("scratch/hard")]),
+                &[M, L],
+            ),
+            with_flags("unlink", fx, argv(&["unlink", &f]), &[M, L]),
+            with_flags("rmdir", fx, argv(&["rmdir", &fx.p("repo/empty")]), &[M, L]),
+            with_flags(
+                "rename within",
+                fx,
+                argv(&["rename", &f, &fx.p("repo/moved")]),
+                &[M, L],
+            ),
+            with_flags(
+                "rename out",
+                fx,
+                argv(&["rename", &f, &fx.p("scratch/stolen")]),
+                &[M, L],
+            ),
+            with_flags(
+                "rename in",
+                fx,
+                argv(&["rename", &fx.p("scratch/movable"), &fx.p("repo/planted")]),
+                &[M, L],
+            ),
+        ]
+    });
+}
+
+#[test]
+fn metadata_of_read_only_files_is_refused_by_the_mount_view() {
+    // Landlock on ABI 7 does not guard metadata: the read-only bind (EROFS) is what stops it.
+    prove_all("ro-metadata", |fx| {
+        let f = fx.p("repo/file.txt");
+        ["chmod", "chown", "utimes", "setxattr"]
+            .iter()
+            .map(|op| with_flags(op, fx, argv(&[op, &f]), &[M]))
+            .collect()
+    });
+}
+
+#[test]
+fn remounting_from_a_new_user_namespace_is_refused() {
+    prove_all("userns-remount", |fx| {
+        let repo = fx.p("repo");
+        let allow = {
+            let mut f = ro_flags(fx);
+            f.push("--allow-userns".into());
+            f
+        };
+        let allow: Vec<&str> = allow.iter().map(String::as_str).collect();
+        vec![
+            with_flags(
+                "userns remount",
+                fx,
+                argv(&["userns-write", &repo]),
+                &[S, M, L],
+            ),
+            // Even when nested sandboxes are allowed, the mounts copied into the new namespace
+            // are locked read-only and Landlock forbids mounting.
+            Attack::new(
+                "userns remount with --allow-userns",
+                &allow,
+                argv(&["userns-write", &repo]),
+                &[M, L],
+            ),
+        ]
+    });
+}
+
+#[test]
+fn hidden_secrets_cannot_be_read() {
+    prove_all("secrets", |fx| {
+        let mut attacks: Vec<Attack> = common::SECRETS
+            .iter()
+            .map(|(rel, _)| {
+                let p = fx.home.join(rel).to_string_lossy().into_owned();
+                with_flags(&format!("read ~/{rel}"), fx, argv(&["read", &p]), &[M, L])
+            })
+            .collect();
+        // Landlock lets an ancestor of a hidden path be listed; the mount view shows it empty.
+        let ssh = fx.home.join(".ssh").to_string_lossy().into_owned();
+        attacks.push(with_flags("list ~/.ssh", fx, argv(&["ls", &ssh]), &[M]));
+        // A hidden path named on the command line.
+        let secret = fx.p("repo/sub/keep");
+        attacks.push(Attack::new(
+            "read --hide path",
+            &["--hide", &fx.p("repo/sub")],
+            argv(&["read", &secret]),
+            &[M, L],
+        ));
+        attacks
+    });
+}
+
+#[test]
+fn processes_outside_cannot_be_touched() {
+    prove_all("outside-procs", |fx| {
+        let target = Outsider::spawn(fx.who);
+        let pid = target.pid();
+        let attacks = vec![
+            with_flags("ptrace", fx, argv(&["ptrace", &pid]), &[S, L, M]),
+            with_flags(
+                "process_vm_writev",
+                fx,
+                argv(&["vm-write", &pid]),
+                &[S, L, M],
+            ),
+            with_flags("/proc/PID/mem", fx, argv(&["proc-mem", &pid]), &[L, M]),
+            with_flags("kill", fx, argv(&["kill", &pid, "18"]), &[L, M]),
+        ];
+        // Keep the target alive while the attacks run.
+        std::mem::forget(target);
+        attacks
+    });
+}
+
+#[test]
+fn dangerous_syscalls_are_refused() {
+    prove_all("syscalls", |fx| {
+        let mut v = vec![
+            with_flags("io_uring_setup", fx, argv(&["io-uring"]), &[S]),
+            with_flags("keyctl", fx, argv(&["keyctl"]), &[S]),
+            with_flags("unshare(CLONE_NEWUSER)", fx, argv(&["unshare-user"]), &[S]),
+            with_flags("clone(CLONE_NEWUSER)", fx, argv(&["clone-newuser"]), &[S]),
+            with_flags("clone3 answers ENOSYS", fx, argv(&["clone3"]), &[S]),
+            // TIOCSTI and TIOCLINUX are refused whatever the descriptor, and with garbage in the
+            // high 32 bits of the request (the kernel truncates it to an unsigned int).
+            with_flags("TIOCSTI", fx, argv(&["ioctl-raw", "0", "5412"]), &[S]),
+            with_flags(
+                "TIOCSTI high bits",
+                fx,
+                argv(&["ioctl-raw", "0", "1000005412"]),
+                &[S],
+            ),
+            with_flags("TIOCLINUX", fx, argv(&["ioctl-raw", "0", "541c"]), &[S]),
+        ];
+        if cfg!(target_arch = "x86_64") {
+            // i386 syscall numbers through int 0x80 must not walk past the x86_64 filter.
+            v.push(with_flags(
+                "int 0x80 ptrace",
+                fx,
+                argv(&["i386-traceme"]),
+                &[S],
+            ));
+        }
+        v
+    });
+}
+
+#[test]
+fn root_cannot_write_kernel_settings() {
+    if !common::is_root() {
+        return;
+    }
+    prove_all("core-pattern", |fx| {
+        if fx.who != Who::Root {
+            return vec![];
+        }
+        vec![with_flags(
+            "open core_pattern for writing",
+            fx,
+            argv(&["core-pattern"]),
+            &[M, L],
+        )]
+    });
+}
+
+#[test]
+fn sockets_served_outside_cannot_be_reached() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+    prove_all("sockets", |fx| {
+        let path = fx.dir.join("outside.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let docker = fx.home.join(".docker/docker.sock");
+        let hidden = UnixListener::bind(&docker).unwrap();
+        std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let name = format!("jail-test-{}-{:?}", std::process::id(), fx.who);
+        let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        let abstract_listener = UnixListener::bind_addr(&addr).unwrap();
+        let sock = path.to_string_lossy().into_owned();
+        let docker = docker.to_string_lossy().into_owned();
+        let mut allow = ro_flags(fx);
+        allow.push("--allow-unix-sockets".into());
+        let allow: Vec<&str> = allow.iter().map(String::as_str).collect();
+        let attacks = vec![
+            with_flags("unix connect", fx, argv(&["unix-connect", &sock]), &[S]),
+            with_flags(
+                "abstract connect",
+                fx,
+                argv(&["abstract-connect", &name]),
+                &[S, L],
+            ),
+            Attack::new(
+                "abstract connect with --allow-unix-sockets",
+                &allow,
+                argv(&["abstract-connect", &name]),
+                &[L],
+            ),
+            Attack::new(
+                "hidden docker socket with --allow-unix-sockets",
+                &allow,
+                argv(&["unix-connect", &docker]),
+                &[M],
+            ),
+        ];
+        std::mem::forget((listener, hidden, abstract_listener));
+        attacks
+    });
+}
+
+#[test]
+fn inherited_descriptors_are_closed() {
+    if !full_level_or_skip("inherited-fds") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "fds");
+        let f = fx.p("repo/file.txt");
+        // The descriptor is opened outside the jail, before it starts, for appending.
+        let script = |keep: &str| {
+            format!(
+                "exec 7>>{f}; exec {jail} --ro {repo} {keep} -- /bin/sh -c 'echo leaked >&7'",
+                jail = common::jail_bin().display(),
+                repo = fx.p("repo"),
+            )
+        };
+        let closed = fx
+            .command("/bin/sh".as_ref(), &["-c", &script("")])
+            .output()
+            .unwrap();
+        assert!(!closed.status.success(), "{who:?}: fd 7 was inherited");
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "original\n");
+        // Proof that the test can fail: with --keep-fd the same write goes through.
+        let kept = fx
+            .command("/bin/sh".as_ref(), &["-c", &script("--keep-fd 7")])
+            .output()
+            .unwrap();
+        assert!(
+            kept.status.success(),
+            "{who:?}: {}",
+            String::from_utf8_lossy(&kept.stderr)
+        );
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "original\nleaked\n");
+    }
+}
+
+#[test]
+fn nothing_outlives_the_run() {
+    if !full_level_or_skip("no-orphans") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "orphans");
+        // With the pid namespace, and without it (the supervisor's subreaper fallback).
+        for disabled in [vec![], vec![Layer::Mount]] {
+            let marker = format!(
+                "jail-orphan-{}-{who:?}-{}",
+                std::process::id(),
+                disabled.len()
+            );
+            let run = fx.jail_with(&["--", &a(), "daemon", &marker], &disabled, &[]);
+            assert!(run.stdout.contains("ALLOWED daemon"), "{}", run.describe());
+            let left = common::processes_with(&marker);
+            for pid in &left {
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &pid.to_string()])
+                    .status();
+            }
+            assert!(
+                left.is_empty(),
+                "{who:?} {disabled:?}: daemon survived: {left:?}"
+            );
+            // Proof that the check can fail: the same daemon started outside a jail survives.
+            if disabled.is_empty() {
+                let outside = format!("{marker}-outside");
+                let out = fx
+                    .command(attack_bin(), &["daemon", &outside])
+                    .output()
+                    .unwrap();
+                assert!(out.status.success());
+                let alive = common::processes_with(&outside);
+                for pid in &alive {
+                    let _ = std::process::Command::new("kill")
+                        .args(["-9", &pid.to_string()])
+                        .status();
+                }
+                assert!(
+                    !alive.is_empty(),
+                    "the orphan check cannot see a surviving daemon"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! Shared harness for the integration tests: they run the real `jail` binary, as root and as an
+//! unprivileged user, against real files, and try to break each rule from inside.
+//!
+//! Everything the unprivileged user must reach (the binaries, the fixtures) lives under
+//! /var/tmp/jail-tests (mode 0755): not under /tmp, which is private inside the jail, and not
+//! under the checkout, whose parents may not be traversable by that user.
+
+#![allow(dead_code)]
+
+use std::os::unix::fs::{PermissionsExt, chown};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The unprivileged user the tests switch to when they run as root.
+pub const NOBODY: u32 = 65534;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Who {
+    Root,
+    /// uid 65534 when the tests run as root; the current user otherwise.
+    User,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer {
+    Mount,
+    Landlock,
+    Seccomp,
+}
+
+impl Layer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Mount => "mount",
+            Layer::Landlock => "landlock",
+            Layer::Seccomp => "seccomp",
+        }
+    }
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The users every attack runs as: root and an unprivileged user when possible.
+pub fn users() -> Vec<Who> {
+    if is_root() {
+        vec![Who::Root, Who::User]
+    } else {
+        vec![Who::User]
+    }
+}
+
+pub fn uid_of(who: Who) -> u32 {
+    match who {
+        Who::Root => 0,
+        // SAFETY: geteuid cannot fail.
+        Who::User if is_root() => NOBODY,
+        Who::User => unsafe { libc::geteuid() },
+    }
+}
+
+pub fn base_dir() -> &'static Path {
+    static BASE: OnceLock<PathBuf> = OnceLock::new();
+    BASE.get_or_init(|| {
+        // SAFETY: geteuid cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        let base = PathBuf::from(format!("/var/tmp/jail-tests-{uid}"));
+        std::fs::create_dir_all(base.join("bin")).expect("create /var/tmp/jail-tests");
+        for d in [base.clone(), base.join("bin")] {
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        base
+    })
+}
+
+/// Copies `src` into the shared bin dir under a name that changes with its content, so that
+/// parallel test processes never see a half-written file.
+fn publish(src: &Path, name: &str) -> PathBuf {
+    let meta = std::fs::metadata(src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let mtime = meta
+        .modified()
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let dest = base_dir()
+        .join("bin")
+        .join(format!("{name}-{}-{mtime}", meta.len()));
+    if !dest.exists() {
+        let tmp = dest.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::copy(src, &tmp).unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&tmp, &dest).unwrap();
+    }
+    dest
+}
+
+/// The jail binary under test, reachable by the unprivileged user.
+pub fn jail_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| publish(Path::new(env!("CARGO_BIN_EXE_jail")), "jail"))
+}
+
+/// tests/helpers/attack.c, compiled once per content.
+pub fn attack_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helpers/attack.c");
+        let text = std::fs::read(&src).unwrap();
+        let hash = text.iter().fold(0xcbf29ce484222325u64, |h, b| {
+            (h ^ *b as u64).wrapping_mul(0x100000001b3)
+        });
+        let dest = base_dir().join("bin").join(format!("attack-{hash:016x}"));
+        if !dest.exists() {
+            let tmp = dest.with_extension(format!("tmp{}", std::process::id()));
+            let out = Command::new("cc")
+                .args(["-O1", "-Wall", "-o"])
+                .arg(&tmp)
+                .arg(&src)
+                .output()
+                .expect("a C compiler (cc) is needed for the attack helper");
+            assert!(
+                out.status.success(),
+                "cc failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::rename(&tmp, &dest).unwrap();
+        }
+        dest
+    })
+}
+
+/// Whether this machine gives every layer; fails loudly instead of skipping when
+/// JAIL_TEST_REQUIRE=full (as CI sets it).
+pub fn full_level_or_skip(test: &str) -> bool {
+    static LEVEL: OnceLock<(bool, String)> = OnceLock::new();
+    let (full, text) = LEVEL.get_or_init(|| {
+        let out = Command::new(jail_bin()).args(["probe"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (text.contains("level:            full"), text)
+    });
+    if *full {
+        check_test_hooks();
+        return true;
+    }
+    if std::env::var("JAIL_TEST_REQUIRE").as_deref() == Ok("full") {
+        panic!("JAIL_TEST_REQUIRE=full but this machine does not give every layer:\n{text}");
+    }
+    eprintln!("skipping {test}: not every layer is available here:\n{text}");
+    false
+}
+
+/// The attack tests switch layers off through the test-only JAIL_TEST_DISABLE switch: make sure
+/// the binary was built with it, or every "layer off" run would silently prove nothing.
+fn check_test_hooks() {
+    static CHECKED: OnceLock<()> = OnceLock::new();
+    CHECKED.get_or_init(|| {
+        let out = Command::new(jail_bin())
+            .args(["--dry-run", "--", "true"])
+            .env("JAIL_TEST_DISABLE", "landlock")
+            .current_dir(base_dir())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("\"test_disabled\""),
+            "the tests need the binary built with --features test-hooks; dry run said:\n{text}"
+        );
+    });
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A scratch tree owned by the user the test runs as:
+///   repo/     a project (file.txt, src/main.rs, sub/), used read-only
+///   scratch/  a directory the tests make writable
+///   home/     HOME, with secrets in the default hidden set
+pub struct Fixture {
+    pub who: Who,
+    pub dir: PathBuf,
+    pub repo: PathBuf,
+    pub scratch: PathBuf,
+    pub home: PathBuf,
+}
+
+pub const SECRETS: &[(&str, &str)] = &[
+    (".ssh/id_ed25519", "SECRET-SSH-KEY"),
+    (".aws/credentials", "SECRET-AWS"),
+    (".netrc", "SECRET-NETRC"),
+    (".config/gh/hosts.yml", "SECRET-GH"),
+    (".git-credentials", "SECRET-GIT-CREDENTIALS"),
+];
+
+impl Fixture {
+    pub fn new(who: Who, name: &str) -> Fixture {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let dir = base_dir().join(format!("fx-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let repo = dir.join("repo");
+        let scratch = dir.join("scratch");
+        let home = dir.join("home");
+        for d in [
+            &repo.join("src"),
+            &repo.join("sub"),
+            &repo.join("empty"),
+            &scratch,
+            &home.join(".docker"),
+        ] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(repo.join("file.txt"), "original\n").unwrap();
+        std::fs::write(repo.join("src/main.rs"), "fn main() {}\n").unwrap();
+        std::fs::write(repo.join("sub/keep"), "x\n").unwrap();
+        std::fs::write(scratch.join("movable"), "movable\n").unwrap();
+        for (rel, content) in SECRETS {
+            let p = home.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, content).unwrap();
+        }
+        let fx = Fixture {
+            who,
+            dir,
+            repo,
+            scratch,
+            home,
+        };
+        fx.give_to(who);
+        fx
+    }
+
+    /// Makes the whole tree owned by `who` (so the user could write it without jail: the jail is
+    /// what must stop it).
+    pub fn give_to(&self, who: Who) {
+        let uid = uid_of(who);
+        if is_root() {
+            chown_tree(&self.dir, uid);
+        }
+        std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    pub fn p(&self, rel: &str) -> String {
+        self.dir.join(rel).to_string_lossy().into_owned()
+    }
+
+    /// Runs jail with `args` (flags, `--`, command) as this fixture's user.
+    pub fn jail(&self, args: &[&str]) -> Run {
+        self.jail_with(args, &[], &[])
+    }
+
+    /// Runs jail with layers switched off and extra environment.
+    pub fn jail_with(&self, args: &[&str], disabled: &[Layer], env: &[(&str, &str)]) -> Run {
+        let mut cmd = self.command(jail_bin(), args);
+        let list: Vec<&str> = disabled.iter().map(|l| l.name()).collect();
+        cmd.env("JAIL_TEST_DISABLE", list.join(","));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Run::from(cmd.output().expect("run jail"))
+    }
+
+    /// A command run as the fixture's user, with HOME in the fixture and cwd at its root.
+    pub fn command(&self, program: &Path, args: &[&str]) -> Command {
+        let mut cmd = as_user(self.who, program);
+        cmd.args(args)
+            .current_dir(&self.dir)
+            .env("HOME", &self.home)
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("SSH_AUTH_SOCK")
+            .stdin(Stdio::null());
+        cmd
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn chown_tree(path: &Path, uid: u32) {
+    let _ = chown(path, Some(uid), Some(uid));
+    if std::fs::symlink_metadata(path)
+        .map(|m| m.is_dir())
+        .unwrap_or(false)
+    {
+        for entry in std::fs::read_dir(path).unwrap().flatten() {
+            chown_tree(&entry.path(), uid);
+        }
+    }
+}
+
+/// `program` as a Command that runs as `who` (through setpriv when switching from root).
+pub fn as_user(who: Who, program: &Path) -> Command {
+    if who == Who::User && is_root() {
+        let mut cmd = Command::new("setpriv");
+        cmd.args([
+            format!("--reuid={NOBODY}"),
+            format!("--regid={NOBODY}"),
+            "--clear-groups".into(),
+        ])
+        .arg(program);
+        cmd
+    } else {
+        Command::new(program)
+    }
+}
+
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Run {
+        Run {
+            code: o.status.code(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    pub fn ok(&self) -> bool {
+        self.code == Some(0)
+    }
+    pub fn describe(&self) -> String {
+        format!(
+            "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// The verdict of one attack run.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    Blocked,
+}
+
+/// Reads the attack helper's protocol. A jail failure (exit 125) or a helper setup failure is
+/// neither verdict: it means the test itself is broken.
+pub fn verdict(run: &Run) -> Verdict {
+    if run.code == Some(0) && run.stdout.contains("ALLOWED ") {
+        return Verdict::Allowed;
+    }
+    if run.code == Some(1) && run.stdout.contains("BLOCKED ") {
+        return Verdict::Blocked;
+    }
+    // Killed by the seccomp architecture check (SIGSYS): jail reports 128 + 31.
+    if run.code == Some(128 + libc::SIGSYS) {
+        return Verdict::Blocked;
+    }
+    panic!("attack neither allowed nor blocked:\n{}", run.describe());
+}
+
+/// One attempt to break a rule from inside.
+pub struct Attack {
+    pub name: String,
+    /// jail flags before `--`.
+    pub flags: Vec<String>,
+    /// the command run inside.
+    pub argv: Vec<String>,
+    /// Layers each of which blocks the attack on its own.
+    pub blockers: Vec<Layer>,
+}
+
+impl Attack {
+    pub fn new(name: &str, flags: &[&str], argv: Vec<String>, blockers: &[Layer]) -> Attack {
+        Attack {
+            name: name.into(),
+            flags: flags.iter().map(|s| s.to_string()).collect(),
+            argv,
+            blockers: blockers.to_vec(),
+        }
+    }
+
+    fn run(&self, fx: &Fixture, disabled: &[Layer]) -> Run {
+        let mut args: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        if disabled.contains(&Layer::Mount) && disabled.contains(&Layer::Landlock) {
+            // Nothing protects files then: jail refuses unless told to run anyway.
+            args.push("--allow-unconfined");
+        }
+        args.push("--");
+        args.extend(self.argv.iter().map(String::as_str));
+        fx.jail_with(&args, disabled, &[])
+    }
+
+    /// Proves the rule: blocked with every layer; blocked by each listed layer alone; and
+    /// allowed once all of them are off (so the test can fail).
+    pub fn prove(&self, fx: &Fixture) {
+        let who = fx.who;
+        let full = self.run(fx, &[]);
+        assert_eq!(
+            verdict(&full),
+            Verdict::Blocked,
+            "{} as {who:?}: not blocked by the full jail\n{}",
+            self.name,
+            full.describe()
+        );
+        if self.blockers.len() > 1 {
+            for only in &self.blockers {
+                let off: Vec<Layer> = self
+                    .blockers
+                    .iter()
+                    .copied()
+                    .filter(|l| l != only)
+                    .collect();
+                let run = self.run(fx, &off);
+                assert_eq!(
+                    verdict(&run),
+                    Verdict::Blocked,
+                    "{} as {who:?}: the {} layer alone does not block it\n{}",
+                    self.name,
+                    only.name(),
+                    run.describe()
+                );
+            }
+        }
+        let open = self.run(fx, &self.blockers);
+        assert_eq!(
+            verdict(&open),
+            Verdict::Allowed,
+            "{} as {who:?}: still blocked with {:?} off, so this test cannot fail\n{}",
+            self.name,
+            self.blockers,
+            open.describe()
+        );
+    }
+}
+
+/// A process outside the jail, owned by `who` and holding no capabilities (root's processes
+/// otherwise out-rank a capability-less root inside for ptrace).
+pub struct Outsider {
+    pub child: std::process::Child,
+}
+
+impl Outsider {
+    pub fn spawn(who: Who) -> Outsider {
+        let mut cmd = Command::new("setpriv");
+        if who == Who::User && is_root() {
+            cmd.args([
+                format!("--reuid={NOBODY}"),
+                format!("--regid={NOBODY}"),
+                "--clear-groups".into(),
+            ]);
+        } else {
+            cmd.args(["--inh-caps=-all", "--bounding-set=-all"]);
+        }
+        let child = cmd
+            .args(["sleep", "300"])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("spawn outsider");
+        // Wait until it has exec'd sleep (its caps and uid are final then).
+        for _ in 0..200 {
+            let comm =
+                std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap_or_default();
+            if comm.trim() == "sleep" {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Outsider { child }
+    }
+
+    pub fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+}
+
+impl Drop for Outsider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Pids of processes whose command line contains `marker`.
+pub fn processes_with(marker: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(marker) {
+            out.push(pid);
+        }
+    }
+    out
+}
