@@ -40,7 +40,8 @@ pub fn detect(try_userns: bool) -> Features {
         seccomp: crate::linux::sys::seccomp_filters_supported(),
         user_namespaces: userns,
         user_namespaces_detail: detail,
-        in_container: container_guess(),
+        // Only `jail probe` shows it; a launch does not pay for the file reads.
+        in_container: if try_userns { container_guess() } else { None },
         euid,
         test_disabled: Vec::new(),
     };

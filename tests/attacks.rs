@@ -410,3 +410,35 @@ fn nothing_outlives_the_run() {
         }
     }
 }
+
+#[test]
+fn protected_names_under_a_writable_project_stay_read_only() {
+    prove_all("carve-outs", |fx| {
+        std::fs::create_dir_all(fx.repo.join(".git/hooks")).unwrap();
+        std::fs::write(fx.repo.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(fx.repo.join(".envrc"), "export A=1\n").unwrap();
+        std::fs::create_dir_all(fx.repo.join(".vscode")).unwrap();
+        fx.give_to(fx.who);
+        let rw = ["--rw", &fx.p("repo")];
+        let hook = fx.p("repo/.git/hooks/pre-commit");
+        let config = fx.p("repo/.git/config");
+        vec![
+            Attack::new("plant a git hook", &rw, argv(&["create", &hook]), &[M, L]),
+            Attack::new("edit .git/config", &rw, argv(&["append", &config]), &[M, L]),
+            Attack::new(
+                "replace .git/config by rename",
+                &rw,
+                argv(&["rename", &fx.p("repo/file.txt"), &config]),
+                &[M, L],
+            ),
+            Attack::new("remove .git/config", &rw, argv(&["unlink", &config]), &[M, L]),
+            Attack::new("edit .envrc", &rw, argv(&["write", &fx.p("repo/.envrc")]), &[M, L]),
+            Attack::new(
+                "add editor tasks",
+                &rw,
+                argv(&["create", &fx.p("repo/.vscode/tasks.json")]),
+                &[M, L],
+            ),
+        ]
+    });
+}
