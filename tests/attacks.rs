@@ -431,8 +431,18 @@ fn protected_names_under_a_writable_project_stay_read_only() {
                 argv(&["rename", &fx.p("repo/file.txt"), &config]),
                 &[M, L],
             ),
-            Attack::new("remove .git/config", &rw, argv(&["unlink", &config]), &[M, L]),
-            Attack::new("edit .envrc", &rw, argv(&["write", &fx.p("repo/.envrc")]), &[M, L]),
+            Attack::new(
+                "remove .git/config",
+                &rw,
+                argv(&["unlink", &config]),
+                &[M, L],
+            ),
+            Attack::new(
+                "edit .envrc",
+                &rw,
+                argv(&["write", &fx.p("repo/.envrc")]),
+                &[M, L],
+            ),
             Attack::new(
                 "add editor tasks",
                 &rw,
@@ -441,4 +451,58 @@ fn protected_names_under_a_writable_project_stay_read_only() {
             ),
         ]
     });
+}
+
+#[test]
+fn a_nested_jail_can_only_tighten() {
+    if !full_level_or_skip("nested") {
+        return;
+    }
+    let jail = common::jail_bin().to_string_lossy().into_owned();
+    for who in users() {
+        let fx = Fixture::new(who, "nested");
+        let f = fx.p("scratch/movable");
+        for outer_extra in [&[][..], &["--allow-userns"][..]] {
+            // Outer: scratch writable. Inner: scratch read-only -> the inner rule holds.
+            let mut args = vec!["--rw", &fx.dir.to_str().unwrap()[..]];
+            args.extend(outer_extra);
+            let ro = fx.p("scratch");
+            let inner = [jail.as_str(), "--ro", &ro, "--", &a(), "append", &f];
+            let run = fx.jail(&[&args[..], &["--"], &inner[..]].concat());
+            assert_eq!(
+                common::verdict(&run),
+                common::Verdict::Blocked,
+                "{who:?}: {}",
+                run.describe()
+            );
+            // Inner asks for more than the outer gives (repo is read-only outside) -> still refused.
+            let outer = ["--ro", &fx.p("repo")];
+            let inner = [
+                jail.as_str(),
+                "--rw",
+                &fx.p("repo"),
+                "--",
+                &a(),
+                "append",
+                &fx.p("repo/file.txt"),
+            ];
+            let run = fx.jail(&[&outer[..], outer_extra, &["--"], &inner[..]].concat());
+            assert_eq!(
+                common::verdict(&run),
+                common::Verdict::Blocked,
+                "{who:?}: {}",
+                run.describe()
+            );
+            // And the inner jail does run the command (the test can fail).
+            let inner = [jail.as_str(), "--rw", &ro, "--", &a(), "append", &f];
+            let run = fx.jail(&[&args[..], &["--"], &inner[..]].concat());
+            assert_eq!(
+                common::verdict(&run),
+                common::Verdict::Allowed,
+                "{who:?}: {}",
+                run.describe()
+            );
+            assert!(std::fs::read_to_string(&f).unwrap().ends_with('x'));
+        }
+    }
 }

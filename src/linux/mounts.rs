@@ -97,13 +97,31 @@ fn fail(step: &str, path: &Path, e: impl std::fmt::Display) -> JailError {
 
 /// Applies the plan. Runs as pid 1 of the new pid namespace, with full capabilities in the new
 /// user namespace and before any confinement of its own.
-pub fn apply(plan: &MountPlan) -> Result<(), JailError> {
-    for step in &plan.steps {
-        apply_step(step)?;
+pub fn apply(plan: &MountPlan) -> Result<(), MountError> {
+    for (i, step) in plan.steps.iter().enumerate() {
+        apply_step(step).map_err(|e| {
+            // The very first mount refused: this process may not mount at all (it is already in
+            // a Landlock domain, or an LSM forbids it). The view cannot be built here.
+            if i == 0 {
+                MountError::Unusable(e)
+            } else {
+                MountError::Failed(e)
+            }
+        })?;
     }
     // The cwd inherited from before still points into the old, writable mounts: enter the view.
-    std::env::set_current_dir(&plan.cwd).map_err(|e| fail("chdir", &plan.cwd, e))?;
+    std::env::set_current_dir(&plan.cwd)
+        .map_err(|e| MountError::Failed(fail("chdir", &plan.cwd, e)))?;
     Ok(())
+}
+
+/// Why the view was not built.
+#[derive(Debug)]
+pub enum MountError {
+    /// Mounting is not permitted at all in this process: run without the mount layer.
+    Unusable(JailError),
+    /// A step failed part-way: the launch stops (fail closed).
+    Failed(JailError),
 }
 
 fn apply_step(step: &Step) -> Result<(), JailError> {

@@ -82,24 +82,53 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
         SignalFd::with_flags(&signals, SfdFlags::SFD_CLOEXEC).map_err(|e| io("signalfd", &e))?;
 
     let child = if let Some(mount_plan) = &conf.mount {
-        let (sync_read, sync_write) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| io("pipe", &e))?;
+        let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| io("pipe", &e));
+        // release: supervisor -> init once the id maps are written.
+        // ready: init -> supervisor once the view is built ("ok"), or why it was not.
+        let (release_read, release_write) = pipe()?;
+        let (ready_read, ready_write) = pipe()?;
         let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
         // SAFETY: jail is single-threaded here (no thread is ever started before this point).
         match unsafe { super::sys::clone_with_namespaces(flags) } {
             Ok(0) => {
-                drop(sync_write);
-                init_main(sync_read, mount_plan, conf, policy, &argv)
+                drop(release_write);
+                drop(ready_read);
+                init_main(release_read, ready_write, mount_plan, conf, policy, &argv)
             }
             Ok(pid) => {
-                drop(sync_read);
+                drop(release_read);
+                drop(ready_write);
                 let pid = Pid::from_raw(pid);
-                if let Err(e) = write_id_maps(pid) {
+                let abandon = |e: JailError| {
                     let _ = kill(pid, Signal::SIGKILL);
                     let _ = waitpid(pid, None);
-                    return Err(io("uid/gid map", &e));
+                    e
+                };
+                if let Err(e) = write_id_maps(pid) {
+                    // Refused inside another sandbox (an outer jail's Landlock keeps /proc
+                    // read-only): the namespaces exist but cannot be used.
+                    abandon(io("uid/gid map", &e));
+                    sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&signals), None).ok();
+                    return Ok(Outcome::NoNamespaces(NamespacesUnavailable(
+                        std::io::Error::other(format!("writing the uid/gid map: {e}")),
+                    )));
                 }
-                nix::unistd::write(&sync_write, b"1").map_err(|e| io("release child", &e))?;
+                nix::unistd::write(&release_write, b"1")
+                    .map_err(|e| abandon(io("release child", &e)))?;
+                drop(release_write);
+                let report = read_all(ready_read);
+                if report != b"ok" {
+                    let _ = waitpid(pid, None);
+                    sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&signals), None).ok();
+                    let text = String::from_utf8_lossy(report.get(1..).unwrap_or_default());
+                    return match report.first() {
+                        Some(b'N') => Ok(Outcome::NoNamespaces(NamespacesUnavailable(
+                            std::io::Error::other(text.into_owned()),
+                        ))),
+                        Some(b'E') => Err(JailError::Io(text.into_owned())),
+                        _ => Err(io("init", &"exited before building the mount view")),
+                    };
+                }
                 // Only now: a non-dumpable process's /proc files belong to root, and the maps
                 // above had to be written through them.
                 privileges::set_not_dumpable()?;
@@ -136,14 +165,32 @@ fn c_argv(command: &[OsString]) -> Result<Vec<CString>, JailError> {
         .collect()
 }
 
-/// Maps the caller's own uid and gid into the child's user namespace. An unprivileged caller may
-/// map only itself (after denying setgroups); root maps the whole range identically so that file
-/// owners look as they do outside (git refuses repositories it believes are someone else's).
+fn read_all(fd: OwnedFd) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 512];
+    loop {
+        match nix::unistd::read(&fd, &mut buf) {
+            Ok(0) => return out,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return out,
+        }
+    }
+}
+
+/// Maps the caller's own uid and gid into the child's user namespace. A caller without
+/// CAP_SETUID/CAP_SETGID (any unprivileged user, and root inside another jail) may map only itself,
+/// after denying setgroups; real root maps the whole range identically so that file owners look as
+/// they do outside (git refuses repositories it believes are someone else's).
 fn write_id_maps(pid: Pid) -> std::io::Result<()> {
+    use caps::{CapSet, Capability};
     let uid = nix::unistd::geteuid().as_raw();
     let gid = nix::unistd::getegid().as_raw();
     let base = format!("/proc/{pid}");
-    if uid == 0 {
+    let can_map_all = [Capability::CAP_SETUID, Capability::CAP_SETGID]
+        .into_iter()
+        .all(|c| caps::has_cap(None, CapSet::Effective, c).unwrap_or(false));
+    if can_map_all {
         super::sys::write_file(&format!("{base}/uid_map"), "0 0 4294967295")?;
         super::sys::write_file(&format!("{base}/gid_map"), "0 0 4294967295")?;
     } else {
@@ -263,6 +310,7 @@ fn die(code: i32, message: &str) -> ! {
 /// Pid 1 of the new namespaces.
 fn init_main(
     sync: OwnedFd,
+    ready: OwnedFd,
     mount_plan: &mounts::MountPlan,
     conf: &Confinement,
     policy: &Policy,
@@ -279,8 +327,16 @@ fn init_main(
         _ => unsafe { libc::_exit(EXIT_JAIL_ERROR) },
     }
     drop(sync);
-    if let Err(e) = mounts::apply(mount_plan) {
-        die(EXIT_JAIL_ERROR, &e.to_string());
+    let report = match mounts::apply(mount_plan) {
+        Ok(()) => "ok".to_string(),
+        Err(mounts::MountError::Unusable(e)) => format!("N{e}"),
+        Err(mounts::MountError::Failed(e)) => format!("E{e}"),
+    };
+    let _ = nix::unistd::write(&ready, report.as_bytes());
+    drop(ready);
+    if report != "ok" {
+        // SAFETY: leave without running the parent's cleanup; the supervisor reports the error.
+        unsafe { libc::_exit(EXIT_JAIL_ERROR) };
     }
     // SAFETY: init is single-threaded.
     let command = match unsafe { nix::unistd::fork() } {

@@ -1,0 +1,443 @@
+//! Bad input, as root and as an unprivileged user: each mistake gets one clear line on stderr
+//! (`jail: …`, or clap's `error: …`), exit 125, no panic, and the command never runs. The
+//! near-misses that must work (relative paths, --keep-fd of an open descriptor, --tmp host) are
+//! checked next to them.
+
+mod common;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{Fixture, Run, full_level_or_skip, jail_bin, users};
+
+const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+fn unique(tag: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "jail-cli-{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+fn jail(fx: &Fixture, args: &[&str]) -> Run {
+    fx.jail_with(args, &[], &[("PATH", PATH)])
+}
+
+/// jail `flags` -- echo RAN: the marker shows whether the command ran.
+fn attempt(fx: &Fixture, flags: &[&str]) -> Run {
+    let mut args = flags.to_vec();
+    args.extend(["--", "echo", "RAN"]);
+    jail(fx, &args)
+}
+
+/// A refusal: exit 125, nothing run, no panic, one `jail: ` line (or a clap `error:` report),
+/// mentioning every needle.
+#[track_caller]
+fn assert_refused(run: &Run, what: &str, needles: &[&str]) {
+    assert_eq!(run.code, Some(125), "{what}: not refused\n{}", run.describe());
+    assert!(
+        !run.stdout.contains("RAN"),
+        "{what}: the command ran\n{}",
+        run.describe()
+    );
+    assert!(
+        !run.stderr.contains("panicked") && !run.stderr.contains("RUST_BACKTRACE"),
+        "{what}: jail panicked\n{}",
+        run.describe()
+    );
+    let first = run.stderr.lines().next().unwrap_or_default();
+    if first.starts_with("jail: ") {
+        assert_eq!(
+            run.stderr.lines().count(),
+            1,
+            "{what}: more than one line\n{}",
+            run.describe()
+        );
+    } else {
+        assert!(
+            first.starts_with("error: "),
+            "{what}: stderr does not start with `jail: ` or `error: `\n{}",
+            run.describe()
+        );
+    }
+    for n in needles {
+        assert!(
+            run.stderr.contains(n),
+            "{what}: the message does not mention {n:?}\n{}",
+            run.describe()
+        );
+    }
+}
+
+#[test]
+fn missing_paths_are_refused_by_name() {
+    if !full_level_or_skip("missing_paths_are_refused_by_name") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "missing");
+        for flag in ["--ro", "--rw", "--hide"] {
+            let run = attempt(&fx, &[flag, "nope/deeper"]);
+            assert_refused(
+                &run,
+                &format!("{flag} missing as {who:?}"),
+                &[flag, &fx.p("nope/deeper"), "does not exist"],
+            );
+        }
+        let run = attempt(&fx, &["--ro", ""]);
+        assert_refused(&run, &format!("--ro '' as {who:?}"), &["--ro"]);
+    }
+}
+
+#[test]
+fn relative_paths_work() {
+    if !full_level_or_skip("relative_paths_work") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "relative");
+        let run = jail(&fx, &["--ro", "./repo", "--", "cat", "repo/file.txt"]);
+        assert!(run.ok(), "--ro ./repo as {who:?}\n{}", run.describe());
+        assert_eq!(run.stdout, "original\n");
+
+        let run = jail(
+            &fx,
+            &[
+                "--ro",
+                "repo/sub/../src",
+                "--rw",
+                "./scratch",
+                "--",
+                "/bin/sh",
+                "-c",
+                "echo rel > scratch/rel.txt && echo WROTE; echo bad > repo/src/x && echo BAD; true",
+            ],
+        );
+        assert!(run.ok(), "as {who:?}\n{}", run.describe());
+        assert_eq!(run.stdout, "WROTE\n", "as {who:?}\n{}", run.describe());
+        assert_eq!(
+            std::fs::read_to_string(fx.scratch.join("rel.txt")).unwrap(),
+            "rel\n"
+        );
+        assert!(!fx.repo.join("src/x").exists());
+    }
+}
+
+#[test]
+fn symlinked_paths_are_refused_naming_the_real_path() {
+    if !full_level_or_skip("symlinked_paths_are_refused_naming_the_real_path") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "symlink");
+        std::os::unix::fs::symlink(&fx.repo, fx.dir.join("link")).unwrap();
+        std::os::unix::fs::symlink("repo", fx.dir.join("rellink")).unwrap();
+        for (flag, path, real) in [
+            ("--ro", "link", fx.p("repo")),
+            ("--rw", "link/sub", fx.p("repo/sub")),
+            ("--hide", "rellink", fx.p("repo")),
+        ] {
+            let run = attempt(&fx, &[flag, path]);
+            assert_refused(
+                &run,
+                &format!("{flag} {path} as {who:?}"),
+                &[flag, "symlink", &fx.p(path), &format!("real path {real}")],
+            );
+        }
+        // The suggested real path works.
+        let run = jail(&fx, &["--ro", &fx.p("repo/sub"), "--", "cat", "repo/sub/keep"]);
+        assert!(run.ok(), "as {who:?}\n{}", run.describe());
+    }
+}
+
+#[test]
+fn contradicting_rules_are_refused() {
+    if !full_level_or_skip("contradicting_rules_are_refused") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "contradict");
+        let run = attempt(&fx, &["--ro", &fx.p("repo"), "--rw", "./repo"]);
+        assert_refused(
+            &run,
+            &format!("--ro and --rw of one path as {who:?}"),
+            &[&fx.p("repo"), "--ro", "--rw"],
+        );
+        let run = attempt(&fx, &["--hide", "repo", "--rw", "repo"]);
+        assert_refused(
+            &run,
+            &format!("--hide and --rw of one path as {who:?}"),
+            &[&fx.p("repo"), "--hide", "--rw"],
+        );
+        for flag in ["--ro", "--rw"] {
+            let run = attempt(&fx, &["--hide", "repo", flag, "repo/sub"]);
+            assert_refused(
+                &run,
+                &format!("{flag} inside --hide as {who:?}"),
+                &[flag, &fx.p("repo/sub"), "inside", &fx.p("repo"), "--hide"],
+            );
+        }
+        // The same rule twice is not a contradiction.
+        let run = jail(&fx, &["--ro", "repo", "--ro", "./repo", "--", "cat", "repo/file.txt"]);
+        assert!(run.ok(), "as {who:?}\n{}", run.describe());
+        assert_eq!(run.stdout, "original\n");
+    }
+}
+
+#[test]
+fn rules_in_places_jail_builds_are_refused() {
+    if !full_level_or_skip("rules_in_places_jail_builds_are_refused") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "owned");
+        for (flag, path, owner) in [
+            ("--rw", "/proc/sys/kernel", "/proc"),
+            ("--ro", "/proc", "/proc"),
+            ("--rw", "/dev/shm", "/dev"),
+            ("--hide", "/sys/kernel", "/sys"),
+        ] {
+            if !Path::new(path).exists() {
+                continue;
+            }
+            let run = attempt(&fx, &[flag, path]);
+            assert_refused(
+                &run,
+                &format!("{flag} {path} as {who:?}"),
+                &[flag, path, &format!("{owner} is built by jail")],
+            );
+        }
+    }
+}
+
+/// Minor: `--rw /proc/self/...` is refused for going through a symlink, and the message then
+/// suggests "the real path /proc/<jail's own pid>/...", which is itself refused (and is the pid
+/// of a process that no longer exists).
+#[test]
+#[ignore = "BUG: --rw /proc/self suggests naming /proc/<pid>, which is refused too"]
+fn a_proc_self_path_is_refused_as_a_proc_path() {
+    if !full_level_or_skip("a_proc_self_path_is_refused_as_a_proc_path") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "procself");
+        let run = attempt(&fx, &["--rw", "/proc/self/fd"]);
+        assert_refused(
+            &run,
+            &format!("--rw /proc/self/fd as {who:?}"),
+            &["/proc is built by jail"],
+        );
+    }
+}
+
+#[test]
+fn rules_under_a_private_tmp_need_tmp_host() {
+    if !full_level_or_skip("rules_under_a_private_tmp_need_tmp_host") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "tmp");
+        let dir = Path::new("/tmp").join(unique("dir"));
+        std::fs::create_dir(&dir).unwrap();
+        if common::is_root() {
+            let uid = common::uid_of(who);
+            std::os::unix::fs::chown(&dir, Some(uid), Some(uid)).unwrap();
+        }
+        let d = dir.to_string_lossy().into_owned();
+        for flag in ["--rw", "--ro"] {
+            let run = attempt(&fx, &[flag, &d]);
+            assert_refused(
+                &run,
+                &format!("{flag} under /tmp as {who:?}"),
+                &[flag, &d, "--tmp host"],
+            );
+        }
+        let run = attempt(&fx, &["--cwd", &d]);
+        assert_refused(&run, &format!("--cwd under /tmp as {who:?}"), &["--cwd", "--tmp host"]);
+
+        // With --tmp host the same rule works and the write lands on the host.
+        let script = format!("echo in > {d}/f && echo WROTE");
+        let run = jail(
+            &fx,
+            &["--tmp", "host", "--rw", &d, "--", "/bin/sh", "-c", &script],
+        );
+        let landed = std::fs::read_to_string(dir.join("f")).ok();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(run.ok(), "--tmp host as {who:?}\n{}", run.describe());
+        assert_eq!(landed.as_deref(), Some("in\n"), "as {who:?}");
+    }
+}
+
+#[test]
+fn bad_flags_and_values_are_refused() {
+    if !full_level_or_skip("bad_flags_and_values_are_refused") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "flags");
+        let cases: &[(&[&str], &[&str])] = &[
+            (&["--frobnicate"], &["--frobnicate"]),
+            (&["--read-only", "repo"], &["--read-only"]),
+            (&["--timeout", "abc"], &["abc", "--timeout"]),
+            (&["--timeout", "0"], &["--timeout"]),
+            (&["--timeout", "5d"], &["--timeout"]),
+            (&["--timeout", "-1"], &[]),
+            (&["--require", "bogus"], &["bogus", "--require"]),
+            (&["--tmp", "shared"], &["shared", "--tmp"]),
+            (&["--keep-fd", "abc"], &["abc", "--keep-fd"]),
+            (&["--keep-fd", "2"], &["--keep-fd 2"]),
+            (&["--keep-fd", "0"], &["--keep-fd 0"]),
+            (&["--cwd", "nope"], &["--cwd", &fx.p("nope")]),
+            (&["--cwd", "repo/file.txt"], &["--cwd", &fx.p("repo/file.txt"), "not a directory"]),
+        ];
+        for (flags, needles) in cases {
+            let run = attempt(&fx, flags);
+            assert_refused(&run, &format!("{flags:?} as {who:?}"), needles);
+        }
+    }
+}
+
+#[test]
+fn a_missing_command_is_refused() {
+    if !full_level_or_skip("a_missing_command_is_refused") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "nocmd");
+        for args in [&[][..], &["--"], &["--ro", "repo"], &["--ro", "repo", "--"]] {
+            let run = jail(&fx, args);
+            assert_refused(&run, &format!("{args:?} as {who:?}"), &[]);
+            assert!(run.stdout.is_empty(), "{args:?} as {who:?}\n{}", run.describe());
+        }
+        // A command without `--` is not taken as one either.
+        let run = jail(&fx, &["echo", "RAN"]);
+        assert_refused(&run, &format!("no -- as {who:?}"), &[]);
+    }
+}
+
+#[test]
+fn keep_fd_must_name_an_open_descriptor() {
+    if !full_level_or_skip("keep_fd_must_name_an_open_descriptor") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "keepfd");
+        let jail_path = jail_bin().to_string_lossy().into_owned();
+        let file = fx.p("repo/file.txt");
+        let run_sh = |script: &str| {
+            let mut cmd = fx.command(Path::new("/bin/sh"), &["-c", script]);
+            cmd.env("PATH", PATH);
+            Run::from(cmd.output().unwrap())
+        };
+        // fd 9 closed: refused.
+        let run = run_sh(&format!("exec 9>&-; exec {jail_path} --keep-fd 9 -- echo RAN"));
+        assert_refused(
+            &run,
+            &format!("--keep-fd 9 closed as {who:?}"),
+            &["--keep-fd 9", "not an open descriptor"],
+        );
+        // fd 9 open: kept, and readable inside.
+        let run = run_sh(&format!(
+            "exec 9<{file}; exec {jail_path} --keep-fd 9 -- /bin/sh -c 'cat <&9'"
+        ));
+        assert!(run.ok(), "--keep-fd 9 open as {who:?}\n{}", run.describe());
+        assert_eq!(run.stdout, "original\n", "as {who:?}");
+        // Without --keep-fd the same descriptor is closed inside.
+        let run = run_sh(&format!(
+            "exec 9<{file}; exec {jail_path} -- /bin/sh -c 'cat <&9 && echo READ'"
+        ));
+        assert!(
+            !run.ok() && !run.stdout.contains("original"),
+            "fd 9 leaked in as {who:?}\n{}",
+            run.describe()
+        );
+    }
+}
+
+#[test]
+fn a_symlink_at_a_protected_name_fails_closed() {
+    if !full_level_or_skip("a_symlink_at_a_protected_name_fails_closed") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "protsym");
+        std::fs::create_dir_all(fx.repo.join(".git")).unwrap();
+        std::os::unix::fs::symlink("../../scratch", fx.repo.join(".git/hooks")).unwrap();
+        fx.give_to(who);
+        let run = jail(
+            &fx,
+            &[
+                "--rw",
+                "repo",
+                "--",
+                "/bin/sh",
+                "-c",
+                "echo pwned > repo/.git/hooks/pre-commit; echo RAN",
+            ],
+        );
+        assert_refused(
+            &run,
+            &format!("symlinked .git/hooks as {who:?}"),
+            &["--rw", &fx.p("repo/.git/hooks"), "symlink"],
+        );
+        assert!(!fx.scratch.join("pre-commit").exists());
+
+        // The same for a file name (.envrc pointing outside the project).
+        std::fs::remove_file(fx.repo.join(".git/hooks")).unwrap();
+        std::fs::write(fx.scratch.join("envrc"), "export A=1\n").unwrap();
+        std::os::unix::fs::symlink(fx.scratch.join("envrc"), fx.repo.join(".envrc")).unwrap();
+        fx.give_to(who);
+        let run = attempt(&fx, &["--rw", "repo"]);
+        assert_refused(
+            &run,
+            &format!("symlinked .envrc as {who:?}"),
+            &[&fx.p("repo/.envrc"), "symlink"],
+        );
+        // Not protected: a symlink elsewhere under --rw is fine.
+        std::fs::remove_file(fx.repo.join(".envrc")).unwrap();
+        std::os::unix::fs::symlink("file.txt", fx.repo.join("alias.txt")).unwrap();
+        let run = jail(&fx, &["--rw", "repo", "--", "cat", "repo/alias.txt"]);
+        assert!(run.ok(), "as {who:?}\n{}", run.describe());
+        assert_eq!(run.stdout, "original\n");
+    }
+}
+
+/// BUG: the refusal for a symlink at a protected name says "remove it, or name the path with --ro
+/// or --rw", but naming it is refused in turn ("goes through a symlink"), so a project whose
+/// .claude/.vscode/.envrc is a symlink into a dotfiles repo can only be jailed by deleting it.
+#[test]
+#[ignore = "BUG: the advice for a symlinked protected name (name it with --ro/--rw) is refused too"]
+fn following_the_advice_for_a_symlinked_protected_name_works() {
+    if !full_level_or_skip("following_the_advice_for_a_symlinked_protected_name_works") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "protsym-advice");
+        std::fs::create_dir_all(fx.scratch.join("claude")).unwrap();
+        std::os::unix::fs::symlink(fx.scratch.join("claude"), fx.repo.join(".claude")).unwrap();
+        fx.give_to(who);
+        let first = attempt(&fx, &["--rw", "repo"]);
+        assert_refused(&first, "symlinked .claude", &["name the path with --ro or --rw"]);
+        let run = jail(
+            &fx,
+            &[
+                "--rw",
+                "repo",
+                "--ro",
+                "repo/.claude",
+                "--",
+                "/bin/sh",
+                "-c",
+                "echo x > repo/.claude/settings.json && echo BAD; echo RAN",
+            ],
+        );
+        assert!(
+            run.ok() && run.stdout == "RAN\n",
+            "as {who:?}: following the advice of\n  {}\ngives\n{}",
+            first.stderr.trim(),
+            run.describe()
+        );
+    }
+}
