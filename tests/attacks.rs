@@ -464,7 +464,7 @@ fn a_nested_jail_can_only_tighten() {
         let f = fx.p("scratch/movable");
         for outer_extra in [&[][..], &["--allow-userns"][..]] {
             // Outer: scratch writable. Inner: scratch read-only -> the inner rule holds.
-            let mut args = vec!["--rw", &fx.dir.to_str().unwrap()[..]];
+            let mut args = vec!["--rw", fx.dir.to_str().unwrap()];
             args.extend(outer_extra);
             let ro = fx.p("scratch");
             let inner = [jail.as_str(), "--ro", &ro, "--", &a(), "append", &f];
