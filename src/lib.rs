@@ -163,7 +163,7 @@ fn launch(args: &RunArgs) -> Result<i32, JailError> {
         }
     }
     let features = probe::detect(false);
-    let mut layers = Layers::from_features(&features);
+    let layers = Layers::from_features(&features);
     let plans = compile(&policy, &layers, &features);
     if args.dry_run {
         let out = DryRun {
@@ -185,7 +185,20 @@ fn launch(args: &RunArgs) -> Result<i32, JailError> {
     report::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
     let conf = confinement(plans)?;
     warn_if_degraded(&policy, &layers, &features);
-    match linux::supervisor::run(&policy, &conf)? {
+    tracing::info!(level = ?layers.level(), ?layers, "launching {:?}", policy.command);
+    let code = run_supervised(&policy, conf, layers, features, args.allow_unconfined)?;
+    warn_created_protected(&policy);
+    Ok(code)
+}
+
+fn run_supervised(
+    policy: &Policy,
+    conf: Confinement,
+    mut layers: Layers,
+    features: Features,
+    allow_unconfined: bool,
+) -> Result<i32, JailError> {
+    match linux::supervisor::run(policy, &conf)? {
         Outcome::Exited(code) => Ok(code),
         Outcome::NoNamespaces(e) => {
             // User namespaces looked available but could not be created (a container's seccomp
@@ -194,13 +207,28 @@ fn launch(args: &RunArgs) -> Result<i32, JailError> {
             features.user_namespaces = false;
             features.user_namespaces_detail = Some(format!("clone failed: {}", e.0));
             layers.mount = false;
-            report::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
-            let conf = confinement(compile(&policy, &layers, &features))?;
-            warn_if_degraded(&policy, &layers, &features);
-            match linux::supervisor::run(&policy, &conf)? {
+            tracing::info!("no mount view: {}", e.0);
+            report::check_level(policy.require, allow_unconfined, &layers, &features)?;
+            let conf = confinement(compile(policy, &layers, &features))?;
+            warn_if_degraded(policy, &layers, &features);
+            match linux::supervisor::run(policy, &conf)? {
                 Outcome::Exited(code) => Ok(code),
                 Outcome::NoNamespaces(_) => unreachable!("no namespaces are requested"),
             }
+        }
+    }
+}
+
+/// A protected name that did not exist at start could be created by the command (no layer can
+/// refuse creating one name while allowing others in the same directory). Say so when it was.
+fn warn_created_protected(policy: &Policy) {
+    for path in &policy.absent_protected {
+        if std::fs::symlink_metadata(path).is_ok() {
+            eprintln!(
+                "jail: warning: the command created the protected path {}; review it before \
+                 trusting it outside the jail",
+                path.display()
+            );
         }
     }
 }

@@ -506,3 +506,42 @@ fn a_nested_jail_can_only_tighten() {
         }
     }
 }
+
+#[test]
+fn creating_an_absent_protected_name_is_reported() {
+    // No layer can refuse one new name while allowing others in the same directory: the gap is
+    // named in the dry run and the supervisor reports the creation after the run.
+    if !full_level_or_skip("absent-protected") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "absent");
+        let envrc = fx.p("repo/.envrc");
+        let dry = fx.jail(&["--rw", &fx.p("repo"), "--dry-run", "--", "true"]);
+        assert!(
+            dry.stdout.contains("protected names do not exist yet"),
+            "{}",
+            dry.describe()
+        );
+        let run = fx.jail(&["--rw", &fx.p("repo"), "--", &a(), "create", &envrc]);
+        assert!(run.ok(), "{}", run.describe());
+        assert!(
+            run.stderr.contains("created the protected path") && run.stderr.contains(".envrc"),
+            "{who:?}: {}",
+            run.describe()
+        );
+        let quiet = fx.jail(&[
+            "--rw",
+            &fx.p("repo"),
+            "--",
+            &a(),
+            "create",
+            &fx.p("repo/plain"),
+        ]);
+        assert!(
+            !quiet.stderr.contains("protected path"),
+            "{}",
+            quiet.describe()
+        );
+    }
+}

@@ -36,7 +36,12 @@ fn attempt(fx: &Fixture, flags: &[&str]) -> Run {
 /// mentioning every needle.
 #[track_caller]
 fn assert_refused(run: &Run, what: &str, needles: &[&str]) {
-    assert_eq!(run.code, Some(125), "{what}: not refused\n{}", run.describe());
+    assert_eq!(
+        run.code,
+        Some(125),
+        "{what}: not refused\n{}",
+        run.describe()
+    );
     assert!(
         !run.stdout.contains("RAN"),
         "{what}: the command ran\n{}",
@@ -147,7 +152,10 @@ fn symlinked_paths_are_refused_naming_the_real_path() {
             );
         }
         // The suggested real path works.
-        let run = jail(&fx, &["--ro", &fx.p("repo/sub"), "--", "cat", "repo/sub/keep"]);
+        let run = jail(
+            &fx,
+            &["--ro", &fx.p("repo/sub"), "--", "cat", "repo/sub/keep"],
+        );
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
     }
 }
@@ -180,7 +188,18 @@ fn contradicting_rules_are_refused() {
             );
         }
         // The same rule twice is not a contradiction.
-        let run = jail(&fx, &["--ro", "repo", "--ro", "./repo", "--", "cat", "repo/file.txt"]);
+        let run = jail(
+            &fx,
+            &[
+                "--ro",
+                "repo",
+                "--ro",
+                "./repo",
+                "--",
+                "cat",
+                "repo/file.txt",
+            ],
+        );
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
         assert_eq!(run.stdout, "original\n");
     }
@@ -255,7 +274,11 @@ fn rules_under_a_private_tmp_need_tmp_host() {
             );
         }
         let run = attempt(&fx, &["--cwd", &d]);
-        assert_refused(&run, &format!("--cwd under /tmp as {who:?}"), &["--cwd", "--tmp host"]);
+        assert_refused(
+            &run,
+            &format!("--cwd under /tmp as {who:?}"),
+            &["--cwd", "--tmp host"],
+        );
 
         // With --tmp host the same rule works and the write lands on the host.
         let script = format!("echo in > {d}/f && echo WROTE");
@@ -290,7 +313,10 @@ fn bad_flags_and_values_are_refused() {
             (&["--keep-fd", "2"], &["--keep-fd 2"]),
             (&["--keep-fd", "0"], &["--keep-fd 0"]),
             (&["--cwd", "nope"], &["--cwd", &fx.p("nope")]),
-            (&["--cwd", "repo/file.txt"], &["--cwd", &fx.p("repo/file.txt"), "not a directory"]),
+            (
+                &["--cwd", "repo/file.txt"],
+                &["--cwd", &fx.p("repo/file.txt"), "not a directory"],
+            ),
         ];
         for (flags, needles) in cases {
             let run = attempt(&fx, flags);
@@ -309,7 +335,11 @@ fn a_missing_command_is_refused() {
         for args in [&[][..], &["--"], &["--ro", "repo"], &["--ro", "repo", "--"]] {
             let run = jail(&fx, args);
             assert_refused(&run, &format!("{args:?} as {who:?}"), &[]);
-            assert!(run.stdout.is_empty(), "{args:?} as {who:?}\n{}", run.describe());
+            assert!(
+                run.stdout.is_empty(),
+                "{args:?} as {who:?}\n{}",
+                run.describe()
+            );
         }
         // A command without `--` is not taken as one either.
         let run = jail(&fx, &["echo", "RAN"]);
@@ -332,7 +362,9 @@ fn keep_fd_must_name_an_open_descriptor() {
             Run::from(cmd.output().unwrap())
         };
         // fd 9 closed: refused.
-        let run = run_sh(&format!("exec 9>&-; exec {jail_path} --keep-fd 9 -- echo RAN"));
+        let run = run_sh(&format!(
+            "exec 9>&-; exec {jail_path} --keep-fd 9 -- echo RAN"
+        ));
         assert_refused(
             &run,
             &format!("--keep-fd 9 closed as {who:?}"),
@@ -419,7 +451,11 @@ fn following_the_advice_for_a_symlinked_protected_name_works() {
         std::os::unix::fs::symlink(fx.scratch.join("claude"), fx.repo.join(".claude")).unwrap();
         fx.give_to(who);
         let first = attempt(&fx, &["--rw", "repo"]);
-        assert_refused(&first, "symlinked .claude", &["name the path with --ro or --rw"]);
+        assert_refused(
+            &first,
+            "symlinked .claude",
+            &["name the path with --ro or --rw"],
+        );
         let run = jail(
             &fx,
             &[

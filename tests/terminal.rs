@@ -153,10 +153,17 @@ fn on_pty(fx: &Fixture, args: &[&str], size: (u16, u16), steps: serde_json::Valu
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    assert_eq!(v["ok"], true, "an expected text never came as {:?}:\n{v}", fx.who);
+    assert_eq!(
+        v["ok"], true,
+        "an expected text never came as {:?}:\n{v}",
+        fx.who
+    );
     PtyRun {
         code: v["code"].as_i64().map(|c| c as i32),
-        output: v["output"].as_str().unwrap_or_default().replace("\r\n", "\n"),
+        output: v["output"]
+            .as_str()
+            .unwrap_or_default()
+            .replace("\r\n", "\n"),
     }
 }
 
@@ -252,7 +259,12 @@ impl Background {
 fn kill(pid: i32, sig: i32) {
     // SAFETY: sends a signal; no memory is involved.
     let rc = unsafe { libc::kill(pid, sig) };
-    assert_eq!(rc, 0, "kill({pid}, {sig}): {}", std::io::Error::last_os_error());
+    assert_eq!(
+        rc,
+        0,
+        "kill({pid}, {sig}): {}",
+        std::io::Error::last_os_error()
+    );
 }
 
 #[test]
@@ -421,7 +433,8 @@ fn signals_sent_to_jail_reach_the_command_once() {
             let script = format!(
                 "trap 'echo {name}; exit {code}' {name}; echo ready; sleep 30 & wait; echo not-signalled"
             );
-            let mut bg = Background::spawn(fx.command(jail_bin(), &["--", "/bin/sh", "-c", &script]));
+            let mut bg =
+                Background::spawn(fx.command(jail_bin(), &["--", "/bin/sh", "-c", &script]));
             bg.expect("ready");
             kill(bg.pid(), sig);
             let (status, out, err) = bg.finish();
@@ -438,7 +451,10 @@ fn signals_sent_to_jail_reach_the_command_once() {
             kill(bg.pid(), sig);
             let (status, out, err) = bg.finish();
             assert_eq!(status, Some(0), "{name} as {who:?}:\n{out}{err}");
-            assert_eq!(out, "ready\ncount 1\n", "SIG{name} deliveries as {who:?}:\n{err}");
+            assert_eq!(
+                out, "ready\ncount 1\n",
+                "SIG{name} deliveries as {who:?}:\n{err}"
+            );
         }
     }
 }

@@ -136,10 +136,16 @@ fn git_reads_a_read_only_repository() {
         std::fs::write(fx.repo.join("file.txt"), "original\nchanged line\n").unwrap();
         std::fs::write(fx.repo.join("untracked.txt"), "new\n").unwrap();
         fx.give_to(who);
-        let head = git_host(&fx, &["rev-parse", "HEAD"]).stdout.trim().to_string();
+        let head = git_host(&fx, &["rev-parse", "HEAD"])
+            .stdout
+            .trim()
+            .to_string();
         let flags = ["--ro", &fx.p("repo"), "--cwd", &fx.p("repo")];
 
-        let status = jail(&fx, &[&flags[..], &["--", "git", "status", "--porcelain"]].concat());
+        let status = jail(
+            &fx,
+            &[&flags[..], &["--", "git", "status", "--porcelain"]].concat(),
+        );
         assert!(status.ok(), "git status as {who:?}\n{}", status.describe());
         assert!(
             status.stdout.contains(" M file.txt") && status.stdout.contains("?? untracked.txt"),
@@ -335,7 +341,10 @@ fn tmp_is_private_unless_shared_with_tmp_host() {
             "host /tmp visible inside as {who:?}\n{}",
             private.describe()
         );
-        assert!(!leaked, "a file written in the private /tmp appeared in the host's");
+        assert!(
+            !leaked,
+            "a file written in the private /tmp appeared in the host's"
+        );
 
         // --tmp host: the host's /tmp is seen and written.
         let script = format!("cat {host_file}; echo shared > {inside_file} && echo WROTE");
@@ -375,10 +384,15 @@ fn pipes_and_stdin_work() {
         assert_eq!(run.stdout, "A\nB\nC\n2000\n", "as {who:?}");
 
         // stdin is the caller's: a multi-line input, larger than a pipe buffer, comes back whole.
-        let input: String = (0..20_000).map(|i| format!("line {i} of the input\n")).collect();
+        let input: String = (0..20_000)
+            .map(|i| format!("line {i} of the input\n"))
+            .collect();
         let run = with_stdin(jail_cmd(&fx, &["--", "cat"]), input.clone().into_bytes());
         assert!(run.ok(), "as {who:?}\n{}", run.stderr);
-        assert!(run.stdout == input, "cat did not echo stdin back as {who:?}");
+        assert!(
+            run.stdout == input,
+            "cat did not echo stdin back as {who:?}"
+        );
 
         // Reading line by line with the shell.
         let run = with_stdin(
@@ -412,11 +426,21 @@ fn exit_codes_follow_the_command() {
         assert_eq!(r.stdout, "before\n");
 
         let r = sh(&fx, &[], "echo before; kill -9 $$; echo after");
-        assert_eq!(r.code, Some(128 + 9), "kill -9 as {who:?}\n{}", r.describe());
+        assert_eq!(
+            r.code,
+            Some(128 + 9),
+            "kill -9 as {who:?}\n{}",
+            r.describe()
+        );
         assert_eq!(r.stdout, "before\n", "as {who:?}");
 
         let r = sh(&fx, &[], "echo before; kill -TERM $$; echo after");
-        assert_eq!(r.code, Some(128 + 15), "kill -TERM as {who:?}\n{}", r.describe());
+        assert_eq!(
+            r.code,
+            Some(128 + 15),
+            "kill -TERM as {who:?}\n{}",
+            r.describe()
+        );
         assert_eq!(r.stdout, "before\n", "as {who:?}");
 
         let r = jail(&fx, &["--no-such-flag", "--", "echo", "RAN"]);
@@ -466,7 +490,12 @@ fn timeout_ends_the_whole_tree_with_124() {
             let r = jail(&fx, &["--timeout", "1s", "--", "/bin/sh", "-c", &script]);
             let took = start.elapsed().as_secs_f64();
             assert_eq!(r.code, Some(124), "{script} as {who:?}\n{}", r.describe());
-            assert_eq!(r.stdout, "started\n", "{script} as {who:?}\n{}", r.describe());
+            assert_eq!(
+                r.stdout,
+                "started\n",
+                "{script} as {who:?}\n{}",
+                r.describe()
+            );
             assert!(
                 took >= min && took < max,
                 "{script} as {who:?}: took {took:.2}s, expected {min}..{max}s"
@@ -501,7 +530,11 @@ fn git_commits_under_rw_but_hooks_and_config_stay_read_only() {
                       printf '[core]\\n\\thooksPath = /var/tmp\\n' >> .git/config && echo CONFIG-WRITTEN; \
                       git config core.hooksPath /var/tmp && echo GIT-CONFIG-WRITTEN; \
                       true";
-        let run = sh(&fx, &["--rw", &fx.p("repo"), "--cwd", &fx.p("repo")], script);
+        let run = sh(
+            &fx,
+            &["--rw", &fx.p("repo"), "--cwd", &fx.p("repo")],
+            script,
+        );
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
         assert!(
             run.stdout.contains("COMMITTED"),
@@ -520,8 +553,15 @@ fn git_commits_under_rw_but_hooks_and_config_stay_read_only() {
         assert_eq!(log.stdout, "from inside\ninitial commit\n", "as {who:?}");
         let status = git_host(&fx, &["status", "--porcelain"]);
         assert_eq!(status.stdout, "", "as {who:?}");
-        assert!(!fx.repo.join(".git/hooks/pre-commit").exists(), "as {who:?}");
-        assert_eq!(read(fx.repo.join(".git/config")), config_before, "as {who:?}");
+        assert!(
+            !fx.repo.join(".git/hooks/pre-commit").exists(),
+            "as {who:?}"
+        );
+        assert_eq!(
+            read(fx.repo.join(".git/config")),
+            config_before,
+            "as {who:?}"
+        );
     }
 }
 
@@ -638,7 +678,11 @@ fn cwd_sets_the_working_directory_inside_the_view() {
     for who in users() {
         let fx = Fixture::new(who, "cwd");
         let script = "pwd; cat file.txt; echo bad > rel.txt && echo BAD; true";
-        let run = sh(&fx, &["--ro", &fx.p("repo"), "--cwd", &fx.p("repo")], script);
+        let run = sh(
+            &fx,
+            &["--ro", &fx.p("repo"), "--cwd", &fx.p("repo")],
+            script,
+        );
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
         assert_eq!(
             run.stdout,
@@ -723,7 +767,10 @@ fn ps_inside_shows_only_the_jails_processes() {
         while processes_with(&marker).is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert!(!processes_with(&marker).is_empty(), "the outside process never started");
+        assert!(
+            !processes_with(&marker).is_empty(),
+            "the outside process never started"
+        );
         let run = jail(&fx, &["--", "ps", "-eo", "pid=,args="]);
         let _ = outsider.kill();
         let _ = outsider.wait();
