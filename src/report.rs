@@ -88,6 +88,12 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
                 .into(),
         );
     }
+    for root in &policy.protected_search_truncated {
+        out.push(format!(
+            "protected names searched only partly under {} (too many directories)",
+            root.display()
+        ));
+    }
     if !policy.absent_protected.is_empty() {
         out.push(format!(
             "{} protected names do not exist yet and could be created (e.g. {})",

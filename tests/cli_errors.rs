@@ -235,7 +235,6 @@ fn rules_in_places_jail_builds_are_refused() {
 /// suggests "the real path /proc/<jail's own pid>/...", which is itself refused (and is the pid
 /// of a process that no longer exists).
 #[test]
-#[ignore = "BUG: --rw /proc/self suggests naming /proc/<pid>, which is refused too"]
 fn a_proc_self_path_is_refused_as_a_proc_path() {
     if !full_level_or_skip("a_proc_self_path_is_refused_as_a_proc_path") {
         return;
@@ -436,11 +435,9 @@ fn a_symlink_at_a_protected_name_fails_closed() {
     }
 }
 
-/// BUG: the refusal for a symlink at a protected name says "remove it, or name the path with --ro
-/// or --rw", but naming it is refused in turn ("goes through a symlink"), so a project whose
-/// .claude/.vscode/.envrc is a symlink into a dotfiles repo can only be jailed by deleting it.
+/// A symlink at a protected name cannot be kept read-only inside a writable directory (it could
+/// be replaced, and a mount would follow it): the refusal says so and gives advice that works.
 #[test]
-#[ignore = "BUG: the advice for a symlinked protected name (name it with --ro/--rw) is refused too"]
 fn following_the_advice_for_a_symlinked_protected_name_works() {
     if !full_level_or_skip("following_the_advice_for_a_symlinked_protected_name_works") {
         return;
@@ -454,15 +451,14 @@ fn following_the_advice_for_a_symlinked_protected_name_works() {
         assert_refused(
             &first,
             "symlinked .claude",
-            &["name the path with --ro or --rw"],
+            &["replace it with the real file or directory", "do not make"],
         );
+        // Following the second half of the advice: the project read-only.
         let run = jail(
             &fx,
             &[
-                "--rw",
-                "repo",
                 "--ro",
-                "repo/.claude",
+                "repo",
                 "--",
                 "/bin/sh",
                 "-c",

@@ -610,7 +610,6 @@ fn a_protected_name_given_exactly_with_rw_becomes_writable() {
 /// `--rw ~/projects` can plant `.git/hooks/pre-commit` in any project, which then runs outside the
 /// jail on the next commit.
 #[test]
-#[ignore = "BUG: protected names in a repository nested under a --rw directory are writable"]
 fn protected_names_in_a_nested_repository_stay_read_only() {
     if !full_level_or_skip("protected_names_in_a_nested_repository_stay_read_only") {
         return;
@@ -644,7 +643,6 @@ fn protected_names_in_a_nested_repository_stay_read_only() {
 /// repo/.git/hooks and repo/.git/config writable: the protected names are matched as
 /// `<rw root>/.git/hooks`, never as `hooks` directly inside a git directory.
 #[test]
-#[ignore = "BUG: --rw on a .git directory leaves its hooks and config writable"]
 fn protected_names_stay_read_only_when_rw_names_the_git_dir() {
     if !full_level_or_skip("protected_names_stay_read_only_when_rw_names_the_git_dir") {
         return;

@@ -47,6 +47,7 @@ const DEVICES: &[&str] = &[
     "/dev/urandom",
     "/dev/tty",
     "/dev/ptmx",
+    "/dev/console",
 ];
 
 /// One node of the rule tree before splitting.
@@ -353,6 +354,7 @@ mod tests {
         Policy {
             rules: all,
             absent_protected: vec![],
+            protected_search_truncated: vec![],
             cwd: "/".into(),
             tmp: TmpMode::Private,
             require: None,

@@ -246,6 +246,7 @@ fn minimal_dev() -> Result<(), JailError> {
             Err(e) => return Err(fail("open", &p, e)),
         }
     }
+    let terminal = terminal_node();
     mount(
         Some("tmpfs"),
         "/dev",
@@ -265,6 +266,19 @@ fn minimal_dev() -> Result<(), JailError> {
             None::<&str>,
         )
         .map_err(|e| fail("bind", p, e))?;
+    }
+    if let Some(term) = &terminal {
+        let console = dev.join("console");
+        std::fs::File::create(&console).map_err(|e| fail("create", &console, e))?;
+        let src = fd_path(term.as_raw_fd());
+        mount(
+            Some(src.as_str()),
+            &console,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(|e| fail("bind", &console, e))?;
     }
     let pts = dev.join("pts");
     std::fs::create_dir(&pts).map_err(|e| fail("mkdir", &pts, e))?;
@@ -304,6 +318,25 @@ fn minimal_dev() -> Result<(), JailError> {
         .open(EMPTY_FILE)
         .map_err(|e| fail("create", Path::new(EMPTY_FILE), e))?;
     Ok(())
+}
+
+/// The user's terminal lives in the host's devpts, which is not shown (it holds the user's other
+/// terminals too). Bound at /dev/console, as container runtimes do, ttyname() finds it by scanning
+/// /dev, so `tty` and GPG_TTY=$(tty) keep working. The node is opened by its path in this mount
+/// namespace: the inherited descriptor's own mount belongs to the host's namespace, and mount(2)
+/// refuses a bind source from another namespace.
+fn terminal_node() -> Option<std::os::fd::OwnedFd> {
+    let fd = (0..3).find(|fd| {
+        // SAFETY: isatty only queries the descriptor.
+        unsafe { libc::isatty(*fd) == 1 }
+    })?;
+    let path = std::fs::read_link(fd_path(fd)).ok()?;
+    if !path.starts_with("/dev/pts/") && !path.starts_with("/dev/tty") {
+        return None;
+    }
+    let node = sys::open_path_nofollow(&path).ok()?;
+    let mode = sys::fstat_mode(node.as_raw_fd()).ok()?;
+    (mode & libc::S_IFMT == libc::S_IFCHR).then_some(node)
 }
 
 fn fresh_proc() -> Result<(), JailError> {
@@ -349,6 +382,7 @@ mod tests {
         Policy {
             rules,
             absent_protected: vec![],
+            protected_search_truncated: vec![],
             cwd: "/home/u/repo".into(),
             tmp,
             require: None,

@@ -350,6 +350,7 @@ mod tests {
                 origin: Origin::Default,
             }],
             absent_protected: vec![],
+            protected_search_truncated: vec![],
             cwd: "/".into(),
             tmp: TmpMode::Private,
             require: None,

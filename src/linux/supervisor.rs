@@ -388,8 +388,22 @@ fn command_main(conf: &Confinement, policy: &Policy, argv: &[CString]) -> ! {
     }
     let Err(err) = nix::unistd::execvp(&argv[0], argv);
     let name = argv[0].to_string_lossy();
+    // execvp reports EACCES when some PATH directory was unreadable even though the command is
+    // nowhere: that is "not found" (as shells say), not "not executable".
+    let found_somewhere = || {
+        let name = std::ffi::OsStr::from_bytes(argv[0].as_bytes());
+        if name.as_bytes().contains(&b'/') {
+            return std::path::Path::new(name).exists();
+        }
+        std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join(name).exists()))
+            .unwrap_or(false)
+    };
     match err {
         nix::errno::Errno::ENOENT => die(EXIT_NOT_FOUND, &format!("{name}: command not found")),
+        nix::errno::Errno::EACCES if !found_somewhere() => {
+            die(EXIT_NOT_FOUND, &format!("{name}: command not found"))
+        }
         e => die(
             EXIT_NOT_EXECUTABLE,
             &format!("{name}: cannot execute: {}", e.desc()),

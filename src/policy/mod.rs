@@ -78,6 +78,8 @@ pub struct Policy {
     /// Protected names that did not exist at start: neither layer can keep them from being created
     /// (the mount layer binds only what exists), reported as a gap.
     pub absent_protected: Vec<PathBuf>,
+    /// Writable roots whose search for nested protected names stopped at its bound.
+    pub protected_search_truncated: Vec<PathBuf>,
     pub cwd: PathBuf,
     pub tmp: TmpMode,
     pub require: Option<Require>,

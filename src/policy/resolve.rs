@@ -53,9 +53,9 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         ("--hide", Access::Hide, &input.hide),
     ] {
         for raw in paths {
+            refuse_view_owned(flag, &absolute(&input.base_dir, raw))?;
             let path = checked_path(flag, raw, &input.base_dir)?;
             let kind = kind_of(&path);
-            refuse_view_owned(flag, &path)?;
             if !input.tmp_host && path.starts_with("/tmp") && access != Access::Hide {
                 return Err(JailError::bad_path(
                     flag,
@@ -156,46 +156,54 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         );
     }
 
-    // Protected names stay read-only under every writable path unless named exactly.
+    // Protected names stay read-only under every writable path unless named exactly, including
+    // in projects nested a few levels below it (`--rw ~/projects`).
     let mut absent_protected = Vec::new();
+    let mut search_notes = Vec::new();
+    // The shared /tmp of --tmp host is no project: it is not searched.
     let writable: Vec<PathBuf> = rules
         .values()
-        .filter(|r| r.access == Access::Rw)
+        .filter(|r| r.access == Access::Rw && r.origin != Origin::Flag("--tmp host".into()))
         .map(|r| r.path.clone())
         .collect();
     for root in writable {
-        for name in PROTECTED_UNDER_RW {
-            let path = root.join(name);
+        let found = find_protected(&root);
+        if found.truncated {
+            search_notes.push(root.clone());
+        }
+        for path in found.absent {
+            if !rules.contains_key(&path) {
+                absent_protected.push(path);
+            }
+        }
+        for (path, is_dir, symlink) in found.present {
             if user.contains_key(&path) || rules.contains_key(&path) {
                 continue;
             }
-            match std::fs::symlink_metadata(&path) {
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    let target = std::fs::read_link(&path).unwrap_or_default();
-                    return Err(JailError::bad_path(
-                        "--rw",
-                        &path,
-                        format!(
-                            "protected path is a symlink (-> {}); jail will not follow it: remove \
-                             it, or name the path with --ro or --rw",
-                            target.display()
-                        ),
-                    ));
-                }
-                Ok(meta) => {
-                    let kind = if meta.is_dir() { Kind::Dir } else { Kind::File };
-                    rules.insert(
-                        path.clone(),
-                        PathRule {
-                            path,
-                            access: Access::Ro,
-                            kind,
-                            origin: Origin::Protected(root.clone()),
-                        },
-                    );
-                }
-                Err(_) => absent_protected.push(path),
+            if let Some(target) = symlink {
+                return Err(JailError::bad_path(
+                    "--rw",
+                    &root,
+                    format!(
+                        "protected path {} is a symlink (-> {}): a symlink cannot be kept \
+                         read-only inside a writable directory; replace it with the real file or \
+                         directory, or do not make {} writable",
+                        path.display(),
+                        target.display(),
+                        root.display()
+                    ),
+                ));
             }
+            let kind = if is_dir { Kind::Dir } else { Kind::File };
+            rules.insert(
+                path.clone(),
+                PathRule {
+                    path,
+                    access: Access::Ro,
+                    kind,
+                    origin: Origin::Protected(root.clone()),
+                },
+            );
         }
     }
 
@@ -213,6 +221,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     let policy = Policy {
         rules: rules.into_values().collect(),
         absent_protected,
+        protected_search_truncated: search_notes,
         cwd,
         tmp: if input.tmp_host {
             TmpMode::Host
@@ -248,6 +257,93 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         }
     }
     Ok(policy)
+}
+
+/// How deep below a writable root protected names are looked for, and how many directories at
+/// most: enough for `--rw ~/projects/org/repo`, bounded so that a huge or remote tree is never
+/// walked whole.
+const SEARCH_DEPTH: usize = 3;
+const SEARCH_DIRS: usize = 2000;
+/// Directories never searched: build output and dependencies, not projects.
+const SEARCH_SKIP: &[&str] = &[
+    ".git",
+    "node_modules",
+    "target",
+    "vendor",
+    ".venv",
+    "venv",
+    "__pycache__",
+    "dist",
+    "build",
+    ".cache",
+];
+
+#[derive(Default)]
+struct Protected {
+    /// (path, is a directory, symlink target if it is a symlink)
+    present: Vec<(PathBuf, bool, Option<PathBuf>)>,
+    absent: Vec<PathBuf>,
+    truncated: bool,
+}
+
+/// Protected names under `root`: directly beneath it (absent ones recorded, as a gap), in nested
+/// projects down to SEARCH_DEPTH, and `hooks`/`config` when `root` is itself a `.git` directory.
+fn find_protected(root: &Path) -> Protected {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Protected::default();
+    let check =
+        |path: PathBuf, out: &mut Protected, record_absent: bool| match std::fs::symlink_metadata(
+            &path,
+        ) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&path).unwrap_or_default();
+                out.present.push((path, false, Some(target)));
+            }
+            Ok(m) => out.present.push((path, m.is_dir(), None)),
+            Err(_) if record_absent => out.absent.push(path),
+            Err(_) => {}
+        };
+    if root.file_name().is_some_and(|n| n == ".git") {
+        for name in PROTECTED_UNDER_RW {
+            if let Some(rest) = name.strip_prefix(".git/") {
+                check(root.join(rest), &mut out, true);
+            }
+        }
+    }
+    let device = std::fs::metadata(root).map(|m| m.dev()).ok();
+    let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0usize)]);
+    let mut visited = 0usize;
+    while let Some((dir, depth)) = queue.pop_front() {
+        visited += 1;
+        for name in PROTECTED_UNDER_RW {
+            check(dir.join(name), &mut out, depth == 0);
+        }
+        if depth == SEARCH_DEPTH {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if SEARCH_SKIP.iter().any(|s| name == *s)
+                || PROTECTED_UNDER_RW.iter().any(|p| name == *p)
+            {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else { continue };
+            // Not through symlinks, not onto other filesystems (a network mount may hang).
+            if !meta.is_dir() || Some(meta.dev()) != device {
+                continue;
+            }
+            if visited + queue.len() >= SEARCH_DIRS {
+                out.truncated = true;
+                return out;
+            }
+            queue.push_back((entry.path(), depth + 1));
+        }
+    }
+    out
 }
 
 fn refuse_view_owned(flag: &str, path: &Path) -> Result<(), JailError> {
@@ -451,6 +547,43 @@ mod tests {
             rule(&p, &t.p("repo/.git/hooks")).unwrap().origin,
             Origin::Protected(t.p("repo"))
         );
+    }
+
+    #[test]
+    fn protected_names_in_nested_projects_and_in_a_git_dir_root_are_kept() {
+        let t = Tree::new("nested");
+        fs::create_dir_all(t.p("projects/org/app/.git/hooks")).unwrap();
+        fs::write(t.p("projects/org/app/.git/config"), "").unwrap();
+        fs::create_dir_all(t.p("projects/node_modules/dep/.git/hooks")).unwrap();
+        let mut i = input(&t);
+        i.rw = vec![t.p("projects")];
+        let p = resolve(&i).unwrap();
+        assert_eq!(
+            p.access_at(&t.p("projects/org/app/.git/hooks/x")),
+            Access::Ro
+        );
+        assert_eq!(
+            p.access_at(&t.p("projects/org/app/.git/config")),
+            Access::Ro
+        );
+        assert_eq!(p.access_at(&t.p("projects/org/app/src")), Access::Rw);
+        assert_eq!(
+            p.access_at(&t.p("projects/node_modules/dep/.git/hooks/x")),
+            Access::Rw,
+            "dependencies are not searched"
+        );
+        let mut i = input(&t);
+        i.rw = vec![t.p("projects/org/app/.git")];
+        let p = resolve(&i).unwrap();
+        assert_eq!(
+            p.access_at(&t.p("projects/org/app/.git/hooks/x")),
+            Access::Ro
+        );
+        assert_eq!(
+            p.access_at(&t.p("projects/org/app/.git/config")),
+            Access::Ro
+        );
+        assert_eq!(p.access_at(&t.p("projects/org/app/.git/index")), Access::Rw);
     }
 
     #[test]
