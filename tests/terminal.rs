@@ -465,7 +465,7 @@ fn signals_sent_to_jail_reach_the_command_once() {
 /// supervisor and init, once more through init's own copy. Programs that treat a second
 /// SIGINT/SIGTERM as "quit now" skip their clean shutdown.
 #[test]
-#[ignore = "BUG: a signal sent to jail's process group reaches the command twice"]
+
 fn a_signal_to_jails_process_group_reaches_the_command_once() {
     if !full_level_or_skip("a_signal_to_jails_process_group_reaches_the_command_once") {
         return;
@@ -571,6 +571,60 @@ fn sigkill_of_the_supervisor_leaves_nothing_behind() {
         assert!(
             left.is_empty(),
             "as {who:?}: processes outlived the SIGKILLed supervisor: {left:?}"
+        );
+    }
+}
+
+/// Job control from an interactive shell: Ctrl-Z stops the jailed command and the shell sees the
+/// job stopped; `fg` continues it with the terminal; Ctrl-C then ends it with 130.
+#[test]
+fn ctrl_z_stops_the_job_and_fg_continues_it() {
+    if !full_level_or_skip("ctrl_z_stops_the_job_and_fg_continues_it") {
+        return;
+    }
+    const DRIVER: &str = r#"
+import os, pty, time, select, sys
+jail = sys.argv[1]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+def read_until(needle, t=10.0):
+    out = b""; end = time.time() + t
+    while time.time() < end and needle.encode() not in out:
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            try: out += os.read(fd, 4096)
+            except OSError: break
+    return out.decode(errors="replace")
+os.write(fd, b"PS1='$ '\n"); read_until("$ ")
+# The quotes keep the terminal's echo of the command line from matching the output.
+os.write(fd, f"{jail} -- sh -c 'echo STAR\"\"TED; sleep 30'\n".encode())
+a = read_until("STARTED")
+os.write(fd, b"\x1a"); b = read_until("Stopped")
+os.write(fd, b"fg\n"); c = read_until("sleep 30")
+time.sleep(0.3)
+os.write(fd, b"\x03"); read_until("$ ")
+os.write(fd, b"echo RC=$?\n"); d = read_until("RC=1")
+os.write(fd, b"exit\n")
+print("STOPPED" if "Stopped" in b else "NOT-STOPPED:" + b)
+print(d)
+"#;
+    for who in users() {
+        let fx = Fixture::new(who, "jobctl");
+        let jail = common::jail_bin().to_string_lossy().into_owned();
+        let out = fx
+            .command("python3".as_ref(), &["-c", DRIVER, &jail])
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("STOPPED\n"),
+            "{who:?}: Ctrl-Z did not stop the job:\n{text}"
+        );
+        assert!(
+            text.contains("RC=130"),
+            "{who:?}: Ctrl-C after fg did not end it:\n{text}"
         );
     }
 }

@@ -12,6 +12,13 @@
 //! When the command ends, init exits with its status and the kernel kills everything else left in
 //! the pid namespace: double-forked daemons included. Without namespaces the supervisor is a
 //! child subreaper and kills what is left itself.
+//!
+//! Process groups, as a shell runs a job: init and the command get a group of their own, and when
+//! jail holds the terminal's foreground it hands it to that group. So Ctrl-C and window changes
+//! reach the command straight from the terminal, while a signal sent to jail (its pid, or its
+//! whole group, as CI runners do) reaches only the supervisor and is forwarded once. When the
+//! command stops (Ctrl-Z), init tells the supervisor, which takes the terminal back and stops
+//! itself, so the user's shell sees the job stopped; on SIGCONT it hands the terminal over again.
 
 use std::ffi::{CString, OsString};
 use std::os::fd::{AsFd, OwnedFd};
@@ -28,8 +35,7 @@ use crate::error::{EXIT_JAIL_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_TI
 use crate::policy::Policy;
 
 /// Signals passed on to the command when they are sent to jail by another process. Signals the
-/// terminal generates (Ctrl-C, Ctrl-\, window resize) reach the command directly, since it shares
-/// jail's process group; forwarding those too would deliver them twice.
+/// terminal generates (Ctrl-C, Ctrl-\, window resize) go to the foreground group, the command's.
 const FORWARDED: &[Signal] = &[
     Signal::SIGINT,
     Signal::SIGTERM,
@@ -42,6 +48,11 @@ const FORWARDED: &[Signal] = &[
 
 /// si_code of a signal the kernel generated (a terminal's Ctrl-C), as opposed to kill().
 const SI_KERNEL: i32 = 0x80;
+/// si_code of a signal sent with kill().
+const SI_USER: i32 = 0;
+
+/// Init's message to the supervisor: the command stopped (Ctrl-Z, SIGTSTP, SIGTTIN).
+const MSG_STOPPED: u8 = b'T';
 
 /// Time between SIGTERM and SIGKILL when `--timeout` expires.
 const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -71,16 +82,36 @@ fn handled_signals() -> SigSet {
     set
 }
 
+/// The terminal jail holds the foreground of, if any: the one to hand to the command's group.
+fn foreground_terminal() -> Option<i32> {
+    (0..3).find(|&fd| {
+        // SAFETY: isatty, tcgetpgrp and getpgrp only query.
+        unsafe { libc::isatty(fd) == 1 && libc::tcgetpgrp(fd) == libc::getpgrp() }
+    })
+}
+
+/// Gives the terminal's foreground to `pgid`. SIGTTOU must be blocked: the caller may be in a
+/// background group when it does this (as a shell does for its jobs).
+fn hand_terminal(tty: i32, pgid: libc::pid_t) {
+    // SAFETY: tcsetpgrp only changes the terminal's foreground group.
+    unsafe { libc::tcsetpgrp(tty, pgid) };
+}
+
 /// Runs the command under `conf` and returns jail's exit code.
 pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
     let io = |step: &str, e: &dyn std::fmt::Display| JailError::layer("supervisor", step, e);
     // Prepare everything that allocates before forking.
     let argv = c_argv(&policy.command)?;
     let signals = handled_signals();
-    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&signals), None).map_err(|e| io("sigprocmask", &e))?;
+    let mut blocked = signals;
+    blocked.add(Signal::SIGTTOU);
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&blocked), None).map_err(|e| io("sigprocmask", &e))?;
     let sfd =
         SignalFd::with_flags(&signals, SfdFlags::SFD_CLOEXEC).map_err(|e| io("signalfd", &e))?;
+    let tty = foreground_terminal();
 
+    // Init's messages after the view is built (the command stopped), in namespace mode.
+    let mut status: Option<OwnedFd> = None;
     let child = if let Some(mount_plan) = &conf.mount {
         let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| io("pipe", &e));
         // release: supervisor -> init once the id maps are written.
@@ -93,12 +124,22 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
             Ok(0) => {
                 drop(release_write);
                 drop(ready_read);
-                init_main(release_read, ready_write, mount_plan, conf, policy, &argv)
+                init_main(
+                    release_read,
+                    ready_write,
+                    tty,
+                    mount_plan,
+                    conf,
+                    policy,
+                    &argv,
+                )
             }
             Ok(pid) => {
                 drop(release_read);
                 drop(ready_write);
                 let pid = Pid::from_raw(pid);
+                // Also done by init itself; whichever runs first wins, the result is the same.
+                let _ = nix::unistd::setpgid(pid, pid);
                 let abandon = |e: JailError| {
                     let _ = kill(pid, Signal::SIGKILL);
                     let _ = waitpid(pid, None);
@@ -116,8 +157,11 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                 nix::unistd::write(&release_write, b"1")
                     .map_err(|e| abandon(io("release child", &e)))?;
                 drop(release_write);
-                let report = read_all(ready_read);
-                if report != b"ok" {
+                let mut report = [0u8; 2];
+                let got = read_full(&ready_read, &mut report);
+                if got != 2 || &report != b"ok" {
+                    let mut report = report[..got].to_vec();
+                    report.extend(read_all(ready_read));
                     let _ = waitpid(pid, None);
                     sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&signals), None).ok();
                     let text = String::from_utf8_lossy(report.get(1..).unwrap_or_default());
@@ -129,6 +173,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                         _ => Err(io("init", &"exited before building the mount view")),
                     };
                 }
+                status = Some(ready_read);
                 // Only now: a non-dumpable process's /proc files belong to root, and the maps
                 // above had to be written through them.
                 privileges::set_not_dumpable()?;
@@ -144,14 +189,37 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
         nix::sys::prctl::set_child_subreaper(true).map_err(|e| io("PR_SET_CHILD_SUBREAPER", &e))?;
         // SAFETY: single-threaded, as above.
         match unsafe { nix::unistd::fork() }.map_err(|e| io("fork", &e))? {
-            nix::unistd::ForkResult::Child => command_main(conf, policy, &argv),
+            nix::unistd::ForkResult::Child => {
+                if let Some(tty) = tty {
+                    let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
+                    // SAFETY: getpgrp only queries.
+                    hand_terminal(tty, unsafe { libc::getpgrp() });
+                }
+                command_main(conf, policy, &argv)
+            }
             nix::unistd::ForkResult::Parent { child } => {
+                if tty.is_some() {
+                    let _ = nix::unistd::setpgid(child, child);
+                }
                 privileges::set_not_dumpable()?;
                 child
             }
         }
     };
-    let code = supervise(child, &sfd, policy.timeout, conf.mount.is_none());
+    let code = supervise(
+        child,
+        &sfd,
+        status,
+        tty,
+        policy.timeout,
+        conf.mount.is_none(),
+    );
+    if let Some(tty) = tty {
+        // Take the terminal back for the shell that started jail.
+        // SAFETY: getpgrp only queries.
+        hand_terminal(tty, unsafe { libc::getpgrp() });
+    }
+    sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&blocked), None).ok();
     Ok(Outcome::Exited(code))
 }
 
@@ -163,6 +231,20 @@ fn c_argv(command: &[OsString]) -> Result<Vec<CString>, JailError> {
                 .map_err(|_| JailError::BadInput("the command contains a NUL byte".into()))
         })
         .collect()
+}
+
+/// Reads until `buf` is full or EOF; returns how much was read.
+fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
+    let mut n = 0;
+    while n < buf.len() {
+        match nix::unistd::read(fd, &mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => break,
+        }
+    }
+    n
 }
 
 fn read_all(fd: OwnedFd) -> Vec<u8> {
@@ -201,12 +283,22 @@ fn write_id_maps(pid: Pid) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Waits for `child`, forwarding signals and enforcing the timeout; returns jail's exit code.
-fn supervise(child: Pid, sfd: &SignalFd, timeout: Option<Duration>, reap_tree: bool) -> i32 {
+/// Waits for `child`, forwarding signals, relaying stops and enforcing the timeout; returns
+/// jail's exit code. `status` carries init's messages (namespace mode); without namespaces the
+/// command is our own child and its stops are seen by waitpid.
+fn supervise(
+    child: Pid,
+    sfd: &SignalFd,
+    status: Option<OwnedFd>,
+    tty: Option<i32>,
+    timeout: Option<Duration>,
+    reap_tree: bool,
+) -> i32 {
     let started = Instant::now();
     let mut deadline = timeout.map(|t| started + t);
     let mut timed_out = false;
     let mut killed = false;
+    let mut status = status;
     loop {
         let wait_ms = match deadline {
             Some(d) => {
@@ -216,6 +308,8 @@ fn supervise(child: Pid, sfd: &SignalFd, timeout: Option<Duration>, reap_tree: b
                         timed_out = true;
                         tracing::info!("timeout: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
                         let _ = kill(child, Signal::SIGTERM);
+                        // A stopped command would never see the SIGTERM.
+                        let _ = kill(Pid::from_raw(-child.as_raw()), Signal::SIGCONT);
                         deadline = Some(Instant::now() + KILL_GRACE);
                     } else if !killed {
                         killed = true;
@@ -228,30 +322,57 @@ fn supervise(child: Pid, sfd: &SignalFd, timeout: Option<Duration>, reap_tree: b
             }
             None => -1,
         };
-        let mut fds = [nix::poll::PollFd::new(
-            sfd.as_fd(),
-            nix::poll::PollFlags::POLLIN,
-        )];
-        let timeout = if wait_ms < 0 {
+        let poll_timeout = if wait_ms < 0 {
             nix::poll::PollTimeout::NONE
         } else {
             nix::poll::PollTimeout::try_from(wait_ms).unwrap_or(nix::poll::PollTimeout::MAX)
         };
-        match nix::poll::poll(&mut fds, timeout) {
-            Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+        let mut fds = vec![nix::poll::PollFd::new(
+            sfd.as_fd(),
+            nix::poll::PollFlags::POLLIN,
+        )];
+        if let Some(st) = &status {
+            fds.push(nix::poll::PollFd::new(
+                st.as_fd(),
+                nix::poll::PollFlags::POLLIN,
+            ));
+        }
+        match nix::poll::poll(&mut fds, poll_timeout) {
+            Ok(0) | Err(_) => continue,
             Ok(_) => {}
-            Err(_) => continue,
+        }
+        let status_ready = fds
+            .get(1)
+            .and_then(|f| f.revents())
+            .is_some_and(|r| !r.is_empty());
+        drop(fds);
+        if status_ready {
+            let mut msg = [0u8; 1];
+            let got = status
+                .as_ref()
+                .map(|st| read_full(st, &mut msg))
+                .unwrap_or(0);
+            if got == 0 {
+                status = None; // init is gone; its SIGCHLD follows
+            } else if msg[0] == MSG_STOPPED {
+                stop_with_command(child, tty);
+            }
+            continue;
         }
         let Ok(Some(info)) = sfd.read_signal() else {
             continue;
         };
         let signo = info.ssi_signo as i32;
         if signo == libc::SIGCHLD {
-            if let Some(code) = reap(child) {
-                if reap_tree {
-                    kill_remaining_children();
+            match reap(child, reap_tree) {
+                Reaped::Exited(code) => {
+                    if reap_tree {
+                        kill_remaining_children();
+                    }
+                    return if timed_out { EXIT_TIMEOUT } else { code };
                 }
-                return if timed_out { EXIT_TIMEOUT } else { code };
+                Reaped::Stopped => stop_with_command(child, tty),
+                Reaped::Running => {}
             }
             continue;
         }
@@ -264,13 +385,49 @@ fn supervise(child: Pid, sfd: &SignalFd, timeout: Option<Duration>, reap_tree: b
     }
 }
 
-/// Reaps every exited child; returns the exit code once `main` has ended.
-fn reap(main: Pid) -> Option<i32> {
-    let mut result = None;
+/// The command stopped: take the terminal back and stop too, so that the shell that started jail
+/// sees its job stopped. When continued, give the terminal back (only if the shell gave it to us:
+/// `bg` continues without it) and continue the command's group.
+fn stop_with_command(child: Pid, tty: Option<i32>) {
+    if let Some(tty) = tty {
+        // SAFETY: getpgrp only queries.
+        hand_terminal(tty, unsafe { libc::getpgrp() });
+    }
+    let _ = kill(nix::unistd::getpid(), Signal::SIGSTOP);
+    if let Some(tty) = tty {
+        // SAFETY: tcgetpgrp and getpgrp only query.
+        if unsafe { libc::tcgetpgrp(tty) == libc::getpgrp() } {
+            hand_terminal(tty, child.as_raw());
+        }
+    }
+    let _ = kill(Pid::from_raw(-child.as_raw()), Signal::SIGCONT);
+}
+
+enum Reaped {
+    Exited(i32),
+    Stopped,
+    Running,
+}
+
+/// Reaps every exited child; tells whether `main` has ended (and how) or, when `stops` is asked
+/// for, stopped.
+fn reap(main: Pid, stops: bool) -> Reaped {
+    let mut result = Reaped::Running;
+    let mut flags = WaitPidFlag::WNOHANG;
+    if stops {
+        flags |= WaitPidFlag::WUNTRACED;
+    }
     loop {
-        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == main => result = Some(code),
-            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => result = Some(128 + sig as i32),
+        match waitpid(None, Some(flags)) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == main => result = Reaped::Exited(code),
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => {
+                result = Reaped::Exited(128 + sig as i32)
+            }
+            Ok(WaitStatus::Stopped(pid, _)) if pid == main => {
+                if !matches!(result, Reaped::Exited(_)) {
+                    result = Reaped::Stopped;
+                }
+            }
             Ok(WaitStatus::StillAlive) | Err(_) => return result,
             Ok(_) => {}
         }
@@ -311,6 +468,7 @@ fn die(code: i32, message: &str) -> ! {
 fn init_main(
     sync: OwnedFd,
     ready: OwnedFd,
+    tty: Option<i32>,
     mount_plan: &mounts::MountPlan,
     conf: &Confinement,
     policy: &Policy,
@@ -327,13 +485,18 @@ fn init_main(
         _ => unsafe { libc::_exit(EXIT_JAIL_ERROR) },
     }
     drop(sync);
+    // A group of our own (see the module notes); the command inherits it.
+    let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
+    if let Some(tty) = tty {
+        // SAFETY: getpgrp only queries.
+        hand_terminal(tty, unsafe { libc::getpgrp() });
+    }
     let report = match mounts::apply(mount_plan) {
         Ok(()) => "ok".to_string(),
         Err(mounts::MountError::Unusable(e)) => format!("N{e}"),
         Err(mounts::MountError::Failed(e)) => format!("E{e}"),
     };
     let _ = nix::unistd::write(&ready, report.as_bytes());
-    drop(ready);
     if report != "ok" {
         // SAFETY: leave without running the parent's cleanup; the supervisor reports the error.
         unsafe { libc::_exit(EXIT_JAIL_ERROR) };
@@ -367,11 +530,17 @@ fn init_main(
         };
         let signo = info.ssi_signo as i32;
         if signo == libc::SIGCHLD {
-            if let Some(code) = reap(command) {
+            match reap(command, true) {
                 // SAFETY: leaving pid 1 makes the kernel kill the rest of the namespace.
-                unsafe { libc::_exit(code) };
+                Reaped::Exited(code) => unsafe { libc::_exit(code) },
+                Reaped::Stopped => {
+                    let _ = nix::unistd::write(&ready, &[MSG_STOPPED]);
+                }
+                Reaped::Running => {}
             }
-        } else if info.ssi_code != SI_KERNEL {
+        } else if info.ssi_code == SI_USER && info.ssi_pid == 0 {
+            // Only what the supervisor sends (a sender outside the pid namespace shows as pid 0):
+            // a group signal sent from inside already reached the command.
             if let Ok(sig) = Signal::try_from(signo) {
                 let _ = kill(command, sig);
             }
