@@ -187,7 +187,7 @@ fn launch(args: &RunArgs) -> Result<i32, JailError> {
     warn_if_degraded(&policy, &layers, &features);
     tracing::info!(level = ?layers.level(), ?layers, "launching {:?}", policy.command);
     let code = run_supervised(&policy, conf, layers, features, args.allow_unconfined)?;
-    warn_created_protected(&policy);
+    quarantine_created_protected(&policy);
     Ok(code)
 }
 
@@ -219,16 +219,27 @@ fn run_supervised(
     }
 }
 
-/// A protected name that did not exist at start could be created by the command (no layer can
-/// refuse creating one name while allowing others in the same directory). Say so when it was.
-fn warn_created_protected(policy: &Policy) {
+/// A protected name that did not exist at start could be created by the command: no layer can
+/// refuse one new name while allowing others in the same directory. After the run, what appeared
+/// is renamed aside (`NAME.jail-quarantine`), so that a planted `.git/commondir`, `.envrc` or
+/// `.mcp.json` takes no effect outside, and the user is told.
+fn quarantine_created_protected(policy: &Policy) {
     for path in &policy.absent_protected {
-        if std::fs::symlink_metadata(path).is_ok() {
-            eprintln!(
-                "jail: warning: the command created the protected path {}; review it before \
-                 trusting it outside the jail",
+        if std::fs::symlink_metadata(path).is_err() {
+            continue;
+        }
+        match linux::quarantine::rename_aside(path) {
+            Ok(aside) => eprintln!(
+                "jail: warning: the command created the protected path {}; moved it to {} \
+                 (review it before putting it back)",
+                path.display(),
+                aside.display()
+            ),
+            Err(e) => eprintln!(
+                "jail: warning: the command created the protected path {} and it could not be \
+                 moved aside ({e}); review it before trusting it outside the jail",
                 path.display()
-            );
+            ),
         }
     }
 }

@@ -66,9 +66,15 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
                     .into(),
             );
         }
-        if policy.allow_unix_sockets || !layers.seccomp {
-            out.push("unix sockets not confined".into());
-        }
+        out.push("no private /dev/shm: the host's is closed".into());
+        out.push("a killed jail leaves the command's children running (no pid namespace)".into());
+    }
+    if policy.allow_unix_sockets || !layers.seccomp {
+        out.push(if layers.mount {
+            "unix sockets not confined by path (known socket places are hidden)".into()
+        } else {
+            "unix sockets not confined".into()
+        });
     }
     if !layers.landlock {
         out.push("no Landlock: files are protected by the mount view alone".into());

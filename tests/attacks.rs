@@ -423,6 +423,7 @@ fn protected_names_under_a_writable_project_stay_read_only() {
         std::fs::write(fx.repo.join(".git/config"), "[core]\n").unwrap();
         std::fs::write(fx.repo.join(".envrc"), "export A=1\n").unwrap();
         std::fs::create_dir_all(fx.repo.join(".vscode")).unwrap();
+        std::fs::create_dir_all(fx.repo.join(".git/modules/lib/hooks")).unwrap();
         fx.give_to(fx.who);
         let rw = ["--rw", &fx.p("repo")];
         let hook = fx.p("repo/.git/hooks/pre-commit");
@@ -443,6 +444,12 @@ fn protected_names_under_a_writable_project_stay_read_only() {
                 &[M, L],
             ),
             Attack::new(
+                "plant a submodule hook",
+                &rw,
+                argv(&["create", &fx.p("repo/.git/modules/lib/hooks/post-checkout")]),
+                &[M, L],
+            ),
+            Attack::new(
                 "edit .envrc",
                 &rw,
                 argv(&["write", &fx.p("repo/.envrc")]),
@@ -452,6 +459,15 @@ fn protected_names_under_a_writable_project_stay_read_only() {
                 "add editor tasks",
                 &rw,
                 argv(&["create", &fx.p("repo/.vscode/tasks.json")]),
+                &[M, L],
+            ),
+            // Last: with its layers off this one succeeds and takes .git away.
+            // Renaming the directory that holds the carve-outs would carry the read-only mounts
+            // away and let a fresh .git/hooks be made in its place.
+            Attack::new(
+                "move .git aside",
+                &rw,
+                argv(&["rename", &fx.p("repo/.git"), &fx.p("repo/.git-moved")]),
                 &[M, L],
             ),
         ]
@@ -535,6 +551,22 @@ fn creating_an_absent_protected_name_is_reported() {
             "{who:?}: {}",
             run.describe()
         );
+        // Moved aside, so that it takes no effect outside.
+        assert!(
+            !fx.repo.join(".envrc").exists(),
+            "{who:?}: .envrc left in place"
+        );
+        assert!(fx.repo.join(".envrc.jail-quarantine").exists());
+        // The same for a git redirection that no layer can refuse.
+        std::fs::create_dir_all(fx.repo.join(".git/hooks")).unwrap();
+        fx.give_to(who);
+        let commondir = fx.p("repo/.git/commondir");
+        let run = fx.jail(&["--rw", &fx.p("repo"), "--", &a(), "create", &commondir]);
+        assert!(run.stderr.contains(".git/commondir"), "{}", run.describe());
+        assert!(
+            !fx.repo.join(".git/commondir").exists(),
+            "{who:?}: commondir left in place"
+        );
         let quiet = fx.jail(&[
             "--rw",
             &fx.p("repo"),
@@ -548,5 +580,139 @@ fn creating_an_absent_protected_name_is_reported() {
             "{}",
             quiet.describe()
         );
+    }
+}
+
+#[test]
+fn naming_a_path_inside_a_hidden_directory_opens_only_that_path() {
+    prove_all("hide-exception", |fx| {
+        let known = fx.home.join(".ssh/known_hosts");
+        std::fs::write(&known, "host key\n").unwrap();
+        fx.give_to(fx.who);
+        let known = known.to_string_lossy().into_owned();
+        let key = fx
+            .home
+            .join(".ssh/id_ed25519")
+            .to_string_lossy()
+            .into_owned();
+        let flags = ["--ro", known.as_str()];
+        let run = fx.jail(&["--ro", &known, "--", "cat", &known]);
+        assert_eq!(run.stdout, "host key\n", "{}", run.describe());
+        vec![
+            Attack::new(
+                "read the key beside an opened file",
+                &flags,
+                argv(&["read", &key]),
+                &[M, L],
+            ),
+            Attack::new(
+                "write the opened file",
+                &flags,
+                argv(&["append", &known]),
+                &[M, L],
+            ),
+        ]
+    });
+}
+
+#[test]
+fn the_hosts_shared_memory_and_vsock_are_out_of_reach() {
+    prove_all("shm-vsock", |fx| {
+        let shm = format!("/dev/shm/jail-test-{}-{:?}", std::process::id(), fx.who);
+        std::fs::write(&shm, "host data\n").unwrap();
+        let _ = std::os::unix::fs::chown(&shm, Some(common::uid_of(fx.who)), None);
+        vec![
+            with_flags(
+                "append to a host /dev/shm file",
+                fx,
+                argv(&["append", &shm]),
+                &[M, L],
+            ),
+            with_flags("socket(AF_VSOCK)", fx, argv(&["socket-family", "40"]), &[S]),
+        ]
+    });
+}
+
+#[test]
+fn a_read_only_file_given_as_stdin_keeps_its_metadata() {
+    // The descriptor was opened outside, on the host's writable mount: jail reopens it in the view.
+    if !full_level_or_skip("stdin-metadata") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    for who in users() {
+        let fx = Fixture::new(who, "stdin-meta");
+        let f = fx.p("repo/file.txt");
+        let run = |disabled: &str| {
+            let script = format!(
+                "exec {jail} --ro {repo} -- python3 -c 'import os, sys; print(sys.stdin.read().strip()); os.fchmod(0, 0o777)' < {f}",
+                jail = common::jail_bin().display(),
+                repo = fx.p("repo"),
+            );
+            fx.command("/bin/sh".as_ref(), &["-c", &script])
+                .env("JAIL_TEST_DISABLE", disabled)
+                .output()
+                .unwrap()
+        };
+        let mode = || std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+        let before = mode();
+        let out = run("");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "original\n",
+            "{who:?}: stdin still readable"
+        );
+        assert!(!out.status.success(), "{who:?}: fchmod on stdin succeeded");
+        assert_eq!(mode(), before, "{who:?}: mode changed");
+        // Proof that the test can fail: without the mount view (a named gap) it goes through.
+        let out = run("mount");
+        assert!(
+            out.status.success(),
+            "{who:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(mode(), 0o777);
+    }
+}
+
+#[test]
+fn a_group_signal_from_inside_does_not_reach_the_caller() {
+    // kill(0, …) signals the caller's process group, which crosses any pid namespace: the command
+    // runs in a group (or session) of its own.
+    if !full_level_or_skip("group-signal") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "kill0");
+        for disabled in ["", "landlock", "mount", "landlock,mount"] {
+            let script = format!(
+                "{jail} {extra} -- {a} kill 0 10; sleep 0.2; echo CALLER-SURVIVED",
+                jail = common::jail_bin().display(),
+                extra = if disabled == "landlock,mount" {
+                    "--allow-unconfined"
+                } else {
+                    ""
+                },
+                a = a(),
+            );
+            // setsid: the caller's group is its own, never the test harness's.
+            let out = fx
+                .command("setsid".as_ref(), &["/bin/sh", "-c", &script])
+                .env("JAIL_TEST_DISABLE", disabled)
+                .output()
+                .unwrap();
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains("CALLER-SURVIVED"),
+                "{who:?} with {disabled:?} off: the caller was signalled\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        // Proof that the check can fail: the same kill(0) without jail ends the caller.
+        let script = format!("{} kill 0 10; sleep 0.2; echo CALLER-SURVIVED", a());
+        let out = fx
+            .command("setsid".as_ref(), &["/bin/sh", "-c", &script])
+            .output()
+            .unwrap();
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("CALLER-SURVIVED"));
     }
 }

@@ -96,7 +96,11 @@ pub fn compile(
         "/dev/pts".into(),
         system(Rights::DEV.union(Rights::LIST), Kind::Dir),
     );
-    wants.insert("/dev/shm".into(), system(Rights::ALL, Kind::Dir));
+    // The mount view gives a private /dev/shm; without it /dev/shm is the host's, shared with
+    // every process of the same user, and stays closed.
+    if mount_active {
+        wants.insert("/dev/shm".into(), system(Rights::ALL, Kind::Dir));
+    }
     // /proc and /sys are readable, never writable: host root may write sysctls such as
     // core_pattern by file ownership alone, with no capability.
     wants.insert("/proc".into(), system(Rights::READ, Kind::Dir));

@@ -4,6 +4,7 @@
 pub mod landlock;
 pub mod mounts;
 pub mod privileges;
+pub mod quarantine;
 pub mod rights;
 pub mod seccomp;
 pub mod supervisor;

@@ -26,8 +26,9 @@ use crate::policy::{Access, Kind, Policy, TmpMode, depth};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "op", content = "path")]
 pub enum Step {
-    /// Stop mount events from propagating back to the host.
-    MakeRootSlave,
+    /// Stop mount events propagating either way: back to the host, and in from it (a mount the
+    /// host makes later, an automount or a USB stick, would appear writable inside).
+    MakeRootPrivate,
     /// Every mount read-only and nosuid.
     ReadOnlyTree,
     /// A minimal /dev: null, zero, full, random, urandom, tty, a new devpts, a private /dev/shm.
@@ -38,7 +39,14 @@ pub enum Step {
     PrivateTmp,
     BindReadOnly(PathBuf),
     BindWritable(PathBuf),
+    /// A directory between a writable root and a carve-out beneath it, bound over itself (still
+    /// writable) only so that it is a mount point: a mount point cannot be renamed or removed, so
+    /// `mv .git .git2 && mkdir .git` cannot walk away from a read-only `.git/hooks`.
+    Pin(PathBuf),
     HideDir(PathBuf),
+    /// A hidden directory that shows only the named paths beneath it (each bound in from the real
+    /// tree, then given its own rule by a later step).
+    HideDirExcept(PathBuf, Vec<PathBuf>),
     HideFile(PathBuf),
     /// Remove jail's helper file from /dev and make /dev read-only.
     SealDev,
@@ -61,7 +69,7 @@ const EMPTY_FILE: &str = "/dev/.jail-empty";
 
 pub fn compile(policy: &Policy) -> MountPlan {
     let mut steps = vec![
-        Step::MakeRootSlave,
+        Step::MakeRootPrivate,
         Step::ReadOnlyTree,
         Step::MinimalDev,
         Step::FreshProc,
@@ -69,21 +77,56 @@ pub fn compile(policy: &Policy) -> MountPlan {
     if policy.tmp == TmpMode::Private {
         steps.push(Step::PrivateTmp);
     }
-    let mut rules: Vec<_> = policy
-        .rules
-        .iter()
-        .filter(|r| r.path != Path::new("/"))
-        .collect();
-    // Parents first, so that a more specific rule is placed on top of a less specific one.
-    rules.sort_by_key(|r| (depth(&r.path), r.path.clone()));
-    for rule in rules {
-        steps.push(match (rule.access, rule.kind) {
-            (Access::Ro, _) => Step::BindReadOnly(rule.path.clone()),
-            (Access::Rw, _) => Step::BindWritable(rule.path.clone()),
-            (Access::Hide, Kind::Dir) => Step::HideDir(rule.path.clone()),
-            (Access::Hide, Kind::File) => Step::HideFile(rule.path.clone()),
-        });
+    let mut placed: Vec<(PathBuf, Step)> = Vec::new();
+    let mut pinned = std::collections::BTreeSet::new();
+    for rule in policy.rules.iter().filter(|r| r.path != Path::new("/")) {
+        placed.push((
+            rule.path.clone(),
+            match (rule.access, rule.kind) {
+                (Access::Ro, _) => Step::BindReadOnly(rule.path.clone()),
+                (Access::Rw, _) => Step::BindWritable(rule.path.clone()),
+                (Access::Hide, Kind::Dir) => {
+                    let reveal: Vec<PathBuf> = policy
+                        .rules
+                        .iter()
+                        .filter(|o| {
+                            o.path != rule.path
+                                && o.path.starts_with(&rule.path)
+                                && o.access != Access::Hide
+                        })
+                        .map(|o| o.path.clone())
+                        .collect();
+                    if reveal.is_empty() {
+                        Step::HideDir(rule.path.clone())
+                    } else {
+                        Step::HideDirExcept(rule.path.clone(), reveal)
+                    }
+                }
+                (Access::Hide, Kind::File) => Step::HideFile(rule.path.clone()),
+            },
+        ));
+        // A carve-out inside a writable tree: pin every directory in between.
+        let enclosing = policy
+            .rules
+            .iter()
+            .filter(|o| o.path != rule.path && rule.path.starts_with(&o.path))
+            .max_by_key(|o| depth(&o.path));
+        if let Some(root) =
+            enclosing.filter(|o| o.access == Access::Rw && rule.access != Access::Rw)
+        {
+            for dir in rule.path.ancestors().skip(1) {
+                if dir == root.path {
+                    break;
+                }
+                if pinned.insert(dir.to_path_buf()) && policy.rules.iter().all(|o| o.path != dir) {
+                    placed.push((dir.to_path_buf(), Step::Pin(dir.to_path_buf())));
+                }
+            }
+        }
     }
+    // Parents first, so that a more specific rule is placed on top of a less specific one.
+    placed.sort_by(|a, b| (depth(&a.0), &a.0).cmp(&(depth(&b.0), &b.0)));
+    steps.extend(placed.into_iter().map(|(_, step)| step));
     steps.push(Step::SealDev);
     MountPlan {
         steps,
@@ -127,8 +170,10 @@ pub enum MountError {
 fn apply_step(step: &Step) -> Result<(), JailError> {
     let none: Option<&str> = None;
     match step {
-        Step::MakeRootSlave => mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_SLAVE, none)
-            .map_err(|e| fail("make-rslave", Path::new("/"), e)),
+        Step::MakeRootPrivate => {
+            mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
+                .map_err(|e| fail("make-rprivate", Path::new("/"), e))
+        }
         Step::ReadOnlyTree => {
             let root =
                 sys::open_path(Path::new("/")).map_err(|e| fail("open", Path::new("/"), e))?;
@@ -151,7 +196,7 @@ fn apply_step(step: &Step) -> Result<(), JailError> {
         )
         .map_err(|e| fail("tmpfs", Path::new("/tmp"), e)),
         Step::BindReadOnly(p) => bind_self(p, true),
-        Step::BindWritable(p) => bind_self(p, false),
+        Step::BindWritable(p) | Step::Pin(p) => bind_self(p, false),
         Step::HideDir(p) => {
             let target = sys::open_path_nofollow(p).map_err(|e| fail("open", p, e))?;
             mount(
@@ -163,6 +208,7 @@ fn apply_step(step: &Step) -> Result<(), JailError> {
             )
             .map_err(|e| fail("hide", p, e))
         }
+        Step::HideDirExcept(p, reveal) => hide_dir_except(p, reveal),
         Step::HideFile(p) => hide_file(p),
         Step::SealDev => {
             std::fs::remove_file(EMPTY_FILE)
@@ -216,6 +262,48 @@ fn bind_self(path: &Path, read_only: bool) -> Result<(), JailError> {
             format!("{e}{hint}"),
         )
     })
+}
+
+fn hide_dir_except(path: &Path, reveal: &[PathBuf]) -> Result<(), JailError> {
+    // Hold what is to be shown before the directory is covered.
+    let mut held = Vec::new();
+    for r in reveal {
+        let fd = sys::open_path_nofollow(r).map_err(|e| fail("open", r, e))?;
+        let mode = sys::fstat_mode(fd.as_raw_fd()).map_err(|e| fail("stat", r, e))?;
+        held.push((r, fd, mode & libc::S_IFMT == libc::S_IFDIR));
+    }
+    let target = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
+    mount(
+        Some("tmpfs"),
+        fd_path(target.as_raw_fd()).as_str(),
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("mode=0755,size=64k"),
+    )
+    .map_err(|e| fail("hide", path, e))?;
+    for (r, fd, is_dir) in &held {
+        if let Some(parent) = r.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| fail("mkdir", parent, e))?;
+        }
+        let made = if *is_dir {
+            std::fs::create_dir(r)
+        } else {
+            std::fs::File::create(r).map(|_| ())
+        };
+        made.map_err(|e| fail("create", r, e))?;
+        let src = fd_path(fd.as_raw_fd());
+        mount(
+            Some(src.as_str()),
+            r.as_path(),
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|e| fail("show", r, e))?;
+    }
+    let top = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
+    sys::mount_setattr(top.as_raw_fd(), false, sys::MOUNT_ATTR_RDONLY, 0)
+        .map_err(|e| fail("hide read-only", path, e))
 }
 
 fn hide_file(path: &Path) -> Result<(), JailError> {
@@ -410,7 +498,7 @@ mod tests {
         assert_eq!(
             plan.steps,
             vec![
-                Step::MakeRootSlave,
+                Step::MakeRootPrivate,
                 Step::ReadOnlyTree,
                 Step::MinimalDev,
                 Step::FreshProc,
@@ -418,6 +506,7 @@ mod tests {
                 Step::HideDir("/run/user".into()),
                 Step::HideFile("/home/u/.netrc".into()),
                 Step::BindWritable("/home/u/repo".into()),
+                Step::Pin("/home/u/repo/.git".into()),
                 Step::BindReadOnly("/home/u/repo/.git/hooks".into()),
                 Step::SealDev,
             ]

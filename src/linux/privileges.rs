@@ -77,15 +77,88 @@ pub fn set_not_dumpable() -> Result<(), JailError> {
 }
 
 /// With no terminal on stdin, stdout or stderr, the command gets a new session and so no
-/// controlling terminal: it cannot open /dev/tty to inject keystrokes into the user's shell.
-pub fn new_session_if_no_terminal() -> Result<bool, JailError> {
+/// controlling terminal: it cannot open /dev/tty to inject keystrokes into the user's shell. With
+/// one, it gets at least a process group of its own (unless it already leads one): kill(0, …) must
+/// not reach the processes that started jail, whose group crosses any pid namespace.
+pub fn own_session_or_group() -> Result<(), JailError> {
     let any_tty = (0..3).any(|fd| {
         // SAFETY: isatty only queries the descriptor.
         unsafe { libc::isatty(fd) == 1 }
     });
-    if any_tty {
-        return Ok(false);
+    if !any_tty {
+        nix::unistd::setsid().map_err(|e| err("setsid", e))?;
+        return Ok(());
     }
-    nix::unistd::setsid().map_err(|e| err("setsid", e))?;
-    Ok(true)
+    let me = nix::unistd::getpid();
+    if nix::unistd::getpgrp() != me && nix::unistd::getsid(None).ok() != Some(me) {
+        // Leading a group is enough when init already made one for us (namespace mode).
+        let init_group = nix::unistd::getpgrp().as_raw() == 1;
+        if !init_group {
+            nix::unistd::setpgid(me, me).map_err(|e| err("setpgid", e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Descriptors the command inherits open for reading on a file or directory (`jail … < file`)
+/// still point at the host's writable mount, where fchmod, futimens and fsetxattr work whatever
+/// the view says. Each is reopened by its path inside the view, at the same offset, when that
+/// finds the same inode; one opened for writing was handed over by the user and is left as is.
+pub fn reopen_read_only_files_in_view(fds: &[i32]) -> Result<(), JailError> {
+    use std::os::fd::{AsRawFd, BorrowedFd};
+    use std::os::unix::fs::MetadataExt;
+    for &fd in fds {
+        // SAFETY: F_GETFL only reads the descriptor's flags.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if flags < 0 || flags & libc::O_ACCMODE != libc::O_RDONLY {
+            continue;
+        }
+        // SAFETY: the descriptor is open (F_GETFL succeeded) and only borrowed here.
+        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+        let Ok(file) = borrowed.try_clone_to_owned().map(std::fs::File::from) else {
+            continue;
+        };
+        let Ok(meta) = file.metadata() else { continue };
+        if !(meta.is_file() || meta.is_dir()) {
+            continue;
+        }
+        let Ok(path) = std::fs::read_link(format!("/proc/self/fd/{fd}")) else {
+            continue;
+        };
+        let mut open_flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+        if meta.is_dir() {
+            open_flags |= libc::O_DIRECTORY;
+        }
+        let Ok(cpath) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+            continue;
+        };
+        // SAFETY: a valid C string; the descriptor is owned below.
+        let new = unsafe { libc::open(cpath.as_ptr(), open_flags) };
+        if new < 0 {
+            continue; // hidden or gone in the view: the user handed it over explicitly
+        }
+        // SAFETY: `new` was just returned by open.
+        let reopened = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(new) };
+        let same = reopened
+            .metadata()
+            .map(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
+            .unwrap_or(false);
+        if !same {
+            continue;
+        }
+        // SAFETY: lseek on open descriptors; dup3 replaces `fd` atomically (without CLOEXEC).
+        unsafe {
+            let offset = libc::lseek(fd, 0, libc::SEEK_CUR);
+            if offset > 0 {
+                libc::lseek(reopened.as_raw_fd(), offset, libc::SEEK_SET);
+            }
+            if libc::dup3(reopened.as_raw_fd(), fd, 0) < 0 {
+                return Err(err(
+                    &format!("reopen descriptor {fd} in the view"),
+                    std::io::Error::last_os_error(),
+                ));
+            }
+        }
+    }
+    Ok(())
 }

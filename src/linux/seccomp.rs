@@ -50,6 +50,7 @@ const TIOCSTI: u32 = 0x5412;
 const TIOCLINUX: u32 = 0x541C;
 const CLONE_NEWUSER: u32 = 0x1000_0000;
 const AF_UNIX: u32 = 1;
+const AF_VSOCK: u32 = 40;
 
 /// Syscalls refused in every jail.
 const ALWAYS_DENIED: &[&str] = &[
@@ -147,6 +148,15 @@ pub fn compile(policy: &Policy) -> SeccompPlan {
             });
         }
     }
+    // vsock reaches the hypervisor's host directly, around any network policy: no agent needs it.
+    deny.push(Deny {
+        syscall: "socket",
+        when: When::ArgMasked {
+            arg: 0,
+            mask: u32::MAX,
+            value: AF_VSOCK,
+        },
+    });
     if !policy.allow_unix_sockets {
         // A filesystem socket's connect() is confined by no layer on this kernel class (Landlock
         // before ABI 9 has no right for it, a read-only mount does not stop it, seccomp cannot
@@ -382,7 +392,18 @@ mod tests {
             denies(&strict, "mount") && denies(&strict, "unshare") && denies(&strict, "socket")
         );
         let open = compile(&policy(true, true));
-        assert!(!denies(&open, "mount") && !denies(&open, "unshare") && !denies(&open, "socket"));
+        assert!(!denies(&open, "mount") && !denies(&open, "unshare"));
+        let socket_families = |p: &SeccompPlan| -> Vec<u32> {
+            p.deny
+                .iter()
+                .filter_map(|d| match (d.syscall, d.when) {
+                    ("socket", When::ArgMasked { value, .. }) => Some(value),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(socket_families(&strict), [AF_VSOCK, AF_UNIX]);
+        assert_eq!(socket_families(&open), [AF_VSOCK], "vsock stays refused");
         assert!(denies(&open, "ptrace") && denies(&open, "io_uring_setup"));
         assert_eq!(open.enosys, ["clone3"]);
     }

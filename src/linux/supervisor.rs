@@ -190,6 +190,9 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
         // SAFETY: single-threaded, as above.
         match unsafe { nix::unistd::fork() }.map_err(|e| io("fork", &e))? {
             nix::unistd::ForkResult::Child => {
+                // Without a pid namespace this is all that ties the tree to the supervisor: if
+                // it is killed, the command goes too (its own children are not covered: a gap).
+                let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
                 if let Some(tty) = tty {
                     let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
                     // SAFETY: getpgrp only queries.
@@ -583,13 +586,16 @@ fn command_main(conf: &Confinement, policy: &Policy, argv: &[CString]) -> ! {
 /// Order inside the child: (mounts, done by init) → session → drop capabilities → close
 /// descriptors → Landlock → seccomp. seccomp goes last because it forbids what the others need.
 fn confine(conf: &Confinement, policy: &Policy) -> Result<(), JailError> {
-    privileges::new_session_if_no_terminal()?;
+    privileges::own_session_or_group()?;
     privileges::set_no_new_privs()?;
     privileges::drop_all_capabilities()?;
     privileges::close_inherited_fds(&policy.keep_fds)?;
+    let mut fds = vec![0, 1, 2];
+    fds.extend(&policy.keep_fds);
+    if conf.mount.is_some() {
+        privileges::reopen_read_only_files_in_view(&fds)?;
+    }
     if let Some(plan) = &conf.landlock {
-        let mut fds = vec![0, 1, 2];
-        fds.extend(&policy.keep_fds);
         landlock::apply(plan, &fds)?;
     }
     if let Some(program) = &conf.seccomp {

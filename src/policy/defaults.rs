@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 pub const PROTECTED_UNDER_RW: &[&str] = &[
     ".git/hooks",
     ".git/config",
+    // Both redirect git to another config and hooks: commondir for any repository,
+    // config.worktree when extensions.worktreeConfig is on.
+    ".git/commondir",
+    ".git/config.worktree",
     ".vscode",
     ".idea",
     ".envrc",
@@ -19,6 +23,10 @@ pub const PROTECTED_UNDER_RW: &[&str] = &[
     "opencode.json",
     ".gemini",
 ];
+
+/// Inside each submodule's git directory (.git/modules/NAME) and each linked worktree's
+/// (.git/worktrees/NAME), the names that hold configuration and hooks.
+pub const PROTECTED_IN_GIT_SUBDIRS: &[&str] = &["hooks", "config", "config.worktree", "commondir"];
 
 /// Credential stores under HOME that no agent needs to read.
 const HIDDEN_IN_HOME: &[&str] = &[

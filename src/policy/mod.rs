@@ -4,7 +4,7 @@
 mod defaults;
 mod resolve;
 
-pub use defaults::{PROTECTED_UNDER_RW, default_hidden};
+pub use defaults::{PROTECTED_IN_GIT_SUBDIRS, PROTECTED_UNDER_RW, default_hidden};
 pub use resolve::{PolicyInput, resolve};
 
 use std::ffi::OsString;

@@ -10,7 +10,8 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use super::{
-    Access, Kind, Origin, PROTECTED_UNDER_RW, PathRule, Policy, Require, TmpMode, default_hidden,
+    Access, Kind, Origin, PROTECTED_IN_GIT_SUBDIRS, PROTECTED_UNDER_RW, PathRule, Policy, Require,
+    TmpMode, default_hidden,
 };
 use crate::error::JailError;
 
@@ -126,9 +127,11 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         if !input.tmp_host && path.starts_with("/tmp") {
             continue; // already invisible: /tmp is private
         }
+        // A flag naming the path itself wins; one naming something inside it only opens that
+        // (the mount view shows it inside the otherwise empty hidden directory).
         if user
             .keys()
-            .any(|u| u.starts_with(&path) || path.starts_with(u) && user[u].0 == Access::Hide)
+            .any(|u| *u == path || path.starts_with(u) && user[u].0 == Access::Hide)
         {
             continue;
         }
@@ -317,6 +320,27 @@ fn find_protected(root: &Path) -> Protected {
         visited += 1;
         for name in PROTECTED_UNDER_RW {
             check(dir.join(name), &mut out, depth == 0);
+        }
+        // Submodules' and linked worktrees' own git directories (two levels of nesting).
+        let mut git_dirs = vec![dir.join(".git")];
+        let mut i = 0;
+        while i < git_dirs.len() && i < 64 {
+            for sub in ["modules", "worktrees"] {
+                let Ok(entries) = std::fs::read_dir(git_dirs[i].join(sub)) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                        for name in PROTECTED_IN_GIT_SUBDIRS {
+                            check(entry.path().join(name), &mut out, false);
+                        }
+                        if sub == "modules" && git_dirs.len() < 64 {
+                            git_dirs.push(entry.path());
+                        }
+                    }
+                }
+            }
+            i += 1;
         }
         if depth == SEARCH_DEPTH {
             continue;
@@ -615,6 +639,11 @@ mod tests {
             p.access_at(&t.p("home/.ssh/config")),
             Access::Ro,
             "flag beats default"
+        );
+        assert_eq!(
+            p.access_at(&t.p("home/.ssh/id_ed25519")),
+            Access::Hide,
+            "only the named path is opened"
         );
         assert!(
             rule(&p, &t.p("home/.gnupg")).is_none(),

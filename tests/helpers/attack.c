@@ -647,7 +647,8 @@ static void op_proc_mem(char **a)
 /* kill: send signal SIG to PID. */
 static void op_kill(char **a)
 {
-	pid_t pid = parse_pid(a[0]);
+	/* 0 and negative pids are allowed here: kill(0) signals the caller's process group. */
+	pid_t pid = (pid_t)parse_long(a[0], "pid");
 	long sig = parse_long(a[1], "signal");
 
 	if (sig < 0 || sig > 64)
@@ -687,6 +688,16 @@ static void op_ioctl_raw(char **a)
 	long rc = syscall(SYS_ioctl, fd, req, buf);
 
 	ioctl_verdict((int)rc, errno);
+}
+
+/* socket-family: socket(N, SOCK_STREAM, 0) for a numeric address family (e.g. 40 = vsock). */
+static void op_socket_family(char **a)
+{
+	int fd = socket(atoi(a[0]), SOCK_STREAM, 0);
+
+	if (fd < 0)
+		blocked(errno);
+	allowed();
 }
 
 /* tioclinux: TIOCLINUX subcode 6 (TIOCL_GETSHIFTSTATE, harmless). */
@@ -1084,6 +1095,7 @@ static const struct cmd cmds[] = {
 	{ "tiocsti", 1, "FD|tty", op_tiocsti },
 	{ "tioclinux", 1, "FD|tty", op_tioclinux },
 	{ "ioctl-raw", 2, "FD HEXREQ", op_ioctl_raw },
+	{ "socket-family", 1, "N", op_socket_family },
 	{ "io-uring", 0, "", op_io_uring },
 	{ "open-by-handle", 1, "PATH", op_open_by_handle },
 	{ "unix-socket", 0, "", op_unix_socket },
