@@ -32,10 +32,48 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List or show profiles (embedded, and yours in $XDG_CONFIG_HOME/jail/profiles).
+    Profile {
+        #[command(subcommand)]
+        command: ProfileCommand,
+    },
+    /// Inside a jail: exit 0 and print the active policy and level; elsewhere: exit 1. Checks what
+    /// the kernel says (no_new_privs, seccomp, a write probe), not only the JAIL variable.
+    Status {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print two sentences for an agent's prompt: what is read-only or hidden, and what stays open.
+    Notice {
+        /// The profile to describe when not inside a jail (default: default).
+        #[arg(long, value_name = "NAME")]
+        profile: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// The profiles there are, where each comes from, and what it is for.
+    List,
+    /// One profile: its file, or with --resolved everything it extends merged in.
+    Show {
+        name: String,
+        /// Merge in what it extends.
+        #[arg(long)]
+        resolved: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// The profile to start from (see `jail profile list`); flags apply after it and win.
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub profile: String,
+
     /// Make PATH (and everything beneath it) read-only. Repeatable.
     #[arg(long = "ro", value_name = "PATH")]
     pub ro: Vec<PathBuf>,
@@ -53,9 +91,25 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
 
-    /// /tmp inside the jail: a private writable tmpfs, or the host's /tmp made writable.
-    #[arg(long, value_enum, default_value_t = TmpArg::Private)]
-    pub tmp: TmpArg,
+    /// /tmp inside the jail: a private writable tmpfs (default), or the host's /tmp made writable.
+    #[arg(long, value_enum)]
+    pub tmp: Option<TmpArg>,
+
+    /// Keep KEY from the environment whatever the profile removes, or set KEY=VALUE. Repeatable.
+    #[arg(long = "env", value_name = "KEY[=VALUE]")]
+    pub env: Vec<String>,
+
+    /// Start the command with an empty environment (plus --env and the profile's keep list).
+    #[arg(long)]
+    pub env_clear: bool,
+
+    /// Remove variables matching PATTERN (`*` wildcards) from the environment. Repeatable.
+    #[arg(long = "env-deny", value_name = "PATTERN")]
+    pub env_deny: Vec<String>,
+
+    /// Print, on stderr before the command starts, the two sentences of `jail notice`.
+    #[arg(long)]
+    pub notice: bool,
 
     /// Refuse to run (exit 125) unless this enforcement level is reached.
     #[arg(long, value_enum, value_name = "LEVEL")]
@@ -93,6 +147,33 @@ pub struct RunArgs {
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+impl RunArgs {
+    /// The arguments of a run with only a profile named (for `jail notice --profile`).
+    pub fn for_profile(profile: String) -> RunArgs {
+        RunArgs {
+            profile,
+            ro: vec![],
+            rw: vec![],
+            hide: vec![],
+            cwd: None,
+            tmp: None,
+            env: vec![],
+            env_clear: false,
+            env_deny: vec![],
+            notice: false,
+            require: None,
+            keep_fd: vec![],
+            timeout: None,
+            allow_userns: false,
+            allow_unix_sockets: false,
+            allow_unconfined: false,
+            dry_run: true,
+            verbose: 0,
+            command: vec!["true".into()],
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -7,17 +7,22 @@ pub mod linux;
 pub mod policy;
 pub mod probe;
 pub mod report;
+pub mod status;
 
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use clap::Parser;
 use serde::Serialize;
 
-use crate::cli::{Cli, Command, RequireArg, RunArgs, TmpArg};
+use crate::cli::{Cli, Command, ProfileCommand, RequireArg, RunArgs, TmpArg};
 use crate::error::{EXIT_JAIL_ERROR, JailError};
 use crate::linux::supervisor::{Confinement, Outcome};
 use crate::linux::{landlock, mounts, seccomp};
-use crate::policy::{Policy, PolicyInput, Require};
+use crate::policy::env::{EnvFlags, child_env};
+use crate::policy::profile::{Catalog, Expansion, Resolved, TmpOption};
+use crate::policy::{Access, Policy, PolicyInput, ProfilePathRule, Require};
 use crate::probe::Features;
 use crate::report::Layers;
 
@@ -34,6 +39,9 @@ pub fn run_cli() -> i32 {
     init_logging(cli.run.verbose);
     let result = match cli.subcommand {
         Some(Command::Probe { json }) => probe(json),
+        Some(Command::Profile { command }) => profile_command(command),
+        Some(Command::Status { json }) => Ok(status::status(json)),
+        Some(Command::Notice { profile }) => notice(profile),
         None => launch(&cli.run),
     };
     match result {
@@ -87,41 +95,233 @@ fn probe(json: bool) -> Result<i32, JailError> {
     Ok(0)
 }
 
-fn env_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name)
+/// $XDG_CONFIG_HOME/jail/profiles, or ~/.config/jail/profiles: never anything in the project.
+fn user_profile_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("jail/profiles"))
 }
 
-fn policy_input(args: &RunArgs) -> Result<PolicyInput, JailError> {
+fn catalog() -> Result<Catalog, JailError> {
+    Catalog::load(user_profile_dir().as_deref())
+}
+
+fn profile_command(command: ProfileCommand) -> Result<i32, JailError> {
+    let cat = catalog()?;
+    match command {
+        ProfileCommand::List => {
+            for (name, entry) in &cat.entries {
+                let description = cat
+                    .resolve(name)
+                    .ok()
+                    .and_then(|r| r.description)
+                    .unwrap_or_default();
+                let source = match (&entry.source, entry.shadows_embedded) {
+                    (policy::profile::Source::File(p), true) => {
+                        format!("{} (shadows the embedded one)", p.display())
+                    }
+                    (src, _) => src.to_string(),
+                };
+                println!("{name:<12} {description}\n{:<12} from {source}", "");
+            }
+        }
+        ProfileCommand::Show {
+            name,
+            resolved,
+            json,
+        } => {
+            let entry = cat.entries.get(&name).ok_or_else(|| {
+                JailError::BadInput(format!("unknown profile '{name}' (see jail profile list)"))
+            })?;
+            let r = cat.resolve(&name)?;
+            match (resolved, json) {
+                (false, false) => print!("{}", entry.text),
+                (true, false) => print!("{}", resolved_toml(&r)),
+                (_, true) => {
+                    #[derive(Serialize)]
+                    struct Out<'a> {
+                        source: &'a policy::profile::Source,
+                        #[serde(flatten)]
+                        profile: &'a Resolved,
+                    }
+                    let out = Out {
+                        source: &entry.source,
+                        profile: &r,
+                    };
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&out).expect("serializable")
+                    );
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// A resolved profile written back as TOML, each rule with the profile it came from.
+fn resolved_toml(r: &Resolved) -> String {
+    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let mut out = format!(
+        "# profile {} (resolved: {})\n",
+        r.name,
+        r.chain.join(" -> ")
+    );
+    if let Some(d) = &r.description {
+        out.push_str(&format!("description = {}\n", q(d)));
+    }
+    out.push_str("\n[paths]\n");
+    for (key, access) in [
+        ("ro", Access::Ro),
+        ("rw", Access::Rw),
+        ("hide", Access::Hide),
+    ] {
+        out.push_str(&format!("{key} = [\n"));
+        for p in r.paths.iter().filter(|p| p.access == access) {
+            out.push_str(&format!("    {},  # {}\n", q(&p.template), p.profile));
+        }
+        out.push_str("]\n");
+    }
+    out.push_str(&format!("\n[env]\nclear = {}\n", r.env.clear));
+    for (key, list) in [("keep", &r.env.keep), ("deny", &r.env.deny)] {
+        let items: Vec<String> = list.iter().map(|s| q(s)).collect();
+        out.push_str(&format!("{key} = [{}]\n", items.join(", ")));
+    }
+    out.push_str("\n[env.set]\n");
+    for (k, v) in &r.env.set {
+        out.push_str(&format!("{k} = {}\n", q(v)));
+    }
+    out.push_str("\n[options]\n");
+    let o = &r.options;
+    if let Some(t) = o.tmp {
+        out.push_str(&format!(
+            "tmp = {}\n",
+            q(if t == TmpOption::Host {
+                "host"
+            } else {
+                "private"
+            })
+        ));
+    }
+    if let Some(req) = o.require {
+        out.push_str(&format!(
+            "require = {}\n",
+            serde_json::to_string(&req).expect("enum")
+        ));
+    }
+    if let Some(b) = o.allow_userns {
+        out.push_str(&format!("allow_userns = {b}\n"));
+    }
+    if let Some(b) = o.allow_unix_sockets {
+        out.push_str(&format!("allow_unix_sockets = {b}\n"));
+    }
+    if let Some(t) = &o.timeout {
+        out.push_str(&format!("timeout = {}\n", q(t)));
+    }
+    out
+}
+
+fn notice(profile: Option<String>) -> Result<i32, JailError> {
+    if profile.is_none() {
+        if let Some(file) = status::read_policy_file() {
+            println!("{}", status::notice_text(&file.policy_summary()));
+            return Ok(0);
+        }
+    }
+    let args = RunArgs::for_profile(profile.unwrap_or_else(|| "default".into()));
+    let policy = prepare(&args, false)?;
+    println!("{}", status::notice_text(&status::Summary::of(&policy)));
+    Ok(0)
+}
+
+/// Resolves the profile and the flags into one policy. With `create_missing`, the profile's
+/// writable directories that do not exist yet are created (an agent's state directory on its
+/// first run); a dry run creates nothing.
+pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError> {
     let base_dir = std::env::current_dir()
         .map_err(|e| JailError::Io(format!("cannot read the current directory: {e}")))?;
-    Ok(PolicyInput {
+    let prof = catalog()?.resolve(&args.profile)?;
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let vars = |name: &str| std::env::var(name).ok();
+    let x = Expansion {
+        home: home.as_deref(),
+        cwd: &base_dir,
+        var: &vars,
+    };
+    let mut profile_paths = Vec::new();
+    for p in &prof.paths {
+        let expanded = x
+            .expand(&p.template)
+            .map_err(|e| JailError::BadInput(format!("profile {}: {e}", p.profile)))?;
+        let Some(path) = expanded else { continue };
+        let path = PathBuf::from(path);
+        if create_missing && p.access == Access::Rw && path.is_absolute() && !path.exists() {
+            create_private_dir(&path).map_err(|e| {
+                JailError::bad_path(&format!("profile {}", p.profile), &path, e.to_string())
+            })?;
+        }
+        profile_paths.push(ProfilePathRule {
+            path,
+            access: p.access,
+            profile: p.profile.clone(),
+        });
+    }
+    let o = &prof.options;
+    let timeout = match (args.timeout, &o.timeout) {
+        (Some(t), _) => Some(t),
+        (None, Some(text)) => Some(
+            cli::parse_duration(text)
+                .map_err(|e| JailError::BadInput(format!("profile {}: timeout {e}", prof.name)))?,
+        ),
+        (None, None) => None,
+    };
+    let input = PolicyInput {
         ro: args.ro.clone(),
         rw: args.rw.clone(),
         hide: args.hide.clone(),
         cwd: args.cwd.clone(),
-        base_dir,
-        tmp_host: args.tmp == TmpArg::Host,
-        require: args.require.map(|r| match r {
-            RequireArg::Full => Require::Full,
-            RequireArg::Landlock => Require::Landlock,
-            RequireArg::Mount => Require::Mount,
-            RequireArg::Any => Require::Any,
-        }),
+        base_dir: base_dir.clone(),
+        tmp_host: match args.tmp {
+            Some(t) => t == TmpArg::Host,
+            None => o.tmp == Some(TmpOption::Host),
+        },
+        require: args
+            .require
+            .map(|r| match r {
+                RequireArg::Full => Require::Full,
+                RequireArg::Landlock => Require::Landlock,
+                RequireArg::Mount => Require::Mount,
+                RequireArg::Any => Require::Any,
+            })
+            .or(o.require),
         keep_fds: args.keep_fd.clone(),
-        timeout: args.timeout,
-        allow_userns: args.allow_userns,
-        allow_unix_sockets: args.allow_unix_sockets,
+        timeout,
+        allow_userns: args.allow_userns || o.allow_userns.unwrap_or(false),
+        allow_unix_sockets: args.allow_unix_sockets || o.allow_unix_sockets.unwrap_or(false),
         command: args.command.clone(),
-        home: env_path("HOME"),
-        xdg_runtime_dir: env_path("XDG_RUNTIME_DIR"),
-        ssh_auth_sock: env_path("SSH_AUTH_SOCK"),
-        // GPG_AGENT_INFO is "socket:pid:protocol".
-        gpg_agent_info: std::env::var("GPG_AGENT_INFO")
-            .ok()
-            .and_then(|v| v.split(':').next().map(PathBuf::from)),
-    })
+        profile: prof.name.clone(),
+        profile_paths,
+    };
+    let mut policy = policy::resolve(&input)?;
+    let flags = EnvFlags::from_args(&args.env, &args.env_deny, args.env_clear)
+        .map_err(JailError::BadInput)?;
+    let caller: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    policy.env = child_env(&caller, &prof.env, &flags, &x)
+        .map_err(|e| JailError::BadInput(format!("profile {}: {e}", prof.name)))?;
+    Ok(policy)
+}
+
+fn create_private_dir(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
 }
 
 /// The plans every active layer compiled from the one policy.
@@ -154,7 +354,7 @@ fn compile(policy: &Policy, layers: &Layers, f: &Features) -> Plans {
 }
 
 fn launch(args: &RunArgs) -> Result<i32, JailError> {
-    let policy = policy::resolve(&policy_input(args)?)?;
+    let policy = prepare(args, !args.dry_run)?;
     for fd in &policy.keep_fds {
         if !linux::privileges::fd_is_open(*fd) {
             return Err(JailError::BadInput(format!(
@@ -183,7 +383,10 @@ fn launch(args: &RunArgs) -> Result<i32, JailError> {
         return Ok(0);
     }
     report::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
-    let conf = confinement(plans)?;
+    if args.notice {
+        eprintln!("{}", status::notice_text(&status::Summary::of(&policy)));
+    }
+    let conf = confinement(&policy, plans, &layers, &features)?;
     warn_if_degraded(&policy, &layers, &features);
     tracing::info!(level = ?layers.level(), ?layers, "launching {:?}", policy.command);
     let code = run_supervised(&policy, conf, layers, features, args.allow_unconfined)?;
@@ -201,15 +404,21 @@ fn run_supervised(
     match linux::supervisor::run(policy, &conf)? {
         Outcome::Exited(code) => Ok(code),
         Outcome::NoNamespaces(e) => {
-            // User namespaces looked available but could not be created (a container's seccomp
-            // profile, an LSM): continue without the mount view only if the policy allows it.
+            // User namespaces looked available but could not be used (a container's seccomp
+            // profile, an LSM, an outer jail): continue without the mount view only if the
+            // policy allows it.
             let mut features = features;
             features.user_namespaces = false;
             features.user_namespaces_detail = Some(format!("clone failed: {}", e.0));
             layers.mount = false;
             tracing::info!("no mount view: {}", e.0);
             report::check_level(policy.require, allow_unconfined, &layers, &features)?;
-            let conf = confinement(compile(policy, &layers, &features))?;
+            let conf = confinement(
+                policy,
+                compile(policy, &layers, &features),
+                &layers,
+                &features,
+            )?;
             warn_if_degraded(policy, &layers, &features);
             match linux::supervisor::run(policy, &conf)? {
                 Outcome::Exited(code) => Ok(code),
@@ -244,11 +453,45 @@ fn quarantine_created_protected(policy: &Policy) {
     }
 }
 
-fn confinement(plans: Plans) -> Result<Confinement, JailError> {
+/// Everything the child applies, compiled in advance, with the environment it execs with and the
+/// read-only policy file it finds at JAIL_POLICY.
+fn confinement(
+    policy: &Policy,
+    plans: Plans,
+    layers: &Layers,
+    features: &Features,
+) -> Result<Confinement, JailError> {
+    let file = status::PolicyFile::new(policy, layers, report::gaps(policy, layers, features));
+    let policy_json = serde_json::to_string_pretty(&file).expect("serializable");
+    let mut envp = Vec::new();
+    for (k, v) in &policy.env.vars {
+        if ["JAIL", "JAIL_PROFILE", "JAIL_POLICY"]
+            .iter()
+            .any(|n| k.as_os_str() == *n)
+        {
+            continue;
+        }
+        let mut kv = k.as_bytes().to_vec();
+        kv.push(b'=');
+        kv.extend_from_slice(v.as_bytes());
+        if let Ok(c) = CString::new(kv) {
+            envp.push(c);
+        }
+    }
+    envp.push(CString::new("JAIL=1").expect("no NUL"));
+    envp.push(
+        CString::new(format!("JAIL_PROFILE={}", policy.profile))
+            .map_err(|_| JailError::BadInput("profile name contains a NUL byte".into()))?,
+    );
+    if layers.mount {
+        envp.push(CString::new(format!("JAIL_POLICY={}", mounts::POLICY_FILE)).expect("no NUL"));
+    }
     Ok(Confinement {
         mount: plans.mount,
         landlock: plans.landlock,
         seccomp: plans.seccomp.as_ref().map(seccomp::build).transpose()?,
+        envp,
+        policy_json,
     })
 }
 

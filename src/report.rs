@@ -6,7 +6,7 @@ use crate::error::JailError;
 use crate::policy::{Policy, Require};
 use crate::probe::Features;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     Full,
@@ -15,7 +15,7 @@ pub enum Level {
 }
 
 /// Which layers a run gets.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
 pub struct Layers {
     pub mount: bool,
     pub landlock: bool,

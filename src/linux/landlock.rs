@@ -96,6 +96,8 @@ pub fn compile(
         "/dev/pts".into(),
         system(Rights::DEV.union(Rights::LIST), Kind::Dir),
     );
+    // The policy file of the mount view (JAIL_POLICY), read-only.
+    wants.insert("/dev/jail".into(), system(Rights::READ, Kind::Dir));
     // The mount view gives a private /dev/shm; without it /dev/shm is the host's, shared with
     // every process of the same user, and stays closed.
     if mount_active {
@@ -359,6 +361,9 @@ mod tests {
             rules: all,
             absent_protected: vec![],
             protected_search_truncated: vec![],
+            profile_rw_missing: vec![],
+            profile: "test".into(),
+            env: Default::default(),
             cwd: "/".into(),
             tmp: TmpMode::Private,
             require: None,

@@ -66,6 +66,9 @@ const PROC_READ_ONLY: &[&str] = &["sys", "sysrq-trigger", "irq", "bus", "fs"];
 const PROC_MASKED: &[&str] = &["kcore", "keys", "timer_list"];
 /// A file on jail's own /dev tmpfs that hidden files are bound from; removed when sealing.
 const EMPTY_FILE: &str = "/dev/.jail-empty";
+/// The resolved policy as JSON, for `jail status` and orchestrators (JAIL_POLICY): on the /dev
+/// tmpfs, which is sealed read-only.
+pub const POLICY_FILE: &str = "/dev/jail/policy.json";
 
 pub fn compile(policy: &Policy) -> MountPlan {
     let mut steps = vec![
@@ -140,8 +143,11 @@ fn fail(step: &str, path: &Path, e: impl std::fmt::Display) -> JailError {
 
 /// Applies the plan. Runs as pid 1 of the new pid namespace, with full capabilities in the new
 /// user namespace and before any confinement of its own.
-pub fn apply(plan: &MountPlan) -> Result<(), MountError> {
+pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<(), MountError> {
     for (i, step) in plan.steps.iter().enumerate() {
+        if *step == Step::SealDev {
+            write_policy_file(policy_json).map_err(MountError::Failed)?;
+        }
         apply_step(step).map_err(|e| {
             // The very first mount refused: this process may not mount at all (it is already in
             // a Landlock domain, or an LSM forbids it). The view cannot be built here.
@@ -219,6 +225,20 @@ fn apply_step(step: &Step) -> Result<(), JailError> {
                 .map_err(|e| fail("seal", Path::new("/dev"), e))
         }
     }
+}
+
+fn write_policy_file(json: &str) -> Result<(), JailError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = Path::new(POLICY_FILE);
+    let dir = path.parent().expect("has a parent");
+    std::fs::create_dir(dir).map_err(|e| fail("mkdir", dir, e))?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o444)
+        .open(path)
+        .map_err(|e| fail("create", path, e))?;
+    std::io::Write::write_all(&mut f, json.as_bytes()).map_err(|e| fail("write", path, e))
 }
 
 fn fd_path(fd: i32) -> String {
@@ -471,6 +491,9 @@ mod tests {
             rules,
             absent_protected: vec![],
             protected_search_truncated: vec![],
+            profile_rw_missing: vec![],
+            profile: "test".into(),
+            env: Default::default(),
             cwd: "/home/u/repo".into(),
             tmp,
             require: None,

@@ -62,6 +62,10 @@ pub struct Confinement {
     pub mount: Option<mounts::MountPlan>,
     pub landlock: Option<landlock::LandlockPlan>,
     pub seccomp: Option<Vec<seccompiler::sock_filter>>,
+    /// The command's environment, KEY=VALUE.
+    pub envp: Vec<CString>,
+    /// The resolved policy as JSON (the file JAIL_POLICY names).
+    pub policy_json: String,
 }
 
 /// The namespaces could not be created (user namespaces disabled, or not permitted here).
@@ -494,7 +498,7 @@ fn init_main(
         // SAFETY: getpgrp only queries.
         hand_terminal(tty, unsafe { libc::getpgrp() });
     }
-    let report = match mounts::apply(mount_plan) {
+    let report = match mounts::apply(mount_plan, &conf.policy_json) {
         Ok(()) => "ok".to_string(),
         Err(mounts::MountError::Unusable(e)) => format!("N{e}"),
         Err(mounts::MountError::Failed(e)) => format!("E{e}"),
@@ -558,7 +562,17 @@ fn command_main(conf: &Confinement, policy: &Policy, argv: &[CString]) -> ! {
     if let Err(e) = confine(conf, policy) {
         die(EXIT_JAIL_ERROR, &e.to_string());
     }
-    let Err(err) = nix::unistd::execvp(&argv[0], argv);
+    let mut envp = conf.envp.clone();
+    if conf.mount.is_none() {
+        // No /dev of our own to hold the policy file: a sealed memfd instead.
+        match sealed_policy_fd(&conf.policy_json, &policy.keep_fds) {
+            Ok(fd) => {
+                envp.push(CString::new(format!("JAIL_POLICY=/proc/self/fd/{fd}")).expect("no NUL"))
+            }
+            Err(e) => die(EXIT_JAIL_ERROR, &format!("policy file: {e}")),
+        }
+    }
+    let Err(err) = nix::unistd::execvpe(&argv[0], argv, &envp);
     let name = argv[0].to_string_lossy();
     // execvp reports EACCES when some PATH directory was unreadable even though the command is
     // nowhere: that is "not found" (as shells say), not "not executable".
@@ -581,6 +595,35 @@ fn command_main(conf: &Confinement, policy: &Policy, argv: &[CString]) -> ! {
             &format!("{name}: cannot execute: {}", e.desc()),
         ),
     }
+}
+
+/// The policy JSON in a memfd sealed against every change, at a descriptor number above those
+/// the command keeps, left open across execve.
+fn sealed_policy_fd(json: &str, keep: &[i32]) -> std::io::Result<i32> {
+    use nix::fcntl::{FcntlArg, SealFlag, fcntl};
+    use nix::sys::memfd::{MFdFlags, memfd_create};
+    let fd = memfd_create(
+        "jail-policy",
+        MFdFlags::MFD_ALLOW_SEALING | MFdFlags::MFD_CLOEXEC,
+    )?;
+    let mut file = std::fs::File::from(fd);
+    std::io::Write::write_all(&mut file, json.as_bytes())?;
+    fcntl(
+        &file,
+        FcntlArg::F_ADD_SEALS(
+            SealFlag::F_SEAL_WRITE
+                | SealFlag::F_SEAL_GROW
+                | SealFlag::F_SEAL_SHRINK
+                | SealFlag::F_SEAL_SEAL,
+        ),
+    )?;
+    let target = keep.iter().copied().max().unwrap_or(2).max(9) + 1;
+    // SAFETY: dup3 onto a number that the command keeps nothing at; no CLOEXEC on the copy.
+    let rc = unsafe { libc::dup3(std::os::fd::AsRawFd::as_raw_fd(&file), target, 0) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(target)
 }
 
 /// Order inside the child: (mounts, done by init) → session → drop capabilities → close

@@ -2,10 +2,12 @@
 //! Pure data and pure functions; no syscalls live here.
 
 mod defaults;
+pub mod env;
+pub mod profile;
 mod resolve;
 
-pub use defaults::{PROTECTED_IN_GIT_SUBDIRS, PROTECTED_UNDER_RW, default_hidden};
-pub use resolve::{PolicyInput, resolve};
+pub use defaults::{PROTECTED_IN_GIT_SUBDIRS, PROTECTED_UNDER_RW};
+pub use resolve::{PolicyInput, ProfilePathRule, resolve};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -38,8 +40,10 @@ pub enum Kind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "from", content = "detail")]
 pub enum Origin {
-    /// The embedded default policy.
+    /// jail itself (the read-only root).
     Default,
+    /// A profile (by name).
+    Profile(String),
     /// A command-line flag (`--ro`, `--rw`, `--hide`, `--tmp`).
     Flag(String),
     /// A protected name kept read-only beneath a `--rw` path.
@@ -62,7 +66,7 @@ pub enum TmpMode {
 }
 
 /// The enforcement level a run must reach (`--require`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Require {
     Full,
@@ -80,6 +84,12 @@ pub struct Policy {
     pub absent_protected: Vec<PathBuf>,
     /// Writable roots whose search for nested protected names stopped at its bound.
     pub protected_search_truncated: Vec<PathBuf>,
+    /// Writable paths of the profile that did not exist (created before a real run).
+    pub profile_rw_missing: Vec<PathBuf>,
+    /// The profile the policy was built from.
+    pub profile: String,
+    /// The command's environment (names only when serialized).
+    pub env: env::ChildEnv,
     pub cwd: PathBuf,
     pub tmp: TmpMode,
     pub require: Option<Require>,

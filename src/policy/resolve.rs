@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::{
     Access, Kind, Origin, PROTECTED_IN_GIT_SUBDIRS, PROTECTED_UNDER_RW, PathRule, Policy, Require,
-    TmpMode, default_hidden,
+    TmpMode,
 };
 use crate::error::JailError;
 
@@ -31,10 +31,19 @@ pub struct PolicyInput {
     pub allow_userns: bool,
     pub allow_unix_sockets: bool,
     pub command: Vec<OsString>,
-    pub home: Option<PathBuf>,
-    pub xdg_runtime_dir: Option<PathBuf>,
-    pub ssh_auth_sock: Option<PathBuf>,
-    pub gpg_agent_info: Option<PathBuf>,
+    /// The profile's name.
+    pub profile: String,
+    /// The profile's path rules, expanded (absolute), in merge order: a later one for the same
+    /// path wins. Lenient: a missing ro or hide path is skipped, a missing rw path too (the
+    /// launcher creates them before a real run).
+    pub profile_paths: Vec<ProfilePathRule>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProfilePathRule {
+    pub path: PathBuf,
+    pub access: Access,
+    pub profile: String,
 }
 
 /// Places whose contents the mount view builds itself: user rules there would be silently
@@ -114,21 +123,37 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         );
     }
 
-    // Default hides, unless the user named the path or something inside it (the flag wins).
-    for candidate in default_hidden(
-        input.home.as_deref(),
-        input.xdg_runtime_dir.as_deref(),
-        input.ssh_auth_sock.as_deref(),
-        input.gpg_agent_info.as_deref(),
-    ) {
-        let Some(path) = existing_target(&candidate) else {
+    // Profile rules, unless a flag names the same path (the flag wins). A flag naming something
+    // inside a hidden path opens only that (the mount view shows it inside the otherwise empty
+    // hidden directory).
+    let mut skipped = Vec::new();
+    for rule in &input.profile_paths {
+        if !rule.path.is_absolute() {
+            return Err(JailError::BadInput(format!(
+                "profile {}: path '{}' is not absolute",
+                rule.profile,
+                rule.path.display()
+            )));
+        }
+        let Some(path) = existing_target(&rule.path) else {
+            if rule.access == Access::Rw {
+                skipped.push(rule.path.clone());
+            }
             continue;
         };
         if !input.tmp_host && path.starts_with("/tmp") {
-            continue; // already invisible: /tmp is private
+            if rule.access == Access::Hide {
+                continue; // already invisible: /tmp is private
+            }
+            return Err(JailError::BadInput(format!(
+                "profile {}: {} is in /tmp, which is a private tmpfs in the jail",
+                rule.profile,
+                path.display()
+            )));
         }
-        // A flag naming the path itself wins; one naming something inside it only opens that
-        // (the mount view shows it inside the otherwise empty hidden directory).
+        if rule.access != Access::Hide {
+            refuse_view_owned(&format!("profile {}", rule.profile), &path)?;
+        }
         if user
             .keys()
             .any(|u| *u == path || path.starts_with(u) && user[u].0 == Access::Hide)
@@ -140,9 +165,9 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
             path.clone(),
             PathRule {
                 path,
-                access: Access::Hide,
+                access: rule.access,
                 kind,
-                origin: Origin::Default,
+                origin: Origin::Profile(rule.profile.clone()),
             },
         );
     }
@@ -225,6 +250,9 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         rules: rules.into_values().collect(),
         absent_protected,
         protected_search_truncated: search_notes,
+        profile_rw_missing: skipped,
+        profile: input.profile.clone(),
+        env: Default::default(),
         cwd,
         tmp: if input.tmp_host {
             TmpMode::Host
@@ -493,7 +521,15 @@ mod tests {
             base_dir: t.0.clone(),
             tmp_host: true, // test trees live under the host's temp dir
             command: vec!["true".into()],
-            home: Some(t.p("home")),
+            profile: "test".into(),
+            profile_paths: ["home/.ssh", "home/.aws", "home/.netrc", "home/.gnupg"]
+                .iter()
+                .map(|rel| ProfilePathRule {
+                    path: t.p(rel),
+                    access: Access::Hide,
+                    profile: "test".into(),
+                })
+                .collect(),
             ..Default::default()
         }
     }

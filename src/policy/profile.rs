@@ -1,0 +1,591 @@
+//! Profiles: TOML files compiled into the binary (profiles/*.toml) and the user's own in
+//! $XDG_CONFIG_HOME/jail/profiles/. A profile may extend others: lists merge, scalars override,
+//! and for the same path the later rule wins. Profiles are never read from the jailed project: an
+//! untrusted repository must not be able to loosen its own jail.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use super::{Access, Require};
+use crate::error::JailError;
+
+/// The profiles shipped inside the binary.
+pub const EMBEDDED: &[(&str, &str)] = &[
+    ("default", include_str!("../../profiles/default.toml")),
+    ("review", include_str!("../../profiles/review.toml")),
+    ("workspace", include_str!("../../profiles/workspace.toml")),
+    ("ci", include_str!("../../profiles/ci.toml")),
+    ("opencode", include_str!("../../profiles/opencode.toml")),
+    (
+        "claude-code",
+        include_str!("../../profiles/claude-code.toml"),
+    ),
+    ("codex", include_str!("../../profiles/codex.toml")),
+    ("gemini-cli", include_str!("../../profiles/gemini-cli.toml")),
+    ("aider", include_str!("../../profiles/aider.toml")),
+];
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    description: Option<String>,
+    #[serde(default)]
+    extends: Vec<Spanned<String>>,
+    #[serde(default)]
+    paths: PathsSection,
+    #[serde(default)]
+    env: EnvSection,
+    #[serde(default)]
+    options: OptionsSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PathsSection {
+    #[serde(default)]
+    ro: Vec<String>,
+    #[serde(default)]
+    rw: Vec<String>,
+    #[serde(default)]
+    hide: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EnvSection {
+    clear: Option<bool>,
+    #[serde(default)]
+    keep: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+    #[serde(default)]
+    set: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TmpOption {
+    Private,
+    Host,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OptionsSection {
+    tmp: Option<TmpOption>,
+    require: Option<Require>,
+    allow_userns: Option<bool>,
+    allow_unix_sockets: Option<bool>,
+    timeout: Option<String>,
+}
+
+/// Where a profile was read from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "path")]
+pub enum Source {
+    Embedded,
+    File(PathBuf),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Embedded => write!(f, "embedded"),
+            Source::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// One profile's text and where it came from.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub name: String,
+    pub source: Source,
+    pub text: String,
+    /// An embedded profile of the same name that this user file shadows.
+    pub shadows_embedded: bool,
+}
+
+/// All profiles known: the embedded ones, then the user's, which may shadow them.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub entries: BTreeMap<String, Entry>,
+}
+
+/// A path rule from a profile, before `~` and `${…}` are expanded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProfilePath {
+    pub template: String,
+    pub access: Access,
+    pub profile: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ProfileEnv {
+    pub clear: bool,
+    pub keep: Vec<String>,
+    pub deny: Vec<String>,
+    pub set: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ProfileOptions {
+    pub tmp: Option<TmpOption>,
+    pub require: Option<Require>,
+    pub allow_userns: Option<bool>,
+    pub allow_unix_sockets: Option<bool>,
+    pub timeout: Option<String>,
+}
+
+/// A profile with everything it extends merged in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Resolved {
+    pub name: String,
+    pub description: Option<String>,
+    /// The profiles merged, parents first.
+    pub chain: Vec<String>,
+    pub paths: Vec<ProfilePath>,
+    pub env: ProfileEnv,
+    pub options: ProfileOptions,
+}
+
+impl Catalog {
+    /// The embedded profiles and those in `user_dir` (`*.toml`; a missing directory is fine).
+    pub fn load(user_dir: Option<&Path>) -> Result<Catalog, JailError> {
+        let mut cat = Catalog::default();
+        for (name, text) in EMBEDDED {
+            cat.entries.insert(
+                name.to_string(),
+                Entry {
+                    name: name.to_string(),
+                    source: Source::Embedded,
+                    text: text.to_string(),
+                    shadows_embedded: false,
+                },
+            );
+        }
+        let Some(dir) = user_dir else {
+            return Ok(cat);
+        };
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(cat),
+            Err(e) => {
+                return Err(JailError::Io(format!(
+                    "profile directory {}: {e}",
+                    dir.display()
+                )));
+            }
+        };
+        let mut files: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        files.sort();
+        for path in files {
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if !valid_name(&name) {
+                return Err(JailError::Io(format!(
+                    "profile {}: the name must be letters, digits, '-' or '_'",
+                    path.display()
+                )));
+            }
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| JailError::Io(format!("profile {}: {e}", path.display())))?;
+            let shadows = cat.entries.contains_key(&name);
+            if shadows {
+                tracing::info!(
+                    "user profile {} shadows the embedded '{name}'",
+                    path.display()
+                );
+            }
+            cat.entries.insert(
+                name.clone(),
+                Entry {
+                    name,
+                    source: Source::File(path),
+                    text,
+                    shadows_embedded: shadows,
+                },
+            );
+        }
+        Ok(cat)
+    }
+
+    /// `name` with everything it extends merged in.
+    pub fn resolve(&self, name: &str) -> Result<Resolved, JailError> {
+        let entry = self.entries.get(name).ok_or_else(|| {
+            JailError::BadInput(format!(
+                "unknown profile '{name}' (known: {})",
+                self.entries.keys().cloned().collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+        let mut order = Vec::new();
+        let mut parsed = BTreeMap::new();
+        self.visit(entry, &mut Vec::new(), &mut order, &mut parsed)?;
+        let mut out = Resolved {
+            name: name.to_string(),
+            description: None,
+            chain: Vec::new(),
+            paths: Vec::new(),
+            env: ProfileEnv::default(),
+            options: ProfileOptions::default(),
+        };
+        for pname in order {
+            let file: &ProfileFile = &parsed[&pname];
+            merge(&mut out, &pname, file);
+        }
+        out.description = parsed[name].description.clone();
+        Ok(out)
+    }
+
+    /// Depth-first over `extends`, parents before children, each profile once; a cycle is an
+    /// error naming the file, line and column of the `extends` entry that closes it.
+    fn visit(
+        &self,
+        entry: &Entry,
+        stack: &mut Vec<String>,
+        order: &mut Vec<String>,
+        parsed: &mut BTreeMap<String, ProfileFile>,
+    ) -> Result<(), JailError> {
+        if order.contains(&entry.name) {
+            return Ok(());
+        }
+        let file = parse(entry)?;
+        stack.push(entry.name.clone());
+        for parent in &file.extends {
+            let pname = parent.get_ref();
+            let (line, col) = line_col(&entry.text, parent.span().start);
+            let at = format!("profile {} ({}:{line}:{col})", entry.name, entry.source);
+            if stack.contains(pname) {
+                let mut cycle = stack.clone();
+                cycle.push(pname.clone());
+                return Err(JailError::BadInput(format!(
+                    "{at}: extends cycle {}",
+                    cycle.join(" -> ")
+                )));
+            }
+            let parent_entry = self.entries.get(pname).ok_or_else(|| {
+                JailError::BadInput(format!("{at}: extends unknown profile '{pname}'"))
+            })?;
+            self.visit(parent_entry, stack, order, parsed)?;
+        }
+        stack.pop();
+        order.push(entry.name.clone());
+        parsed.insert(entry.name.clone(), file);
+        Ok(())
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+fn parse(entry: &Entry) -> Result<ProfileFile, JailError> {
+    toml::from_str::<ProfileFile>(&entry.text).map_err(|e| {
+        let (line, col) = e
+            .span()
+            .map(|s| line_col(&entry.text, s.start))
+            .unwrap_or((0, 0));
+        let message = e.message().trim().replace('\n', " ");
+        JailError::BadInput(format!(
+            "profile {} ({}:{line}:{col}): {message}",
+            entry.name, entry.source
+        ))
+    })
+}
+
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
+    (line, col)
+}
+
+/// Merges one profile on top of what its parents gave.
+fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
+    out.chain.push(name.to_string());
+    for (access, list) in [
+        (Access::Ro, &file.paths.ro),
+        (Access::Rw, &file.paths.rw),
+        (Access::Hide, &file.paths.hide),
+    ] {
+        for template in list {
+            // The same path again: the later profile's rule replaces the earlier one.
+            out.paths.retain(|p| &p.template != template);
+            out.paths.push(ProfilePath {
+                template: template.clone(),
+                access,
+                profile: name.to_string(),
+            });
+        }
+    }
+    if let Some(clear) = file.env.clear {
+        out.env.clear = clear;
+    }
+    extend_unique(&mut out.env.keep, &file.env.keep);
+    extend_unique(&mut out.env.deny, &file.env.deny);
+    for (k, v) in &file.env.set {
+        out.env.set.insert(k.clone(), v.clone());
+    }
+    let o = &file.options;
+    let dst = &mut out.options;
+    dst.tmp = o.tmp.or(dst.tmp);
+    dst.require = o.require.or(dst.require);
+    dst.allow_userns = o.allow_userns.or(dst.allow_userns);
+    dst.allow_unix_sockets = o.allow_unix_sockets.or(dst.allow_unix_sockets);
+    if o.timeout.is_some() {
+        dst.timeout = o.timeout.clone();
+    }
+}
+
+fn extend_unique(dst: &mut Vec<String>, src: &[String]) {
+    for s in src {
+        if !dst.contains(s) {
+            dst.push(s.clone());
+        }
+    }
+}
+
+/// What `~` and `${…}` in a profile path or value expand to.
+pub struct Expansion<'a> {
+    pub home: Option<&'a Path>,
+    pub cwd: &'a Path,
+    pub var: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Expansion<'_> {
+    /// Expands `~`, `${VAR}`, `${VAR:-default}` and `${CWD}`. None when a variable without a
+    /// default is unset or empty (the entry is dropped: `${SSH_AUTH_SOCK}` when there is none).
+    pub fn expand(&self, template: &str) -> Result<Option<String>, String> {
+        let mut out = String::new();
+        let mut rest = template;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let end = after
+                .find('}')
+                .ok_or_else(|| format!("'{template}': unclosed ${{"))?;
+            let inner = &after[..end];
+            let (name, default) = match inner.split_once(":-") {
+                Some((n, d)) => (n, Some(d)),
+                None => (inner, None),
+            };
+            let value = if name == "CWD" {
+                Some(self.cwd.to_string_lossy().into_owned())
+            } else {
+                (self.var)(name).filter(|v| !v.is_empty())
+            };
+            match (value, default) {
+                (Some(v), _) => out.push_str(&v),
+                (None, Some(d)) => out.push_str(d),
+                (None, None) => return Ok(None),
+            }
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        if out == "~" || out.starts_with("~/") {
+            let home = self
+                .home
+                .ok_or_else(|| format!("'{template}': HOME is not set"))?;
+            out = format!("{}{}", home.display(), &out[1..]);
+        }
+        Ok(Some(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog(files: &[(&str, &str)]) -> Catalog {
+        let mut cat = Catalog::default();
+        for (name, text) in files {
+            cat.entries.insert(
+                name.to_string(),
+                Entry {
+                    name: name.to_string(),
+                    source: Source::File(PathBuf::from(format!("/p/{name}.toml"))),
+                    text: text.to_string(),
+                    shadows_embedded: false,
+                },
+            );
+        }
+        cat
+    }
+
+    #[test]
+    fn every_shipped_profile_resolves() {
+        let cat = Catalog::load(None).unwrap();
+        for (name, _) in EMBEDDED {
+            let r = cat.resolve(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            if *name != "default" {
+                assert_eq!(r.chain[0], "default", "{name} builds on default");
+            }
+        }
+        let review = cat.resolve("review").unwrap();
+        assert!(
+            review.paths.iter().all(|p| p.access != Access::Rw),
+            "review writes nothing"
+        );
+        assert_eq!(
+            review.env.set["CARGO_TARGET_DIR"],
+            "/tmp/jail-cache/cargo-target"
+        );
+        let ci = cat.resolve("ci").unwrap();
+        assert!(ci.env.clear && ci.options.require == Some(Require::Full));
+        assert_eq!(ci.chain, ["default", "workspace", "ci"]);
+    }
+
+    /// Merge semantics, table-driven: (profiles, resolved name, check).
+    #[test]
+    fn lists_merge_scalars_override_and_the_later_rule_wins() {
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a dyn Fn(&Resolved));
+        let cases: &[Case] = &[
+            (
+                &[
+                    (
+                        "a",
+                        "[paths]\nro = [\"/x\"]\nhide = [\"/s\"]\n[env]\ndeny = [\"A*\"]\nset = { K = \"1\" }",
+                    ),
+                    (
+                        "b",
+                        "extends = [\"a\"]\n[paths]\nrw = [\"/x\"]\n[env]\ndeny = [\"B*\"]\nset = { K = \"2\", L = \"3\" }",
+                    ),
+                ],
+                "b",
+                &|r| {
+                    let x: Vec<_> = r.paths.iter().filter(|p| p.template == "/x").collect();
+                    assert_eq!(x.len(), 1);
+                    assert_eq!((x[0].access, x[0].profile.as_str()), (Access::Rw, "b"));
+                    assert!(
+                        r.paths
+                            .iter()
+                            .any(|p| p.template == "/s" && p.profile == "a")
+                    );
+                    assert_eq!(r.env.deny, ["A*", "B*"]);
+                    assert_eq!(r.env.set["K"], "2");
+                    assert_eq!(r.env.set["L"], "3");
+                },
+            ),
+            (
+                &[
+                    (
+                        "a",
+                        "[options]\nallow_userns = true\ntmp = \"host\"\n[env]\nclear = true",
+                    ),
+                    (
+                        "b",
+                        "extends = [\"a\"]\n[options]\ntmp = \"private\"\n[env]\nclear = false",
+                    ),
+                ],
+                "b",
+                &|r| {
+                    assert_eq!(r.options.allow_userns, Some(true), "kept from the parent");
+                    assert_eq!(r.options.tmp, Some(TmpOption::Private), "overridden");
+                    assert!(!r.env.clear);
+                },
+            ),
+            (
+                // A diamond: the shared base is merged once, first.
+                &[
+                    ("base", "[paths]\nro = [\"/b\"]"),
+                    ("l", "extends = [\"base\"]\n[paths]\nrw = [\"/l\"]"),
+                    ("r", "extends = [\"base\"]\n[paths]\nhide = [\"/l\"]"),
+                    ("top", "extends = [\"l\", \"r\"]"),
+                ],
+                "top",
+                &|r| {
+                    assert_eq!(r.chain, ["base", "l", "r", "top"]);
+                    let l: Vec<_> = r.paths.iter().filter(|p| p.template == "/l").collect();
+                    assert_eq!(
+                        (l.len(), l[0].access),
+                        (1, Access::Hide),
+                        "later parent wins"
+                    );
+                },
+            ),
+        ];
+        for (files, name, check) in cases {
+            check(&catalog(files).resolve(name).unwrap());
+        }
+    }
+
+    #[test]
+    fn errors_name_the_file_line_and_column() {
+        let err = |files: &[(&str, &str)], name: &str| {
+            catalog(files).resolve(name).unwrap_err().to_string()
+        };
+        let e = err(
+            &[("a", "extends = [\"b\"]"), ("b", "\n\nextends = [\"a\"]")],
+            "a",
+        );
+        assert!(
+            e.contains("cycle a -> b -> a") && e.contains("/p/b.toml:3:12"),
+            "{e}"
+        );
+        let e = err(&[("a", "description = \"x\"\nextends = [\"nope\"]")], "a");
+        assert!(
+            e.contains("unknown profile 'nope'") && e.contains("/p/a.toml:2:12"),
+            "{e}"
+        );
+        let e = err(&[("a", "[paths]\nro = [\"/x\"]\nwrite = [\"/y\"]")], "a");
+        assert!(
+            e.contains("/p/a.toml:3:1") && e.contains("unknown field"),
+            "{e}"
+        );
+        let e = err(&[("a", "[paths\nro = 1")], "a");
+        assert!(e.contains("/p/a.toml:1:"), "{e}");
+        let e = err(&[("a", "[options]\ntmp = \"shared\"")], "a");
+        assert!(e.contains("/p/a.toml:2:7"), "{e}");
+        let e = err(&[], "missing");
+        assert!(e.contains("unknown profile 'missing'"), "{e}");
+    }
+
+    #[test]
+    fn expansion_of_home_variables_and_defaults() {
+        let vars = |name: &str| match name {
+            "XDG_CONFIG_HOME" => Some("/cfg".to_string()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        };
+        let x = Expansion {
+            home: Some(Path::new("/home/u")),
+            cwd: Path::new("/work/repo"),
+            var: &vars,
+        };
+        assert_eq!(x.expand("~/.ssh").unwrap().unwrap(), "/home/u/.ssh");
+        assert_eq!(
+            x.expand("${XDG_CONFIG_HOME:-~/.config}/app")
+                .unwrap()
+                .unwrap(),
+            "/cfg/app"
+        );
+        assert_eq!(
+            x.expand("${XDG_DATA_HOME:-~/.local/share}/app")
+                .unwrap()
+                .unwrap(),
+            "/home/u/.local/share/app"
+        );
+        assert_eq!(x.expand("${CWD}").unwrap().unwrap(), "/work/repo");
+        assert_eq!(x.expand("${SSH_AUTH_SOCK}").unwrap(), None);
+        assert_eq!(x.expand("${EMPTY}").unwrap(), None);
+        assert!(x.expand("${OOPS").is_err());
+    }
+}
