@@ -78,6 +78,19 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
     }
     if !layers.landlock {
         out.push("no Landlock: files are protected by the mount view alone".into());
+    } else if policy.allow_userns {
+        out.push(
+            "Landlock filesystem rules off (--allow-userns: they forbid a nested sandbox's \
+             mounts); files are protected by the mount view alone"
+                .into(),
+        );
+        if f.euid == 0 {
+            out.push(
+                "as root, a nested sandbox cannot map uid 0 (the kernel requires CAP_SETFCAP, \
+                 which jail never keeps)"
+                    .into(),
+            );
+        }
     }
     if !layers.seccomp {
         out.push(

@@ -28,6 +28,10 @@ pub struct LandlockRule {
 #[derive(Debug, Clone, Serialize)]
 pub struct LandlockPlan {
     pub abi: u32,
+    /// Whether filesystem access is handled at all. Not with --allow-userns: a Landlock domain
+    /// that handles filesystem access forbids every mount, and a nested sandbox (bubblewrap in
+    /// the agent) must mount in its own namespaces; the mount view alone then guards files.
+    pub filesystem: bool,
     pub rules: Vec<LandlockRule>,
     /// Refuse signals to processes outside the sandbox (ABI 6).
     pub scope_signals: bool,
@@ -138,9 +142,17 @@ pub fn compile(
         .collect();
     notes.sort();
     notes.dedup();
+    let filesystem = !policy.allow_userns;
+    if !filesystem {
+        notes.push(
+            "filesystem rules off (--allow-userns: they would forbid the nested sandbox's mounts)"
+                .into(),
+        );
+    }
     LandlockPlan {
         abi,
-        rules,
+        filesystem,
+        rules: if filesystem { rules } else { Vec::new() },
         scope_signals: abi >= 6,
         scope_abstract_unix: abi >= 6,
         notes,
@@ -253,10 +265,18 @@ pub fn apply(plan: &LandlockPlan, open_fds: &[i32]) -> Result<LandlockApplied, J
         BitFlags::<AccessFs>::from_bits_truncate(r.0 as u64) & AccessFs::from_all(abi)
     };
     let err = |step: &str, e: &dyn std::fmt::Display| JailError::layer("landlock", step, e);
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::from_all(abi))
-        .map_err(|e| err("handle access", &e))?;
+    if !plan.filesystem && !(plan.scope_signals || plan.scope_abstract_unix) {
+        return Ok(LandlockApplied {
+            rules: 0,
+            skipped_missing: 0,
+        });
+    }
+    let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
+    if plan.filesystem {
+        ruleset = ruleset
+            .handle_access(AccessFs::from_all(abi))
+            .map_err(|e| err("handle access", &e))?;
+    }
     if plan.scope_signals || plan.scope_abstract_unix {
         let mut scopes = BitFlags::<Scope>::empty();
         if plan.scope_signals {
@@ -300,7 +320,7 @@ pub fn apply(plan: &LandlockPlan, open_fds: &[i32]) -> Result<LandlockApplied, J
             Err(e) => return Err(err(&format!("open {}", rule.path.display()), &e)),
         }
     }
-    for &fd in open_fds {
+    for &fd in open_fds.iter().filter(|_| plan.filesystem) {
         if let Some((target, rights)) = inherited_fd_rule(fd) {
             add(target, rights, Path::new(&format!("/proc/self/fd/{fd}")))?;
         }

@@ -150,8 +150,12 @@ pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<(), MountError> {
         }
         apply_step(step).map_err(|e| {
             // The very first mount refused: this process may not mount at all (it is already in
-            // a Landlock domain, or an LSM forbids it). The view cannot be built here.
-            if i == 0 {
+            // a Landlock domain, or an LSM forbids it). A fresh /proc refused: the /proc we were
+            // given has parts covered (an outer jail's read-only /proc/sys), and the kernel lets
+            // no nested namespace mount a proc that would reveal them. Either way the view
+            // cannot be built here; the launch goes on without it, or stops if it is required.
+            let refused = matches!(&e, JailError::Layer { reason, .. } if reason.contains("EPERM"));
+            if i == 0 || (*step == Step::FreshProc && refused) {
                 MountError::Unusable(e)
             } else {
                 MountError::Failed(e)
