@@ -265,7 +265,7 @@ pub fn apply(plan: &LandlockPlan, open_fds: &[i32]) -> Result<LandlockApplied, J
         BitFlags::<AccessFs>::from_bits_truncate(r.0 as u64) & AccessFs::from_all(abi)
     };
     let err = |step: &str, e: &dyn std::fmt::Display| JailError::layer("landlock", step, e);
-    if !plan.filesystem && !(plan.scope_signals || plan.scope_abstract_unix) {
+    if !(plan.filesystem || plan.scope_signals || plan.scope_abstract_unix) {
         return Ok(LandlockApplied {
             rules: 0,
             skipped_missing: 0,
