@@ -1,0 +1,355 @@
+//! The real agent CLIs under their profiles: each starts, runs commands that need no model and
+//! touch its state, keeps that state where its profile lets it write, and leaves the project and
+//! the rest of HOME untouched. The agents are installed from their public packages by .ci/run
+//! into JAIL_AGENTS_DIR (default /var/tmp/jail-agents); without them the tests skip, unless
+//! JAIL_TEST_AGENTS=required (CI) makes that a failure.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::{Fixture, Who, full_level_or_skip, users};
+
+fn agents_dir() -> PathBuf {
+    std::env::var_os("JAIL_AGENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/tmp/jail-agents"))
+}
+
+/// The agent's executable, or None (skip) / a panic when agents are required.
+fn agent(name: &str) -> Option<String> {
+    let path = match name {
+        "aider" => agents_dir().join("aider-venv/bin/aider"),
+        other => agents_dir().join("npm/node_modules/.bin").join(other),
+    };
+    if path.exists() {
+        return Some(path.to_string_lossy().into_owned());
+    }
+    if std::env::var("JAIL_TEST_AGENTS").as_deref() == Ok("required") {
+        panic!(
+            "JAIL_TEST_AGENTS=required but {} is not installed",
+            path.display()
+        );
+    }
+    eprintln!(
+        "skipping: {} is not installed (see .ci/run)",
+        path.display()
+    );
+    None
+}
+
+/// Size and mtime of every path under `dir` (no symlinks followed).
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(m) = e.path().symlink_metadata() else {
+                continue;
+            };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                out.insert(e.path(), (m.len(), m.mtime()));
+            }
+        }
+    }
+    out
+}
+
+/// A git repository in fx.repo (owned by the fixture's user) and a git identity in HOME.
+fn project(fx: &Fixture) {
+    std::fs::write(
+        fx.home.join(".gitconfig"),
+        "[user]\n\tname = Jail Test\n\temail = jail@example.invalid\n[safe]\n\tdirectory = *\n",
+    )
+    .unwrap();
+    fx.give_to(fx.who);
+    let git = |args: &[&str]| {
+        let out = fx
+            .command("git".as_ref(), &[&["-C", &fx.p("repo")], args].concat())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "init"]);
+}
+
+struct Check<'a> {
+    profile: &'a str,
+    /// Extra jail flags (the project is added by the check).
+    flags: &'a [&'a str],
+    project_writable: bool,
+    /// (arguments, expected exit code, text the output must contain)
+    commands: Vec<(Vec<&'a str>, i32, &'a str)>,
+    /// Files (relative to HOME) the agent must have written.
+    state: &'a [&'a str],
+    /// Where in HOME it may write (relative).
+    writable: &'a [&'a str],
+    env: &'a [(&'a str, &'a str)],
+}
+
+fn check(name: &str, bin: &str, c: &Check, who: Who) {
+    let fx = Fixture::new(who, name);
+    project(&fx);
+    let home_before = snapshot(&fx.home);
+    let repo_before = snapshot(&fx.repo);
+    for (args, code, needle) in &c.commands {
+        let mut argv: Vec<&str> = vec!["--profile", c.profile, "--timeout", "120s"];
+        let repo = fx.p("repo");
+        argv.extend([
+            if c.project_writable { "--rw" } else { "--ro" },
+            repo.as_str(),
+        ]);
+        argv.extend(["--cwd", repo.as_str()]);
+        argv.extend(c.flags);
+        argv.push("--");
+        argv.push(bin);
+        argv.extend(args);
+        let run = fx.jail_with(&argv, &[], c.env);
+        let all = format!("{}{}", run.stdout, run.stderr);
+        assert_eq!(
+            run.code,
+            Some(*code),
+            "{name} {args:?} as {who:?}:\n{}",
+            run.describe()
+        );
+        assert!(
+            all.contains(needle),
+            "{name} {args:?} as {who:?}: no '{needle}':\n{all}"
+        );
+        assert!(
+            !run.stderr.contains("jail: "),
+            "{name} {args:?}: {}",
+            run.stderr
+        );
+    }
+    for f in c.state {
+        assert!(
+            fx.home.join(f).exists(),
+            "{name} as {who:?}: state {f} was not written"
+        );
+    }
+    // Nothing outside the agent's own places in HOME changed.
+    let home_after = snapshot(&fx.home);
+    for (path, meta) in &home_after {
+        if home_before.get(path) == Some(meta) {
+            continue;
+        }
+        let rel = path.strip_prefix(&fx.home).unwrap();
+        assert!(
+            c.writable.iter().any(|w| rel.starts_with(w)),
+            "{name} as {who:?}: {} changed outside its profile's places",
+            rel.display()
+        );
+    }
+    if !c.project_writable {
+        assert_eq!(
+            repo_before,
+            snapshot(&fx.repo),
+            "{name} as {who:?}: the project changed"
+        );
+    }
+}
+
+#[test]
+fn opencode_keeps_its_state_in_its_xdg_directories() {
+    let Some(bin) = agent("opencode") else { return };
+    if !full_level_or_skip("opencode") {
+        return;
+    }
+    for who in users() {
+        check(
+            "opencode",
+            &bin,
+            &Check {
+                profile: "opencode",
+                flags: &[],
+                project_writable: false,
+                commands: vec![
+                    (vec!["--version"], 0, "1."),
+                    (vec!["debug", "paths"], 0, ".config/opencode"),
+                    (vec!["agent", "list"], 0, "build"),
+                ],
+                state: &[
+                    ".config/opencode/opencode.jsonc",
+                    ".local/share/opencode/opencode.db",
+                ],
+                writable: &[
+                    ".config/opencode",
+                    ".local/share/opencode",
+                    ".local/state/opencode",
+                    ".cache/opencode",
+                ],
+                env: &[("OPENCODE_DISABLE_MODELS_FETCH", "1")],
+            },
+            who,
+        );
+    }
+}
+
+#[test]
+fn claude_code_keeps_its_state_in_dot_claude() {
+    let Some(bin) = agent("claude") else { return };
+    if !full_level_or_skip("claude") {
+        return;
+    }
+    for who in users() {
+        check(
+            "claude",
+            &bin,
+            &Check {
+                profile: "claude-code",
+                flags: &[],
+                project_writable: false,
+                commands: vec![
+                    (vec!["--version"], 0, "Claude Code"),
+                    (vec!["mcp", "list"], 0, "MCP"),
+                ],
+                state: &[".claude/.claude.json"],
+                writable: &[".claude"],
+                env: &[("DISABLE_TELEMETRY", "1")],
+            },
+            who,
+        );
+    }
+}
+
+#[test]
+fn codex_keeps_its_state_in_codex_home() {
+    let Some(bin) = agent("codex") else { return };
+    if !full_level_or_skip("codex") {
+        return;
+    }
+    for who in users() {
+        check(
+            "codex",
+            &bin,
+            &Check {
+                profile: "codex",
+                flags: &[],
+                project_writable: false,
+                commands: vec![
+                    (vec!["--version"], 0, "codex"),
+                    (vec!["mcp", "list"], 0, "MCP"),
+                ],
+                state: &[".codex/tmp/arg0-linux"],
+                writable: &[".codex"],
+                env: &[],
+            },
+            who,
+        );
+    }
+}
+
+#[test]
+fn codex_sandbox_nests_inside_jail_with_allow_userns() {
+    // Its bubblewrap needs user and mount namespaces; nested sandboxes only tighten. As root the
+    // kernel refuses a capability-less process the uid 0 mapping bubblewrap asks for (a named gap).
+    let Some(bin) = agent("codex") else { return };
+    if !full_level_or_skip("codex-sandbox") {
+        return;
+    }
+    let fx = Fixture::new(Who::User, "codex-sandbox");
+    project(&fx);
+    let repo = fx.p("repo");
+    let file = fx.p("repo/file.txt");
+    let script = format!("echo NESTED; echo x >> {file} || echo STILL-READ-ONLY");
+    let run = fx.jail(&[
+        "--profile",
+        "codex",
+        "--allow-userns",
+        "--ro",
+        &repo,
+        "--cwd",
+        &repo,
+        "--",
+        &bin,
+        "sandbox",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(run.stdout.contains("NESTED"), "{}", run.describe());
+    assert!(run.stdout.contains("STILL-READ-ONLY"), "{}", run.describe());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "original\n");
+}
+
+#[test]
+fn gemini_cli_keeps_its_state_in_dot_gemini() {
+    let Some(bin) = agent("gemini") else { return };
+    if !full_level_or_skip("gemini") {
+        return;
+    }
+    for who in users() {
+        check(
+            "gemini",
+            &bin,
+            &Check {
+                profile: "gemini-cli",
+                flags: &[],
+                project_writable: false,
+                commands: vec![
+                    (vec!["--version"], 0, "0."),
+                    (vec!["mcp", "list"], 0, "MCP"),
+                ],
+                state: &[".gemini/projects.json"],
+                writable: &[".gemini"],
+                env: &[],
+            },
+            who,
+        );
+    }
+}
+
+#[test]
+fn aider_keeps_its_state_in_dot_aider_and_cannot_touch_git_config() {
+    let Some(bin) = agent("aider") else { return };
+    if !full_level_or_skip("aider") {
+        return;
+    }
+    for who in users() {
+        check(
+            "aider",
+            &bin,
+            &Check {
+                profile: "aider",
+                flags: &[],
+                // aider writes its chat history and tag cache into the project by design.
+                project_writable: true,
+                commands: vec![
+                    (vec!["--version"], 0, "aider"),
+                    (
+                        vec![
+                            "--model",
+                            "gpt-4o",
+                            "--exit",
+                            "--yes-always",
+                            "--no-check-update",
+                            "--no-show-release-notes",
+                            "--analytics-disable",
+                        ],
+                        0,
+                        "Aider",
+                    ),
+                ],
+                state: &[".aider"],
+                writable: &[".aider"],
+                env: &[("OPENAI_API_KEY", "sk-fake")],
+            },
+            who,
+        );
+    }
+}
