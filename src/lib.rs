@@ -308,6 +308,11 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         profile_paths,
     };
     let mut policy = policy::resolve(&input)?;
+    policy.git_entries_at_start = policy
+        .writable_paths()
+        .filter(|p| *p != std::path::Path::new("/tmp"))
+        .flat_map(policy::find_git_entries)
+        .collect();
     let flags = EnvFlags::from_args(&args.env, &args.env_deny, args.env_clear)
         .map_err(JailError::BadInput)?;
     let caller: Vec<(OsString, OsString)> = std::env::vars_os().collect();
@@ -390,7 +395,9 @@ fn launch(args: &RunArgs) -> Result<i32, JailError> {
     warn_if_degraded(&policy, &layers, &features);
     tracing::info!(level = ?layers.level(), ?layers, "launching {:?}", policy.command);
     let code = run_supervised(&policy, conf, layers, features, args.allow_unconfined)?;
-    quarantine_created_protected(&policy);
+    if !quarantine_created_protected(&policy) {
+        return Ok(EXIT_JAIL_ERROR);
+    }
     Ok(code)
 }
 
@@ -432,8 +439,9 @@ fn run_supervised(
 /// refuse one new name while allowing others in the same directory. After the run, what appeared
 /// is renamed aside (`NAME.jail-quarantine`), so that a planted `.git/commondir`, `.envrc` or
 /// `.mcp.json` takes no effect outside, and the user is told.
-fn quarantine_created_protected(policy: &Policy) {
-    for path in &policy.absent_protected {
+fn quarantine_created_protected(policy: &Policy) -> bool {
+    let mut all_moved = true;
+    for path in policy.absent_protected.iter().chain(&new_git_dirs(policy)) {
         if std::fs::symlink_metadata(path).is_err() {
             continue;
         }
@@ -444,13 +452,35 @@ fn quarantine_created_protected(policy: &Policy) {
                 path.display(),
                 aside.display()
             ),
-            Err(e) => eprintln!(
-                "jail: warning: the command created the protected path {} and it could not be \
-                 moved aside ({e}); review it before trusting it outside the jail",
-                path.display()
-            ),
+            Err(e) => {
+                all_moved = false;
+                eprintln!(
+                    "jail: the command created the protected path {} and it could not be moved \
+                     aside ({e}): do not run git or an agent there before reviewing it",
+                    path.display()
+                )
+            }
         }
     }
+    all_moved
+}
+
+/// `.git` entries (directories, gitfiles, symlinks) that appeared in the writable trees during the
+/// run: git on the host would honour their config and hooks (an embedded repository's fsmonitor
+/// runs on the user's next `git status`). Searched as deep as the protected names are.
+fn new_git_dirs(policy: &Policy) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for root in policy.writable_paths() {
+        if root == std::path::Path::new("/tmp") {
+            continue;
+        }
+        for git in policy::find_git_entries(root) {
+            if !policy.git_entries_at_start.contains(&git) {
+                out.push(git);
+            }
+        }
+    }
+    out
 }
 
 /// Everything the child applies, compiled in advance, with the environment it execs with and the

@@ -421,7 +421,13 @@ fn nothing_outlives_the_run() {
 fn protected_names_under_a_writable_project_stay_read_only() {
     prove_all("carve-outs", |fx| {
         std::fs::create_dir_all(fx.repo.join(".git/hooks")).unwrap();
-        std::fs::write(fx.repo.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(
+            fx.repo.join(".git/config"),
+            "[core]\n\thooksPath = .myhooks\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(fx.repo.join(".myhooks")).unwrap();
+        std::fs::create_dir_all(fx.repo.join(".husky")).unwrap();
         std::fs::write(fx.repo.join(".envrc"), "export A=1\n").unwrap();
         std::fs::create_dir_all(fx.repo.join(".vscode")).unwrap();
         std::fs::create_dir_all(fx.repo.join(".git/modules/lib/hooks")).unwrap();
@@ -430,6 +436,19 @@ fn protected_names_under_a_writable_project_stay_read_only() {
         let hook = fx.p("repo/.git/hooks/pre-commit");
         let config = fx.p("repo/.git/config");
         vec![
+            // First: the attacks after these, run with their layers off, rewrite .git/config.
+            Attack::new(
+                "plant a hook where core.hooksPath points",
+                &rw,
+                argv(&["create", &fx.p("repo/.myhooks/pre-commit")]),
+                &[M, L],
+            ),
+            Attack::new(
+                "plant a husky hook",
+                &rw,
+                argv(&["create", &fx.p("repo/.husky/pre-commit")]),
+                &[M, L],
+            ),
             Attack::new("plant a git hook", &rw, argv(&["create", &hook]), &[M, L]),
             Attack::new("edit .git/config", &rw, argv(&["append", &config]), &[M, L]),
             Attack::new(
@@ -557,7 +576,12 @@ fn creating_an_absent_protected_name_is_reported() {
             !fx.repo.join(".envrc").exists(),
             "{who:?}: .envrc left in place"
         );
-        assert!(fx.repo.join(".envrc.jail-quarantine").exists());
+        let aside = std::fs::read_dir(&fx.repo).unwrap().flatten().any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".envrc.jail-quarantine-")
+        });
+        assert!(aside, "{who:?}: .envrc was not moved aside");
         // The same for a git redirection that no layer can refuse.
         std::fs::create_dir_all(fx.repo.join(".git/hooks")).unwrap();
         fx.give_to(who);
@@ -716,4 +740,60 @@ fn a_group_signal_from_inside_does_not_reach_the_caller() {
             .unwrap();
         assert!(!String::from_utf8_lossy(&out.stdout).contains("CALLER-SURVIVED"));
     }
+}
+
+#[test]
+fn git_entries_the_command_creates_are_moved_aside() {
+    // An embedded repository (its config's fsmonitor runs on the user's next `git status`) or a
+    // gitfile pointing elsewhere: no layer can refuse creating them, so the supervisor moves every
+    // new .git aside after the run, under a name the command cannot guess or block.
+    if !full_level_or_skip("new-git") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "new-git");
+        std::fs::create_dir_all(fx.repo.join(".git/hooks")).unwrap();
+        fx.give_to(who);
+        let script = format!(
+            "mkdir -p {r}/src/vendored/.git && echo x > {r}/src/vendored/.git/config && \
+             printf 'gitdir: /elsewhere\\n' > {r}/sub/.git && \
+             touch {r}/.git/commondir.jail-quarantine {r}/.git/commondir.jail-quarantine-1 && \
+             echo ../evil > {r}/.git/commondir",
+            r = fx.p("repo")
+        );
+        let run = fx.jail(&["--rw", &fx.p("repo"), "--", "/bin/sh", "-c", &script]);
+        assert!(run.ok(), "{who:?}: {}", run.describe());
+        for planted in ["src/vendored/.git", "sub/.git", ".git/commondir"] {
+            assert!(
+                !fx.repo.join(planted).exists(),
+                "{who:?}: {planted} left in place\n{}",
+                run.describe()
+            );
+            assert!(
+                run.stderr.contains(planted),
+                "{who:?}: {planted} not reported"
+            );
+        }
+        // A .git that was there at the start is the user's: left alone.
+        assert!(fx.repo.join(".git/hooks").exists());
+    }
+}
+
+#[test]
+fn a_gitfile_in_a_writable_worktree_stays_read_only() {
+    prove_all("gitfile", |fx| {
+        std::fs::write(
+            fx.repo.join(".git"),
+            "gitdir: /somewhere/.git/worktrees/wt\n",
+        )
+        .unwrap();
+        fx.give_to(fx.who);
+        let rw = ["--rw", &fx.p("repo")];
+        vec![Attack::new(
+            "redirect the gitfile",
+            &rw,
+            argv(&["write", &fx.p("repo/.git")]),
+            &[M, L],
+        )]
+    });
 }

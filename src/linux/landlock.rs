@@ -382,6 +382,7 @@ mod tests {
             absent_protected: vec![],
             protected_search_truncated: vec![],
             profile_rw_missing: vec![],
+            git_entries_at_start: vec![],
             profile: "test".into(),
             env: Default::default(),
             cwd: "/".into(),

@@ -6,12 +6,24 @@
 /// later (git hooks, git config with `core.hooksPath`/`core.fsmonitor`, direnv, editor tasks, MCP
 /// server definitions).
 pub const PROTECTED_UNDER_RW: &[&str] = &[
+    // A gitfile (linked worktree, submodule checkout) says where the git directory is.
+    ".git",
     ".git/hooks",
     ".git/config",
     // Both redirect git to another config and hooks: commondir for any repository,
     // config.worktree when extensions.worktreeConfig is on.
     ".git/commondir",
     ".git/config.worktree",
+    // Hook managers whose scripts live in the working tree (git runs them through hooks that
+    // point there, or core.hooksPath).
+    ".husky",
+    ".githooks",
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    "lefthook.yaml",
+    ".lefthook.yml",
+    ".lefthook.yaml",
+    "lefthook-local.yml",
     ".vscode",
     ".idea",
     ".envrc",

@@ -251,6 +251,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         absent_protected,
         protected_search_truncated: search_notes,
         profile_rw_missing: skipped,
+        git_entries_at_start: Vec::new(),
         profile: input.profile.clone(),
         env: Default::default(),
         cwd,
@@ -330,7 +331,12 @@ fn find_protected(root: &Path) -> Protected {
                 let target = std::fs::read_link(&path).unwrap_or_default();
                 out.present.push((path, false, Some(target)));
             }
+            // A .git directory is the repository itself: its named parts are protected, not
+            // all of it (git must write objects, refs and the index). A .git file is protected.
+            Ok(m) if m.is_dir() && path.file_name().is_some_and(|n| n == ".git") => {}
             Ok(m) => out.present.push((path, m.is_dir(), None)),
+            // A new .git is caught after the run by the search for new git entries.
+            Err(_) if path.file_name().is_some_and(|n| n == ".git") => {}
             Err(_) if record_absent => out.absent.push(path),
             Err(_) => {}
         };
@@ -348,6 +354,10 @@ fn find_protected(root: &Path) -> Protected {
         visited += 1;
         for name in PROTECTED_UNDER_RW {
             check(dir.join(name), &mut out, depth == 0);
+        }
+        // core.hooksPath in the repository's (read-only) config names where its hooks live.
+        if let Some(hooks) = hooks_path(&dir) {
+            check(hooks, &mut out, depth == 0);
         }
         // Submodules' and linked worktrees' own git directories (two levels of nesting).
         let mut git_dirs = vec![dir.join(".git")];
@@ -393,6 +403,73 @@ fn find_protected(root: &Path) -> Protected {
                 return out;
             }
             queue.push_back((entry.path(), depth + 1));
+        }
+    }
+    out
+}
+
+/// The directory core.hooksPath names in `dir/.git/config`, when it is set (relative to `dir`).
+fn hooks_path(dir: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(dir.join(".git/config")).ok()?;
+    let mut in_core = false;
+    let mut found = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_core = line.to_ascii_lowercase().starts_with("[core");
+        } else if in_core {
+            if let Some((k, v)) = line.split_once('=') {
+                if k.trim().eq_ignore_ascii_case("hookspath") {
+                    found = Some(v.trim().trim_matches('"').to_string());
+                }
+            }
+        }
+    }
+    let value = found?;
+    let path = PathBuf::from(&value);
+    let path = if path.is_absolute() {
+        path
+    } else {
+        dir.join(path)
+    };
+    Some(absolute(Path::new("/"), &path))
+}
+
+/// Every `.git` (directory, gitfile or symlink) under `root`, as deep and as far as the protected
+/// names are searched, and a little deeper: the supervisor compares the set before and after a
+/// run, and moves aside any `.git` the command created (git on the host would honour its config).
+pub fn find_git_entries(root: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    const DEPTH: usize = 8;
+    const DIRS: usize = 20_000;
+    let device = std::fs::metadata(root).map(|m| m.dev()).ok();
+    let mut out = Vec::new();
+    let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0usize)]);
+    let mut visited = 0;
+    while let Some((dir, depth)) = queue.pop_front() {
+        visited += 1;
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name == ".git" {
+                out.push(entry.path());
+                continue;
+            }
+            if depth >= DEPTH || visited + queue.len() >= DIRS {
+                continue;
+            }
+            if SEARCH_SKIP.iter().any(|s| name == *s) {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir()
+                && Some(meta.dev()) == device
+                && !entry.file_type().is_ok_and(|t| t.is_symlink())
+            {
+                queue.push_back((entry.path(), depth + 1));
+            }
         }
     }
     out
