@@ -174,13 +174,18 @@ fn resolved_toml(r: &Resolved) -> String {
         out.push_str(&format!("description = {}\n", q(d)));
     }
     out.push_str("\n[paths]\n");
-    for (key, access) in [
-        ("ro", Access::Ro),
-        ("rw", Access::Rw),
-        ("hide", Access::Hide),
+    for (key, access, protect) in [
+        ("ro", Access::Ro, false),
+        ("rw", Access::Rw, false),
+        ("hide", Access::Hide, false),
+        ("protect", Access::Ro, true),
     ] {
         out.push_str(&format!("{key} = [\n"));
-        for p in r.paths.iter().filter(|p| p.access == access) {
+        for p in r
+            .paths
+            .iter()
+            .filter(|p| p.access == access && p.protect == protect)
+        {
             out.push_str(&format!("    {},  # {}\n", q(&p.template), p.profile));
         }
         out.push_str("]\n");
@@ -243,7 +248,8 @@ fn notice(profile: Option<String>) -> Result<i32, JailError> {
 pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError> {
     let base_dir = std::env::current_dir()
         .map_err(|e| JailError::Io(format!("cannot read the current directory: {e}")))?;
-    let prof = catalog()?.resolve(&args.profile)?;
+    let cat = catalog()?;
+    let prof = cat.resolve(&args.profile)?;
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
@@ -260,6 +266,14 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
             .map_err(|e| JailError::BadInput(format!("profile {}: {e}", p.profile)))?;
         let Some(path) = expanded else { continue };
         let path = PathBuf::from(path);
+        if !path.is_absolute() {
+            return Err(JailError::BadInput(format!(
+                "profile {} ({}): path '{}' is not absolute",
+                p.profile,
+                cat.locate(&p.profile, &p.template),
+                path.display()
+            )));
+        }
         if create_missing && p.access == Access::Rw && path.is_absolute() && !path.exists() {
             create_private_dir(&path).map_err(|e| {
                 JailError::bad_path(&format!("profile {}", p.profile), &path, e.to_string())
@@ -269,6 +283,7 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
             path,
             access: p.access,
             profile: p.profile.clone(),
+            protect: p.protect,
         });
     }
     let o = &prof.options;
@@ -305,6 +320,7 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         allow_unix_sockets: args.allow_unix_sockets || o.allow_unix_sockets.unwrap_or(false),
         command: args.command.clone(),
         profile: prof.name.clone(),
+        home: home.clone(),
         profile_paths,
     };
     let mut policy = policy::resolve(&input)?;

@@ -76,7 +76,12 @@ impl Summary {
     pub fn of(policy: &Policy) -> Summary {
         Summary {
             profile: policy.profile.clone(),
-            writable: policy.writable_paths().map(PathBuf::from).collect(),
+            // With the directories a run creates first (an agent's state on its first run).
+            writable: policy
+                .writable_paths()
+                .map(PathBuf::from)
+                .chain(policy.profile_rw_missing.iter().cloned())
+                .collect(),
             protected: policy
                 .rules
                 .iter()
@@ -147,11 +152,35 @@ pub fn notice_text(s: &Summary) -> String {
     )
 }
 
-/// The policy file named by JAIL_POLICY, when there is a readable, valid one.
+/// Where the policy file is: the mount view's fixed place when there is one (JAIL_POLICY can be
+/// changed by anyone), else JAIL_POLICY (a sealed memfd without the mount view).
+fn policy_path() -> Option<String> {
+    let fixed = crate::linux::mounts::POLICY_FILE;
+    if std::path::Path::new(fixed).exists() {
+        return Some(fixed.to_string());
+    }
+    std::env::var("JAIL_POLICY").ok().filter(|p| !p.is_empty())
+}
+
+/// The policy file, when there is a readable, valid one.
 pub fn read_policy_file() -> Option<PolicyFile> {
-    let path = std::env::var_os("JAIL_POLICY")?;
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = std::fs::read_to_string(policy_path()?).ok()?;
     serde_json::from_str(&text).ok()
+}
+
+/// The fixed policy file sits on jail's own /dev: a read-only tmpfs. Anyone else's /dev is a
+/// writable devtmpfs, so a file planted there fails this.
+fn on_sealed_dev(path: &str) -> bool {
+    let Ok(vfs) =
+        nix::sys::statvfs::statvfs(std::path::Path::new(path).parent().unwrap_or("/".as_ref()))
+    else {
+        return false;
+    };
+    let Ok(fs) = nix::sys::statfs::statfs("/dev") else {
+        return false;
+    };
+    vfs.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY)
+        && fs.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC
 }
 
 #[derive(Debug, Serialize)]
@@ -188,6 +217,20 @@ fn write_probe() -> Result<(), std::io::Error> {
     Ok(())
 }
 
+/// jail's policy memfd (no mount view): named jail-policy and sealed against writing.
+fn is_sealed_memfd(path: &str) -> bool {
+    use std::os::fd::AsRawFd;
+    let named = std::fs::read_link(path)
+        .map(|t| t.to_string_lossy().starts_with("/memfd:jail-policy"))
+        .unwrap_or(false);
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    // SAFETY: F_GET_SEALS only reads the seals of an open descriptor.
+    let seals = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GET_SEALS) };
+    named && seals >= 0 && seals & libc::F_SEAL_WRITE != 0
+}
+
 /// Whether the policy file could be changed: a sealed memfd (no mount view) refuses writes
 /// though it opens for writing; a file is tried by opening it for appending.
 fn can_be_written(path: &str) -> bool {
@@ -206,7 +249,7 @@ fn can_be_written(path: &str) -> bool {
 pub fn status(json: bool) -> i32 {
     let file = read_policy_file();
     let mut checks = Vec::new();
-    let path = std::env::var("JAIL_POLICY").unwrap_or_default();
+    let path = policy_path().unwrap_or_default();
     checks.push(Check {
         name: "policy file",
         ok: file.is_some(),
@@ -217,11 +260,22 @@ pub fn status(json: bool) -> i32 {
         },
     });
     let writable_file = !path.is_empty() && can_be_written(&path);
+    let fixed = path == crate::linux::mounts::POLICY_FILE;
+    let sealed_dev = fixed && on_sealed_dev(&path);
+    let memfd = !fixed && is_sealed_memfd(&path);
     checks.push(Check {
         name: "policy file read-only",
-        ok: file.is_some() && !writable_file,
-        detail: if writable_file {
+        ok: file.is_some() && !writable_file && (sealed_dev || memfd),
+        detail: if path.is_empty() {
+            "no policy file".into()
+        } else if writable_file {
             "it can be written".into()
+        } else if fixed && !sealed_dev {
+            "it is not on jail's read-only /dev".into()
+        } else if !fixed && !memfd {
+            "not jail's sealed memfd".into()
+        } else if !fixed {
+            "a sealed memfd (no mount view: this check is advisory)".into()
         } else {
             String::new()
         },

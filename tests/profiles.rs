@@ -354,7 +354,7 @@ fn profile_show_prints_the_file_the_resolved_merge_and_json() {
         assert!(strings(&t["paths"]["hide"]).contains(&"~/.ssh".to_string()));
         let keep = strings(&t["env"]["keep"]);
         assert!(keep.contains(&"ANTHROPIC_API_KEY".into()) && keep.contains(&"MY_KEY".into()));
-        assert!(strings(&t["env"]["deny"]).contains(&"*_API_KEY".into()));
+        assert!(strings(&t["env"]["deny"]).contains(&"*API_KEY*".into()));
         assert_eq!(
             t["env"]["set"]["CLAUDE_CONFIG_DIR"].as_str(),
             Some("~/.claude")
@@ -837,7 +837,7 @@ fn profile_errors_name_the_file_line_and_column() {
 /// BUG: a relative path in a profile is refused (exit 125), but the message names neither the
 /// file nor the line and column, unlike every other profile error.
 #[test]
-#[ignore = "BUG: a relative path in a profile is refused without the file, line and column"]
+
 fn relative_path_error_names_the_file_line_and_column() {
     if !full_level_or_skip("relative_path_location") {
         return;
@@ -1462,7 +1462,7 @@ int main(int argc, char **argv) {
 /// "inside a jail", exit 0: the write probe in / fails for any non-root user by plain file
 /// permissions, and nothing checks Landlock or the mount view.
 #[test]
-#[ignore = "BUG: status says 'inside a jail' outside one, for a non-root user under any seccomp filter with a copied policy file"]
+
 fn status_is_not_fooled_by_a_forged_policy_under_an_unrelated_seccomp_filter() {
     if !full_level_or_skip("status_forged_seccomp") {
         return;
@@ -1616,7 +1616,7 @@ fn notice_outside_inside_and_before_a_run() {
 /// the agent) says every file is read-only when ~/.claude does not exist yet, though the run it
 /// describes creates ~/.claude and makes it writable. After that first run the notice changes.
 #[test]
-#[ignore = "BUG: notice --profile AGENT omits the agent's state dir until a run has created it"]
+
 fn notice_for_an_agent_profile_names_its_state_dir_before_the_first_run() {
     if !full_level_or_skip("notice_agent_profile") {
         return;

@@ -123,6 +123,7 @@ pub fn reopen_read_only_files_in_view(fds: &[i32]) -> Result<(), JailError> {
             continue;
         }
         let Ok(path) = std::fs::read_link(format!("/proc/self/fd/{fd}")) else {
+            replace_unreachable(fd, &file, meta.is_dir())?;
             continue;
         };
         let mut open_flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
@@ -135,7 +136,9 @@ pub fn reopen_read_only_files_in_view(fds: &[i32]) -> Result<(), JailError> {
         // SAFETY: a valid C string; the descriptor is owned below.
         let new = unsafe { libc::open(cpath.as_ptr(), open_flags) };
         if new < 0 {
-            continue; // hidden or gone in the view: the user handed it over explicitly
+            // Hidden, private (/tmp) or deleted in the view: hand over a copy instead.
+            replace_unreachable(fd, &file, meta.is_dir())?;
+            continue;
         }
         // SAFETY: `new` was just returned by open.
         let reopened = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(new) };
@@ -144,6 +147,7 @@ pub fn reopen_read_only_files_in_view(fds: &[i32]) -> Result<(), JailError> {
             .map(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
             .unwrap_or(false);
         if !same {
+            replace_unreachable(fd, &file, meta.is_dir())?;
             continue;
         }
         // SAFETY: lseek on open descriptors; dup3 replaces `fd` atomically (without CLOEXEC).
@@ -159,6 +163,57 @@ pub fn reopen_read_only_files_in_view(fds: &[i32]) -> Result<(), JailError> {
                 ));
             }
         }
+    }
+    Ok(())
+}
+
+/// Largest file handed over as a copy when it cannot be reopened in the view.
+const COPY_LIMIT: u64 = 256 << 20;
+
+/// Replaces descriptor `fd` (a read-only file or directory the view does not show) by something
+/// that cannot reach the host's inode: the rest of a file's content in a sealed memfd, or
+/// /dev/null for a directory.
+fn replace_unreachable(fd: i32, file: &std::fs::File, is_dir: bool) -> Result<(), JailError> {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    let replacement: std::fs::File = if is_dir {
+        std::fs::File::open("/dev/null").map_err(|e| err("open /dev/null", e))?
+    } else {
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if size > COPY_LIMIT {
+            return Err(err(
+                &format!("descriptor {fd}"),
+                format!(
+                    "a {size}-byte file outside the jail's view is open on it; pass it through a \
+                     pipe (cat file | jail …) instead"
+                ),
+            ));
+        }
+        let memfd = nix::sys::memfd::memfd_create(
+            "jail-input",
+            nix::sys::memfd::MFdFlags::MFD_ALLOW_SEALING | nix::sys::memfd::MFdFlags::MFD_CLOEXEC,
+        )
+        .map_err(|e| err("memfd_create", e))?;
+        let mut copy = std::fs::File::from(memfd);
+        let mut src = file;
+        let mut buf = Vec::new();
+        src.read_to_end(&mut buf)
+            .map_err(|e| err(&format!("read descriptor {fd}"), e))?;
+        copy.write_all(&buf).map_err(|e| err("write memfd", e))?;
+        // SAFETY: lseek on an owned descriptor.
+        unsafe { libc::lseek(copy.as_raw_fd(), 0, libc::SEEK_SET) };
+        let seals =
+            libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+        // SAFETY: F_ADD_SEALS on an owned memfd.
+        unsafe { libc::fcntl(copy.as_raw_fd(), libc::F_ADD_SEALS, seals) };
+        copy
+    };
+    // SAFETY: dup3 replaces `fd` atomically with the replacement (without CLOEXEC).
+    if unsafe { libc::dup3(replacement.as_raw_fd(), fd, 0) } < 0 {
+        return Err(err(
+            &format!("replace descriptor {fd}"),
+            std::io::Error::last_os_error(),
+        ));
     }
     Ok(())
 }

@@ -75,8 +75,12 @@ pub struct ChildEnv {
     pub set: Vec<String>,
 }
 
-/// `*` matches any run of characters; everything else matches itself.
+/// `*` matches any run of characters; everything else matches itself, ignoring ASCII case
+/// (`github_token` is as secret as `GITHUB_TOKEN`).
 pub fn matches(pattern: &str, name: &str) -> bool {
+    let pattern = pattern.to_ascii_uppercase();
+    let name = name.to_ascii_uppercase();
+    let (pattern, name) = (pattern.as_str(), name.as_str());
     let parts: Vec<&str> = pattern.split('*').collect();
     if parts.len() == 1 {
         return pattern == name;
@@ -93,6 +97,20 @@ pub fn matches(pattern: &str, name: &str) -> bool {
         }
     }
     true
+}
+
+/// A value that is a URL with a password in it (`postgres://user:secret@host/db`,
+/// `https://user:token@proxy:3128`), whatever the variable is called.
+fn carries_credentials(value: &OsString) -> bool {
+    let Some(v) = value.to_str() else {
+        return false;
+    };
+    v.split("://").skip(1).any(|rest| {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        authority
+            .rsplit_once('@')
+            .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+    })
 }
 
 /// Computes the command's environment. Precedence, strongest first: `--env KEY`, `--env-deny`,
@@ -123,7 +141,7 @@ pub fn child_env(
             false
         } else if any(&profile.keep, name) {
             true
-        } else if any(&profile.deny, name) {
+        } else if any(&profile.deny, name) || carries_credentials(v) {
             false
         } else {
             !clear
@@ -173,6 +191,73 @@ mod tests {
             home: Some(Path::new("/home/u")),
             cwd: Path::new("/w"),
             var: &|_| None,
+        }
+    }
+
+    #[test]
+    fn urls_with_passwords_are_removed_whatever_their_name() {
+        let caller = env(&[
+            ("DATABASE_URL", "postgres://u:p@db/x"),
+            ("HTTPS_PROXY", "http://user:pw@proxy:3128"),
+            ("PLAIN_PROXY", "http://proxy:3128"),
+            ("DOCS", "see https://example.org/a@b"),
+        ]);
+        let e = child_env(&caller, &ProfileEnv::default(), &EnvFlags::default(), &x()).unwrap();
+        assert_eq!(e.removed, ["DATABASE_URL", "HTTPS_PROXY"]);
+    }
+
+    #[test]
+    fn the_default_profile_removes_the_usual_secrets() {
+        let cat = crate::policy::profile::Catalog::load(None).unwrap();
+        let deny = cat.resolve("default").unwrap().env;
+        for name in [
+            "GITHUB_TOKEN",
+            "github_token",
+            "TOKEN",
+            "API_KEY",
+            "APIKEY",
+            "OPENAI_KEY",
+            "AZURE_OPENAI_KEY",
+            "RAILS_MASTER_KEY",
+            "PGPASSWORD",
+            "MYSQL_PWD",
+            "PASSWORD",
+            "DB_PASS",
+            "GPG_PASSPHRASE",
+            "SECRET",
+            "GITHUB_PAT",
+            "BW_SESSION",
+            "OP_SESSION_my",
+            "CI_JOB_JWT",
+            "DOCKER_AUTH_CONFIG",
+            "npm_config__authToken",
+            "TF_VAR_db_password",
+            "SENTRY_DSN",
+            "SLACK_WEBHOOK_URL",
+            "AZURE_STORAGE_CONNECTION_STRING",
+            "GOOGLE_CREDENTIALS_JSON",
+            "AWS_SECRET_ACCESS_KEY",
+            "SSH_AUTH_SOCK",
+        ] {
+            assert!(deny.deny.iter().any(|p| matches(p, name)), "{name} passes");
+        }
+        for name in [
+            "PATH",
+            "HOME",
+            "PWD",
+            "OLDPWD",
+            "TERM",
+            "LANG",
+            "TOKENIZERS_PARALLELISM",
+            "KEYTIMEOUT",
+            "EDITOR",
+            "SHELL",
+            "USER",
+        ] {
+            assert!(
+                !deny.deny.iter().any(|p| matches(p, name)),
+                "{name} removed"
+            );
         }
     }
 

@@ -47,6 +47,10 @@ struct ProfileFile {
 struct PathsSection {
     #[serde(default)]
     ro: Vec<String>,
+    /// Read-only like `ro`, and moved aside after the run when the command created it: an
+    /// agent's own settings inside its writable state directory.
+    #[serde(default)]
+    protect: Vec<String>,
     #[serde(default)]
     rw: Vec<String>,
     #[serde(default)]
@@ -121,6 +125,9 @@ pub struct ProfilePath {
     pub template: String,
     pub access: Access,
     pub profile: String,
+    /// From `protect`: read-only, and moved aside after the run if the command created it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub protect: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -217,6 +224,21 @@ impl Catalog {
             );
         }
         Ok(cat)
+    }
+
+    /// "file:line:col" of the first place `needle` (as a TOML string) appears in `profile`.
+    pub fn locate(&self, profile: &str, needle: &str) -> String {
+        let Some(entry) = self.entries.get(profile) else {
+            return profile.to_string();
+        };
+        let quoted = toml::Value::String(needle.to_string()).to_string();
+        match entry.text.find(&quoted) {
+            Some(offset) => {
+                let (line, col) = line_col(&entry.text, offset);
+                format!("{}:{line}:{col}", entry.source)
+            }
+            None => entry.source.to_string(),
+        }
     }
 
     /// `name` with everything it extends merged in.
@@ -321,10 +343,11 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 /// Merges one profile on top of what its parents gave.
 fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
     out.chain.push(name.to_string());
-    for (access, list) in [
-        (Access::Ro, &file.paths.ro),
-        (Access::Rw, &file.paths.rw),
-        (Access::Hide, &file.paths.hide),
+    for (access, protect, list) in [
+        (Access::Ro, false, &file.paths.ro),
+        (Access::Rw, false, &file.paths.rw),
+        (Access::Hide, false, &file.paths.hide),
+        (Access::Ro, true, &file.paths.protect),
     ] {
         for template in list {
             // The same path again: the later profile's rule replaces the earlier one.
@@ -333,6 +356,7 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
                 template: template.clone(),
                 access,
                 profile: name.to_string(),
+                protect,
             });
         }
     }

@@ -33,6 +33,8 @@ pub struct PolicyInput {
     pub command: Vec<OsString>,
     /// The profile's name.
     pub profile: String,
+    /// HOME: a profile may not make it (or / or anything above it) writable.
+    pub home: Option<PathBuf>,
     /// The profile's path rules, expanded (absolute), in merge order: a later one for the same
     /// path wins. Lenient: a missing ro or hide path is skipped, a missing rw path too (the
     /// launcher creates them before a real run).
@@ -44,6 +46,8 @@ pub struct ProfilePathRule {
     pub path: PathBuf,
     pub access: Access,
     pub profile: String,
+    /// Moved aside after the run if it did not exist and the command created it.
+    pub protect: bool,
 }
 
 /// Places whose contents the mount view builds itself: user rules there would be silently
@@ -64,6 +68,9 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     ] {
         for raw in paths {
             refuse_view_owned(flag, &absolute(&input.base_dir, raw))?;
+            if access == Access::Rw && absolute(&input.base_dir, raw) == Path::new("/") {
+                return Err(JailError::bad_path(flag, "/", "a writable / is no sandbox"));
+            }
             let path = checked_path(flag, raw, &input.base_dir)?;
             let kind = kind_of(&path);
             if !input.tmp_host && path.starts_with("/tmp") && access != Access::Hide {
@@ -127,6 +134,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     // inside a hidden path opens only that (the mount view shows it inside the otherwise empty
     // hidden directory).
     let mut skipped = Vec::new();
+    let mut profile_absent = Vec::new();
     for rule in &input.profile_paths {
         if !rule.path.is_absolute() {
             return Err(JailError::BadInput(format!(
@@ -138,6 +146,9 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         let Some(path) = existing_target(&rule.path) else {
             if rule.access == Access::Rw {
                 skipped.push(rule.path.clone());
+            }
+            if rule.protect {
+                profile_absent.push(rule.path.clone());
             }
             continue;
         };
@@ -153,6 +164,17 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         }
         if rule.access != Access::Hide {
             refuse_view_owned(&format!("profile {}", rule.profile), &path)?;
+        }
+        let too_wide =
+            path == Path::new("/") || input.home.as_deref().is_some_and(|h| h.starts_with(&path));
+        if rule.access == Access::Rw && too_wide && !user.contains_key(&path) {
+            return Err(JailError::BadInput(format!(
+                "profile {}: refusing to make {} writable (it is / or holds your home \
+                 directory, with every dotfile in it); run from the project's directory, or \
+                 name it with --rw if you mean it",
+                rule.profile,
+                path.display()
+            )));
         }
         if user
             .keys()
@@ -246,6 +268,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     if !cwd.is_dir() {
         return Err(JailError::bad_path("--cwd", &cwd, "is not a directory"));
     }
+    absent_protected.extend(profile_absent);
     let policy = Policy {
         rules: rules.into_values().collect(),
         absent_protected,
@@ -599,12 +622,14 @@ mod tests {
             tmp_host: true, // test trees live under the host's temp dir
             command: vec!["true".into()],
             profile: "test".into(),
+            home: None,
             profile_paths: ["home/.ssh", "home/.aws", "home/.netrc", "home/.gnupg"]
                 .iter()
                 .map(|rel| ProfilePathRule {
                     path: t.p(rel),
                     access: Access::Hide,
                     profile: "test".into(),
+                    protect: false,
                 })
                 .collect(),
             ..Default::default()
