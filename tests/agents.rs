@@ -105,6 +105,7 @@ fn check(name: &str, bin: &str, c: &Check, who: Who) {
     project(&fx);
     let home_before = snapshot(&fx.home);
     let repo_before = snapshot(&fx.repo);
+    let git_config = std::fs::read(fx.repo.join(".git/config")).unwrap();
     for (args, code, needle) in &c.commands {
         let mut argv: Vec<&str> = vec!["--profile", c.profile, "--timeout", "120s"];
         let repo = fx.p("repo");
