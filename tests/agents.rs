@@ -162,6 +162,12 @@ fn check(name: &str, bin: &str, c: &Check, who: Who) {
             "{name} as {who:?}: the project changed"
         );
     }
+    // Even in a writable project, the repository's config is the user's.
+    assert_eq!(
+        std::fs::read(fx.repo.join(".git/config")).unwrap(),
+        git_config,
+        "{name} as {who:?}: .git/config changed"
+    );
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
-use common::{Fixture, Run, Who, full_level_or_skip, jail_bin, uid_of, users};
+use common::{Fixture, Run, Who, assert_refused, full_level_or_skip, jail_bin, uid_of, users};
 
 /// A PATH every user can search.
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -120,40 +120,6 @@ fn json(text: &str, what: &str) -> serde_json::Value {
 #[track_caller]
 fn assert_ok(run: &Run, what: &str) {
     assert!(run.ok(), "{what}: failed\n{}", run.describe());
-}
-
-/// A refusal of jail itself: 125, no panic, one `jail: ` line naming every needle, and the
-/// command (`echo RAN`) never ran.
-#[track_caller]
-fn assert_refused(run: &Run, what: &str, needles: &[&str]) {
-    assert_eq!(
-        run.code,
-        Some(125),
-        "{what}: not refused\n{}",
-        run.describe()
-    );
-    assert!(
-        !run.stdout.contains("RAN"),
-        "{what}: the command ran\n{}",
-        run.describe()
-    );
-    assert!(
-        !run.stderr.contains("panicked") && !run.stderr.contains("RUST_BACKTRACE"),
-        "{what}: jail panicked\n{}",
-        run.describe()
-    );
-    assert!(
-        run.stderr.starts_with("jail: ") && run.stderr.trim_end().lines().count() == 1,
-        "{what}: not one `jail: ` line\n{}",
-        run.describe()
-    );
-    for n in needles {
-        assert!(
-            run.stderr.contains(n),
-            "{what}: the message does not mention {n:?}\n{}",
-            run.describe()
-        );
-    }
 }
 
 /// The child's environment, from `env -0` run inside.

@@ -588,7 +588,7 @@ jail = sys.argv[1]
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
-def read_until(needle, t=10.0):
+def read_until(needle, t=30.0):
     out = b""; end = time.time() + t
     while time.time() < end and needle.encode() not in out:
         r, _, _ = select.select([fd], [], [], 0.1)
@@ -600,6 +600,7 @@ os.write(fd, b"PS1='$ '\n"); read_until("$ ")
 # The quotes keep the terminal's echo of the command line from matching the output.
 os.write(fd, f"{jail} -- sh -c 'echo STAR\"\"TED; sleep 30'\n".encode())
 a = read_until("STARTED")
+time.sleep(0.5)  # let the job settle (a loaded machine is slow to hand the terminal over)
 os.write(fd, b"\x1a"); b = read_until("Stopped")
 os.write(fd, b"fg\n"); c = read_until("sleep 30")
 time.sleep(0.3)

@@ -498,3 +498,47 @@ pub fn processes_with(marker: &str) -> Vec<u32> {
     }
     out
 }
+
+/// A refusal: exit 125, nothing run, no panic, one `jail: ` line (or a clap `error:` report),
+/// mentioning every needle.
+#[track_caller]
+pub fn assert_refused(run: &Run, what: &str, needles: &[&str]) {
+    assert_eq!(
+        run.code,
+        Some(125),
+        "{what}: not refused\n{}",
+        run.describe()
+    );
+    assert!(
+        !run.stdout.contains("RAN"),
+        "{what}: the command ran\n{}",
+        run.describe()
+    );
+    assert!(
+        !run.stderr.contains("panicked") && !run.stderr.contains("RUST_BACKTRACE"),
+        "{what}: jail panicked\n{}",
+        run.describe()
+    );
+    let first = run.stderr.lines().next().unwrap_or_default();
+    if first.starts_with("jail: ") {
+        assert_eq!(
+            run.stderr.lines().count(),
+            1,
+            "{what}: more than one line\n{}",
+            run.describe()
+        );
+    } else {
+        assert!(
+            first.starts_with("error: "),
+            "{what}: stderr does not start with `jail: ` or `error: `\n{}",
+            run.describe()
+        );
+    }
+    for n in needles {
+        assert!(
+            run.stderr.contains(n),
+            "{what}: the message does not mention {n:?}\n{}",
+            run.describe()
+        );
+    }
+}
