@@ -264,7 +264,12 @@ impl Catalog {
             let file: &ProfileFile = &parsed[&pname];
             merge(&mut out, &pname, file);
         }
-        out.description = parsed[name].description.clone();
+        // Its own description, else the nearest one it builds on.
+        out.description = out
+            .chain
+            .iter()
+            .rev()
+            .find_map(|n| parsed[n].description.clone());
         Ok(out)
     }
 
@@ -286,6 +291,20 @@ impl Catalog {
             let pname = parent.get_ref();
             let (line, col) = line_col(&entry.text, parent.span().start);
             let at = format!("profile {} ({}:{line}:{col})", entry.name, entry.source);
+            // A user file that shadows an embedded profile may build on it by its own name.
+            let base = (pname == &entry.name && entry.shadows_embedded)
+                .then(|| EMBEDDED.iter().find(|(n, _)| n == pname))
+                .flatten();
+            if let Some((n, text)) = base {
+                let embedded = Entry {
+                    name: format!("{n} (embedded)"),
+                    source: Source::Embedded,
+                    text: text.to_string(),
+                    shadows_embedded: false,
+                };
+                self.visit(&embedded, stack, order, parsed)?;
+                continue;
+            }
             if stack.contains(pname) {
                 let mut cycle = stack.clone();
                 cycle.push(pname.clone());
@@ -549,6 +568,27 @@ mod tests {
         for (files, name, check) in cases {
             check(&catalog(files).resolve(name).unwrap());
         }
+    }
+
+    #[test]
+    fn a_user_file_may_extend_the_embedded_profile_it_shadows() {
+        let mut cat = Catalog::load(None).unwrap();
+        cat.entries.insert(
+            "review".into(),
+            Entry {
+                name: "review".into(),
+                source: Source::File("/p/review.toml".into()),
+                text: "extends = [\"review\"]\n[paths]\nrw = [\"/srv/out\"]".into(),
+                shadows_embedded: true,
+            },
+        );
+        let r = cat.resolve("review").unwrap();
+        assert_eq!(r.chain, ["default", "review (embedded)", "review"]);
+        assert!(
+            r.env.set.contains_key("CARGO_TARGET_DIR"),
+            "the embedded review is merged"
+        );
+        assert!(r.paths.iter().any(|p| p.template == "/srv/out"));
     }
 
     #[test]
