@@ -79,11 +79,13 @@ fn probe(json: bool) -> Result<i32, JailError> {
             features: &'a Features,
             layers: Layers,
             level: report::Level,
+            gaps: Vec<String>,
         }
         let out = Out {
             features: &f,
             layers,
             level: layers.level(),
+            gaps: report::gaps(&Policy::probe_default(), &layers, &f),
         };
         println!(
             "{}",

@@ -222,5 +222,10 @@ pub fn probe_text(f: &Features, layers: &Layers) -> String {
         Level::None => "none (a run would be refused)",
     };
     s.push_str(&format!("level:            {level}\n"));
+    // What a run with the default policy could not enforce here.
+    let default = crate::policy::Policy::probe_default();
+    for gap in gaps(&default, layers, f) {
+        s.push_str(&format!("gap:              {gap}\n"));
+    }
     s
 }

@@ -106,6 +106,33 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// A policy with no rules but the read-only root, for `jail probe` to name the gaps a run
+    /// would have on this machine.
+    pub fn probe_default() -> Policy {
+        Policy {
+            rules: vec![PathRule {
+                path: "/".into(),
+                access: Access::Ro,
+                kind: Kind::Dir,
+                origin: Origin::Default,
+            }],
+            absent_protected: vec![],
+            protected_search_truncated: vec![],
+            profile_rw_missing: vec![],
+            profile: "default".into(),
+            git_entries_at_start: vec![],
+            env: Default::default(),
+            cwd: "/".into(),
+            tmp: TmpMode::Private,
+            require: None,
+            keep_fds: vec![],
+            timeout: None,
+            allow_userns: false,
+            allow_unix_sockets: false,
+            command: vec![],
+        }
+    }
+
     /// The access that applies at `path`: the rule with the longest path that contains it.
     pub fn access_at(&self, path: &Path) -> Access {
         self.rule_for(path).map(|r| r.access).unwrap_or(Access::Ro)
