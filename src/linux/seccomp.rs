@@ -429,6 +429,38 @@ mod tests {
         }
     }
 
+    /// aarch64 uses the generic syscall table: every name the filter refuses there (all but the
+    /// x86-only ones) must exist in it, or the aarch64 build would not compile or would miss a
+    /// call. Checked against the kernel headers' asm-generic table when they are installed.
+    #[test]
+    fn every_refused_syscall_exists_in_the_generic_table_used_by_aarch64() {
+        let Ok(table) = std::fs::read_to_string("/usr/include/asm-generic/unistd.h") else {
+            eprintln!("skipping: no /usr/include/asm-generic/unistd.h");
+            return;
+        };
+        let generic: std::collections::BTreeSet<&str> = table
+            .lines()
+            .filter_map(|l| l.strip_prefix("#define __NR_"))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        let names = ALWAYS_DENIED
+            .iter()
+            .chain(MOUNT_FAMILY)
+            .chain(["clone", "clone3", "unshare", "ioctl", "socket"].iter());
+        for name in names {
+            assert!(
+                generic.contains(name),
+                "{name} is not in the generic (aarch64) table"
+            );
+        }
+        for name in ["iopl", "ioperm", "uselib"] {
+            assert!(
+                !generic.contains(name),
+                "{name} is x86-only and must stay cfg-gated"
+            );
+        }
+    }
+
     #[test]
     fn prelude_checks_arch_first() {
         let plan = compile(&policy(false, false));
