@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod error;
 pub mod linux;
+pub mod macos;
 pub mod policy;
 pub mod probe;
 pub mod report;
