@@ -279,15 +279,30 @@ fn write_id_maps(pid: Pid) -> std::io::Result<()> {
     let can_map_all = [Capability::CAP_SETUID, Capability::CAP_SETGID]
         .into_iter()
         .all(|c| caps::has_cap(None, CapSet::Effective, c).unwrap_or(false));
+    // Identity over exactly the ids this namespace has (all of them on the host; a few inside
+    // rootless podman or `unshare -r`, where a full range cannot be backed).
+    let identity = |file: &str| -> Option<String> {
+        let text = std::fs::read_to_string(format!("/proc/self/{file}")).ok()?;
+        let lines: Vec<String> = text
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() == 3).then(|| format!("{} {} {}", f[0], f[0], f[2]))
+            })
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("\n"))
+    };
     if can_map_all {
-        super::sys::write_file(&format!("{base}/uid_map"), "0 0 4294967295")?;
-        super::sys::write_file(&format!("{base}/gid_map"), "0 0 4294967295")?;
-    } else {
-        super::sys::write_file(&format!("{base}/setgroups"), "deny")?;
-        super::sys::write_file(&format!("{base}/uid_map"), &format!("{uid} {uid} 1"))?;
-        super::sys::write_file(&format!("{base}/gid_map"), &format!("{gid} {gid} 1"))?;
+        if let (Some(u), Some(g)) = (identity("uid_map"), identity("gid_map")) {
+            // A map is written once; a refused write leaves it unwritten for the fallback below.
+            if super::sys::write_file(&format!("{base}/uid_map"), &u).is_ok() {
+                return super::sys::write_file(&format!("{base}/gid_map"), &g);
+            }
+        }
     }
-    Ok(())
+    super::sys::write_file(&format!("{base}/setgroups"), "deny")?;
+    super::sys::write_file(&format!("{base}/uid_map"), &format!("{uid} {uid} 1"))?;
+    super::sys::write_file(&format!("{base}/gid_map"), &format!("{gid} {gid} 1"))
 }
 
 /// Waits for `child`, forwarding signals, relaying stops and enforcing the timeout; returns
