@@ -23,42 +23,16 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::{
-    Fixture, Outsider, Run, Verdict, Who, assert_refused, attack_bin, base_dir, full_level_or_skip,
-    is_root, jail_bin, users, verdict,
+    Fixture, Outsider, Run, Verdict, Who, assert_refused, attack_bin, full_level_or_skip, is_root,
+    jail_bin, users, verdict,
 };
 
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-/// tests/helpers/docker_seccomp.c, compiled once per content (as common::attack_bin does).
+/// tests/helpers/docker_seccomp.c, compiled once per content.
 fn docker_seccomp_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helpers/docker_seccomp.c");
-        let text = std::fs::read(&src).unwrap();
-        let hash = text.iter().fold(0xcbf29ce484222325u64, |h, b| {
-            (h ^ *b as u64).wrapping_mul(0x100000001b3)
-        });
-        let dest = base_dir()
-            .join("bin")
-            .join(format!("docker_seccomp-{hash:016x}"));
-        if !dest.exists() {
-            let tmp = dest.with_extension(format!("tmp{}", std::process::id()));
-            let out = Command::new("cc")
-                .args(["-O1", "-Wall", "-o"])
-                .arg(&tmp)
-                .arg(&src)
-                .output()
-                .expect("a C compiler (cc) is needed for the docker_seccomp helper");
-            assert!(
-                out.status.success(),
-                "cc failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-            std::fs::rename(&tmp, &dest).unwrap();
-        }
-        dest
-    })
+    BIN.get_or_init(|| common::compile_helper("docker_seccomp"))
 }
 
 fn s(p: &Path) -> String {

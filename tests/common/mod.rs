@@ -108,31 +108,35 @@ pub fn jail_bin() -> &'static Path {
 /// tests/helpers/attack.c, compiled once per content.
 pub fn attack_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helpers/attack.c");
-        let text = std::fs::read(&src).unwrap();
-        let hash = text.iter().fold(0xcbf29ce484222325u64, |h, b| {
-            (h ^ *b as u64).wrapping_mul(0x100000001b3)
-        });
-        let dest = base_dir().join("bin").join(format!("attack-{hash:016x}"));
-        if !dest.exists() {
-            let tmp = dest.with_extension(format!("tmp{}", std::process::id()));
-            let out = Command::new("cc")
-                .args(["-O1", "-Wall", "-o"])
-                .arg(&tmp)
-                .arg(&src)
-                .output()
-                .expect("a C compiler (cc) is needed for the attack helper");
-            assert!(
-                out.status.success(),
-                "cc failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-            std::fs::rename(&tmp, &dest).unwrap();
-        }
-        dest
-    })
+    BIN.get_or_init(|| compile_helper("attack"))
+}
+
+/// tests/helpers/NAME.c compiled into the shared bin dir, under a name that changes with its
+/// content (parallel test processes never see a half-written file).
+pub fn compile_helper(name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/helpers/{name}.c"));
+    let text = std::fs::read(&src).unwrap();
+    let hash = text.iter().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x100000001b3)
+    });
+    let dest = base_dir().join("bin").join(format!("{name}-{hash:016x}"));
+    if !dest.exists() {
+        let tmp = dest.with_extension(format!("tmp{}", std::process::id()));
+        let out = Command::new("cc")
+            .args(["-O1", "-Wall", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .output()
+            .unwrap_or_else(|e| panic!("a C compiler (cc) is needed for {name}.c: {e}"));
+        assert!(
+            out.status.success(),
+            "cc {name}.c failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&tmp, &dest).unwrap();
+    }
+    dest
 }
 
 /// Whether this machine gives every layer; fails loudly instead of skipping when
