@@ -76,24 +76,30 @@ pub struct ChildEnv {
 }
 
 /// `*` matches any run of characters; everything else matches itself, ignoring ASCII case
-/// (`github_token` is as secret as `GITHUB_TOKEN`).
+/// (`github_token` is as secret as `GITHUB_TOKEN`). No allocation: it runs for every pattern and
+/// every variable at each launch.
 pub fn matches(pattern: &str, name: &str) -> bool {
-    let pattern = pattern.to_ascii_uppercase();
-    let name = name.to_ascii_uppercase();
-    let (pattern, name) = (pattern.as_str(), name.as_str());
-    let parts: Vec<&str> = pattern.split('*').collect();
+    let (p, n) = (pattern.as_bytes(), name.as_bytes());
+    let parts: Vec<&[u8]> = p.split(|&c| c == b'*').collect();
     if parts.len() == 1 {
-        return pattern == name;
+        return p.eq_ignore_ascii_case(n);
     }
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
+    if n.len() < first.len() + last.len()
+        || !n[..first.len()].eq_ignore_ascii_case(first)
+        || !n[n.len() - last.len()..].eq_ignore_ascii_case(last)
+    {
         return false;
     }
-    let mut rest = &name[first.len()..name.len() - last.len()];
+    let mut rest = &n[first.len()..n.len() - last.len()];
     for mid in &parts[1..parts.len() - 1] {
-        match rest.find(mid) {
-            Some(i) => rest = &rest[i + mid.len()..],
-            None => return false,
+        match rest
+            .windows(mid.len().max(1))
+            .position(|w| w.eq_ignore_ascii_case(mid))
+        {
+            Some(i) if !mid.is_empty() => rest = &rest[i + mid.len()..],
+            _ if mid.is_empty() => {}
+            _ => return false,
         }
     }
     true
