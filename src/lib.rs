@@ -386,7 +386,9 @@ fn launch(args: &RunArgs) -> Result<i32, JailError> {
             )));
         }
     }
-    let features = probe::detect(false);
+    // A dry run tries the namespaces for real (a throwaway child, ~1 ms), so that it shows what a
+    // run would get; a real run tries them by running, and falls back if it must.
+    let features = probe::detect(args.dry_run);
     let layers = Layers::from_features(&features);
     let plans = compile(&policy, &layers, &features);
     if args.dry_run {

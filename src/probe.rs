@@ -96,25 +96,54 @@ fn userns_sysctls(euid: u32) -> (bool, Option<String>) {
     (true, None)
 }
 
+/// Does what a launch needs of the namespaces, in a throwaway child: create them, then, as pid 1
+/// of the new pid namespace, make the mounts private and mount a fresh /proc (refused where the
+/// /proc we have is partly covered, as in Docker, or where an LSM forbids mounting).
 fn try_create_userns() -> Result<(), String> {
-    // SAFETY: the child only calls unshare and _exit, both async-signal-safe; jail is
-    // single-threaded when probing.
+    // SAFETY: the children only make syscalls and _exit; jail is single-threaded when probing.
     match unsafe { nix::unistd::fork() } {
         Ok(nix::unistd::ForkResult::Child) => {
+            let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(1);
             let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
             // SAFETY: unshare affects only this short-lived child.
-            let rc = unsafe { libc::unshare(flags) };
-            let code = if rc == 0 {
-                0
-            } else {
-                std::io::Error::last_os_error().raw_os_error().unwrap_or(1)
+            if unsafe { libc::unshare(flags) } != 0 {
+                // SAFETY: leave without running any of the parent's cleanup.
+                unsafe { libc::_exit(errno()) }
+            }
+            // SAFETY: as above; the grandchild is pid 1 of the new pid namespace.
+            let code = match unsafe { nix::unistd::fork() } {
+                Ok(nix::unistd::ForkResult::Child) => {
+                    let none: Option<&str> = None;
+                    let private = nix::mount::MsFlags::MS_REC | nix::mount::MsFlags::MS_PRIVATE;
+                    let proc_flags = nix::mount::MsFlags::MS_NOSUID
+                        | nix::mount::MsFlags::MS_NODEV
+                        | nix::mount::MsFlags::MS_NOEXEC;
+                    let ok = nix::mount::mount(none, "/", none, private, none).is_ok()
+                        && nix::mount::mount(Some("proc"), "/proc", Some("proc"), proc_flags, none)
+                            .is_ok();
+                    // SAFETY: as above.
+                    unsafe { libc::_exit(if ok { 0 } else { 200 }) }
+                }
+                Ok(nix::unistd::ForkResult::Parent { child }) => {
+                    match nix::sys::wait::waitpid(child, None) {
+                        Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => code,
+                        _ => libc::EIO,
+                    }
+                }
+                Err(_) => libc::EAGAIN,
             };
-            // SAFETY: leave the child without running any of the parent's cleanup.
+            // SAFETY: as above.
             unsafe { libc::_exit(code) }
         }
         Ok(nix::unistd::ForkResult::Parent { child }) => match nix::sys::wait::waitpid(child, None)
         {
             Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Ok(()),
+            // 200: the namespaces were made but a fresh /proc was refused.
+            Ok(nix::sys::wait::WaitStatus::Exited(_, 200)) => Err(
+                "a fresh /proc cannot be mounted (the /proc here is partly covered, or mounting \
+                 is forbidden)"
+                    .into(),
+            ),
             Ok(nix::sys::wait::WaitStatus::Exited(_, errno)) => {
                 Err(nix::errno::Errno::from_raw(errno).desc().to_string())
             }

@@ -443,8 +443,6 @@ fn masked_proc_paths_cost_the_mount_view_even_with_the_custom_profile() {
 }
 
 #[test]
-#[ignore = "BUG: `jail probe` says `level: full` where a run cannot build the mount view \
-            (masked /proc, as in Docker with a custom seccomp profile)"]
 fn probe_agrees_with_a_run_when_proc_is_masked() {
     if !is_root() || !full_level_or_skip("masked-proc-probe") {
         return;
@@ -465,8 +463,6 @@ fn probe_agrees_with_a_run_when_proc_is_masked() {
 }
 
 #[test]
-#[ignore = "BUG: `jail --dry-run` reports level full, no gaps and a mount plan under Docker's \
-            seccomp profile, where the run is partial"]
 fn dry_run_agrees_with_a_run_under_dockers_profile() {
     if !full_level_or_skip("docker-dry-run") {
         return;
