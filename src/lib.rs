@@ -330,7 +330,7 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
     policy.git_entries_at_start = policy
         .writable_paths()
         .filter(|p| *p != std::path::Path::new("/tmp"))
-        .flat_map(policy::find_git_entries)
+        .map(|root| (root.to_path_buf(), policy::find_git_entries(root)))
         .collect();
     let flags = EnvFlags::from_args(&args.env, &args.env_deny, args.env_clear)
         .map_err(JailError::BadInput)?;
@@ -491,14 +491,31 @@ fn quarantine_created_protected(policy: &Policy) -> bool {
 /// runs on the user's next `git status`). Searched as deep as the protected names are.
 fn new_git_dirs(policy: &Policy) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for root in policy.writable_paths() {
-        if root == std::path::Path::new("/tmp") {
-            continue;
-        }
-        for git in policy::find_git_entries(root) {
-            if !policy.git_entries_at_start.contains(&git) {
-                out.push(git);
+    for (root, before) in &policy.git_entries_at_start {
+        let after = policy::find_git_entries(root);
+        for git in after.entries {
+            if before.entries.contains(&git) {
+                continue;
             }
+            let parent = git.parent().unwrap_or(root);
+            // When the first scan stopped at its bound, a .git in a directory it never looked
+            // at may be the user's own: say so rather than move it.
+            if before.truncated && !before.visited.contains(parent) && parent.exists() {
+                eprintln!(
+                    "jail: warning: {} may be new, but {} is too large to tell; review it",
+                    git.display(),
+                    root.display()
+                );
+                continue;
+            }
+            out.push(git);
+        }
+        if after.truncated {
+            eprintln!(
+                "jail: warning: {} is too large to search whole for .git entries the command may \
+                 have planted",
+                root.display()
+            );
         }
     }
     out

@@ -286,7 +286,9 @@ pub fn status(json: bool) -> i32 {
         ok: nnp.as_deref() == Some("1"),
         detail: format!("NoNewPrivs: {}", nnp.unwrap_or_default()),
     });
-    let wants_seccomp = file.as_ref().map(|f| f.layers.seccomp).unwrap_or(true);
+    // A policy may claim no seccomp only where the kernel has none (else it is forged).
+    let wants_seccomp = file.as_ref().map(|f| f.layers.seccomp).unwrap_or(true)
+        || crate::linux::sys::seccomp_filters_supported();
     let seccomp = status_field("Seccomp");
     checks.push(Check {
         name: "seccomp filter",

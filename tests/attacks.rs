@@ -431,6 +431,18 @@ fn protected_names_under_a_writable_project_stay_read_only() {
         std::fs::write(fx.repo.join(".envrc"), "export A=1\n").unwrap();
         std::fs::create_dir_all(fx.repo.join(".vscode")).unwrap();
         std::fs::create_dir_all(fx.repo.join(".git/modules/lib/hooks")).unwrap();
+        std::fs::write(
+            fx.repo.join(".git/modules/lib/HEAD"),
+            "ref: refs/heads/main\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(fx.repo.join(".git/modules/deps/foo/hooks")).unwrap();
+        std::fs::write(
+            fx.repo.join(".git/modules/deps/foo/HEAD"),
+            "ref: refs/heads/main\n",
+        )
+        .unwrap();
+        std::fs::write(fx.repo.join(".git/modules/deps/foo/config"), "[core]\n").unwrap();
         fx.give_to(fx.who);
         let rw = ["--rw", &fx.p("repo")];
         let hook = fx.p("repo/.git/hooks/pre-commit");
@@ -461,6 +473,12 @@ fn protected_names_under_a_writable_project_stay_read_only() {
                 "remove .git/config",
                 &rw,
                 argv(&["unlink", &config]),
+                &[M, L],
+            ),
+            Attack::new(
+                "edit the config of a submodule named with a slash",
+                &rw,
+                argv(&["append", &fx.p("repo/.git/modules/deps/foo/config")]),
                 &[M, L],
             ),
             Attack::new(
@@ -754,8 +772,19 @@ fn git_entries_the_command_creates_are_moved_aside() {
         let fx = Fixture::new(who, "new-git");
         std::fs::create_dir_all(fx.repo.join(".git/hooks")).unwrap();
         fx.give_to(who);
+        // A submodule whose name has a slash keeps its git directory at .git/modules/lib/foo.
+        std::fs::create_dir_all(fx.repo.join(".git/modules/lib/foo/hooks")).unwrap();
+        std::fs::write(
+            fx.repo.join(".git/modules/lib/foo/HEAD"),
+            "ref: refs/heads/main\n",
+        )
+        .unwrap();
+        std::fs::write(fx.repo.join(".git/modules/lib/foo/config"), "[core]\n").unwrap();
+        fx.give_to(who);
         let script = format!(
             "mkdir -p {r}/src/vendored/.git && echo x > {r}/src/vendored/.git/config && \
+             mkdir -p {r}/build/x/.git && echo x > {r}/build/x/.git/config && \
+             echo ../../evil > {r}/.git/modules/lib/foo/commondir && \
              printf 'gitdir: /elsewhere\\n' > {r}/sub/.git && \
              touch {r}/.git/commondir.jail-quarantine {r}/.git/commondir.jail-quarantine-1 && \
              echo ../evil > {r}/.git/commondir",
@@ -763,7 +792,13 @@ fn git_entries_the_command_creates_are_moved_aside() {
         );
         let run = fx.jail(&["--rw", &fx.p("repo"), "--", "/bin/sh", "-c", &script]);
         assert!(run.ok(), "{who:?}: {}", run.describe());
-        for planted in ["src/vendored/.git", "sub/.git", ".git/commondir"] {
+        for planted in [
+            "src/vendored/.git",
+            "build/x/.git",
+            "sub/.git",
+            ".git/commondir",
+            ".git/modules/lib/foo/commondir",
+        ] {
             assert!(
                 !fx.repo.join(planted).exists(),
                 "{who:?}: {planted} left in place\n{}",
@@ -796,4 +831,23 @@ fn a_gitfile_in_a_writable_worktree_stays_read_only() {
             &[M, L],
         )]
     });
+}
+
+#[test]
+fn the_working_directory_is_kept_without_the_mount_view() {
+    if !full_level_or_skip("cwd-fallback") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "cwd-fallback");
+        for disabled in [vec![], vec![Layer::Mount]] {
+            let run = fx.jail_with(&["--cwd", &fx.p("repo/src"), "--", "pwd"], &disabled, &[]);
+            assert_eq!(
+                run.stdout.trim(),
+                fx.p("repo/src"),
+                "{who:?} {disabled:?}: {}",
+                run.describe()
+            );
+        }
+    }
 }

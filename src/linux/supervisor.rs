@@ -574,6 +574,15 @@ fn init_main(
 fn command_main(conf: &Confinement, policy: &Policy, argv: &[CString]) -> ! {
     // Signal mask and dispositions are inherited through execve: give the command clean ones.
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+    // With the mount view, init entered the working directory inside it.
+    if conf.mount.is_none() {
+        if let Err(e) = std::env::set_current_dir(&policy.cwd) {
+            die(
+                EXIT_JAIL_ERROR,
+                &format!("--cwd {}: {e}", policy.cwd.display()),
+            );
+        }
+    }
     if let Err(e) = confine(conf, policy) {
         die(EXIT_JAIL_ERROR, &e.to_string());
     }

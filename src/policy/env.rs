@@ -105,18 +105,30 @@ pub fn matches(pattern: &str, name: &str) -> bool {
     true
 }
 
-/// A value that is a URL with a password in it (`postgres://user:secret@host/db`,
-/// `https://user:token@proxy:3128`), whatever the variable is called.
+/// A value that carries a credential whatever the variable is called: a URL with user
+/// information (`postgres://user:secret@host/db`, `https://ghp_token@github.com/...`), or a
+/// connection string with a password or token field (`Server=h;Password=p`, `?password=x`).
 fn carries_credentials(value: &OsString) -> bool {
     let Some(v) = value.to_str() else {
         return false;
     };
-    v.split("://").skip(1).any(|rest| {
+    let url_userinfo = v.split("://").skip(1).any(|rest| {
         let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-        authority
-            .rsplit_once('@')
-            .is_some_and(|(userinfo, _)| userinfo.contains(':'))
-    })
+        authority.contains('@')
+    });
+    let lower = v.to_ascii_lowercase();
+    let field = [
+        "password=",
+        "pwd=",
+        "passwd=",
+        "token=",
+        "secret=",
+        "apikey=",
+        "api_key=",
+    ]
+    .iter()
+    .any(|f| lower.contains(f));
+    url_userinfo || field || lower.starts_with("authorization:") || lower.starts_with("bearer ")
 }
 
 /// Computes the command's environment. Precedence, strongest first: `--env KEY`, `--env-deny`,
@@ -210,6 +222,14 @@ mod tests {
         ]);
         let e = child_env(&caller, &ProfileEnv::default(), &EnvFlags::default(), &x()).unwrap();
         assert_eq!(e.removed, ["DATABASE_URL", "HTTPS_PROXY"]);
+        let caller = env(&[
+            ("REPO", "https://ghp_abc@github.com/o/r"),
+            ("DSN", "Server=h;Password=p;"),
+            ("MONGO", "mongodb://h/?password=x"),
+            ("PLAIN", "https://example.org/x"),
+        ]);
+        let e = child_env(&caller, &ProfileEnv::default(), &EnvFlags::default(), &x()).unwrap();
+        assert_eq!(e.removed, ["DSN", "MONGO", "REPO"]);
     }
 
     #[test]
@@ -244,6 +264,13 @@ mod tests {
             "GOOGLE_CREDENTIALS_JSON",
             "AWS_SECRET_ACCESS_KEY",
             "SSH_AUTH_SOCK",
+            "AUTHORIZATION",
+            "SESSION_COOKIE",
+            "TOKEN_GITHUB",
+            "API_TOKENS",
+            "STRIPE_SK",
+            "KRB5CCNAME",
+            "BEARER",
         ] {
             assert!(deny.deny.iter().any(|p| matches(p, name)), "{name} passes");
         }

@@ -7,7 +7,7 @@ pub mod profile;
 mod resolve;
 
 pub use defaults::{PROTECTED_IN_GIT_SUBDIRS, PROTECTED_UNDER_RW};
-pub use resolve::{PolicyInput, ProfilePathRule, find_git_entries, resolve};
+pub use resolve::{GitScan, PolicyInput, ProfilePathRule, find_git_entries, resolve};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -88,9 +88,9 @@ pub struct Policy {
     pub profile_rw_missing: Vec<PathBuf>,
     /// The profile the policy was built from.
     pub profile: String,
-    /// `.git` entries under the writable paths when the run started.
+    /// `.git` entries under each writable path when the run started.
     #[serde(skip)]
-    pub git_entries_at_start: Vec<PathBuf>,
+    pub git_entries_at_start: Vec<(PathBuf, GitScan)>,
     /// The command's environment (names only when serialized).
     pub env: env::ChildEnv,
     pub cwd: PathBuf,

@@ -317,7 +317,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
 /// How deep below a writable root protected names are looked for, and how many directories at
 /// most: enough for `--rw ~/projects/org/repo`, bounded so that a huge or remote tree is never
 /// walked whole.
-const SEARCH_DEPTH: usize = 3;
+const SEARCH_DEPTH: usize = 5;
 const SEARCH_DIRS: usize = 2000;
 /// Directories never searched: build output and dependencies, not projects.
 const SEARCH_SKIP: &[&str] = &[
@@ -382,26 +382,14 @@ fn find_protected(root: &Path) -> Protected {
         if let Some(hooks) = hooks_path(&dir) {
             check(hooks, &mut out, depth == 0);
         }
-        // Submodules' and linked worktrees' own git directories (two levels of nesting).
-        let mut git_dirs = vec![dir.join(".git")];
-        let mut i = 0;
-        while i < git_dirs.len() && i < 64 {
-            for sub in ["modules", "worktrees"] {
-                let Ok(entries) = std::fs::read_dir(git_dirs[i].join(sub)) else {
-                    continue;
-                };
-                for entry in entries.flatten() {
-                    if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                        for name in PROTECTED_IN_GIT_SUBDIRS {
-                            check(entry.path().join(name), &mut out, false);
-                        }
-                        if sub == "modules" && git_dirs.len() < 64 {
-                            git_dirs.push(entry.path());
-                        }
-                    }
-                }
+        // Every git directory of this repository: .git itself, each submodule's under
+        // .git/modules (at any depth: a submodule at lib/foo lives in .git/modules/lib/foo) and
+        // each linked worktree's. In each, the names that hold configuration and hooks are kept
+        // read-only, and those absent are moved aside after the run if they appear.
+        for git_dir in git_dirs_of(&dir.join(".git")) {
+            for name in PROTECTED_IN_GIT_SUBDIRS {
+                check(git_dir.join(name), &mut out, *name != "config");
             }
-            i += 1;
         }
         if depth == SEARCH_DEPTH {
             continue;
@@ -426,6 +414,40 @@ fn find_protected(root: &Path) -> Protected {
                 return out;
             }
             queue.push_back((entry.path(), depth + 1));
+        }
+    }
+    out
+}
+
+/// A repository's git directories: `dotgit` itself (when it is a directory) and every directory
+/// holding a HEAD beneath its `modules` and `worktrees` (bounded: 256 directories).
+fn git_dirs_of(dotgit: &Path) -> Vec<PathBuf> {
+    if !std::fs::symlink_metadata(dotgit).is_ok_and(|m| m.is_dir()) {
+        return Vec::new();
+    }
+    let mut out = vec![dotgit.to_path_buf()];
+    let mut queue: Vec<PathBuf> = vec![dotgit.join("modules"), dotgit.join("worktrees")];
+    let mut seen = 0;
+    while let Some(dir) = queue.pop() {
+        seen += 1;
+        if seen > 256 {
+            break;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = entry.path();
+            if path.join("HEAD").is_file() {
+                // A git directory; its own submodules nest under its modules/.
+                queue.push(path.join("modules"));
+                out.push(path);
+            } else {
+                queue.push(path); // a path component of a submodule name (lib/foo)
+            }
         }
     }
     out
@@ -458,39 +480,45 @@ fn hooks_path(dir: &Path) -> Option<PathBuf> {
     Some(absolute(Path::new("/"), &path))
 }
 
-/// Every `.git` (directory, gitfile or symlink) under `root`, as deep and as far as the protected
-/// names are searched, and a little deeper: the supervisor compares the set before and after a
-/// run, and moves aside any `.git` the command created (git on the host would honour its config).
-pub fn find_git_entries(root: &Path) -> Vec<PathBuf> {
+/// The `.git` entries under a writable tree, and which directories were looked at.
+#[derive(Debug, Clone, Default)]
+pub struct GitScan {
+    pub entries: Vec<PathBuf>,
+    pub visited: std::collections::HashSet<PathBuf>,
+    /// The bound was reached: some directories were not looked at.
+    pub truncated: bool,
+}
+
+/// Every `.git` (directory, gitfile or symlink) under `root`, through every directory (build
+/// output and dependencies included: git reaches a repository there through a gitlink in the
+/// index), bounded in depth and count. The supervisor compares the scans before and after a run
+/// and moves aside any `.git` the command created.
+pub fn find_git_entries(root: &Path) -> GitScan {
     use std::os::unix::fs::MetadataExt;
-    const DEPTH: usize = 8;
-    const DIRS: usize = 20_000;
+    const DEPTH: usize = 12;
+    const DIRS: usize = 50_000;
     let device = std::fs::metadata(root).map(|m| m.dev()).ok();
-    let mut out = Vec::new();
+    let mut out = GitScan::default();
     let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0usize)]);
-    let mut visited = 0;
     while let Some((dir, depth)) = queue.pop_front() {
-        visited += 1;
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
+        out.visited.insert(dir.clone());
         for entry in entries.flatten() {
-            let name = entry.file_name();
-            if name == ".git" {
-                out.push(entry.path());
+            if entry.file_name() == ".git" {
+                out.entries.push(entry.path());
                 continue;
             }
-            if depth >= DEPTH || visited + queue.len() >= DIRS {
+            let Ok(ft) = entry.file_type() else { continue };
+            if !ft.is_dir() || ft.is_symlink() {
                 continue;
             }
-            if SEARCH_SKIP.iter().any(|s| name == *s) {
+            if depth >= DEPTH || out.visited.len() + queue.len() >= DIRS {
+                out.truncated = true;
                 continue;
             }
-            let Ok(meta) = entry.metadata() else { continue };
-            if meta.is_dir()
-                && Some(meta.dev()) == device
-                && !entry.file_type().is_ok_and(|t| t.is_symlink())
-            {
+            if entry.metadata().is_ok_and(|m| Some(m.dev()) == device) {
                 queue.push_back((entry.path(), depth + 1));
             }
         }
