@@ -494,10 +494,11 @@ pub struct GitScan {
 /// index), bounded in depth and count. The supervisor compares the scans before and after a run
 /// and moves aside any `.git` the command created.
 pub fn find_git_entries(root: &Path) -> GitScan {
-    use std::os::unix::fs::MetadataExt;
     const DEPTH: usize = 12;
     const DIRS: usize = 50_000;
-    let device = std::fs::metadata(root).map(|m| m.dev()).ok();
+    // Other filesystems mounted inside are not entered (a network mount may hang); the mount
+    // table is read once instead of a stat per directory (the walk costs readdir only).
+    let mounts = mount_points_under(root);
     let mut out = GitScan::default();
     let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0usize)]);
     while let Some((dir, depth)) = queue.pop_front() {
@@ -518,12 +519,41 @@ pub fn find_git_entries(root: &Path) -> GitScan {
                 out.truncated = true;
                 continue;
             }
-            if entry.metadata().is_ok_and(|m| Some(m.dev()) == device) {
-                queue.push_back((entry.path(), depth + 1));
+            let path = entry.path();
+            if !mounts.contains(&path) {
+                queue.push_back((path, depth + 1));
             }
         }
     }
     out
+}
+
+/// Mount points strictly beneath `root`, from /proc/self/mountinfo (field 5, octal-escaped).
+fn mount_points_under(root: &Path) -> std::collections::HashSet<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(|m| PathBuf::from(unescape_mountinfo(m)))
+        .filter(|m| m != root && m.starts_with(root))
+        .collect()
+}
+
+fn unescape_mountinfo(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 3 < bytes.len() {
+            if let Ok(v) = u8::from_str_radix(&field[i + 1..i + 4], 8) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn refuse_view_owned(flag: &str, path: &Path) -> Result<(), JailError> {
@@ -840,6 +870,19 @@ mod tests {
         if std::env::temp_dir().starts_with("/tmp") {
             assert!(resolve(&i).unwrap_err().to_string().contains("--tmp host"));
         }
+    }
+
+    #[test]
+    fn mount_points_are_unescaped_and_new_git_entries_found() {
+        assert_eq!(unescape_mountinfo("/a\\040b\\011c"), "/a b\tc");
+        let t = Tree::new("gitscan");
+        fs::create_dir_all(t.p("w/node_modules/x/.git")).unwrap();
+        fs::create_dir_all(t.p("w/src/.git")).unwrap();
+        let scan = find_git_entries(&t.p("w"));
+        let mut found = scan.entries.clone();
+        found.sort();
+        assert_eq!(found, [t.p("w/node_modules/x/.git"), t.p("w/src/.git")]);
+        assert!(!scan.truncated && scan.visited.contains(&t.p("w/node_modules/x")));
     }
 
     #[test]
