@@ -14,17 +14,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::{
-    Fixture, Outsider, Run, Verdict, Who, assert_refused, attack_bin, full_level_or_skip, is_root,
-    jail_bin, users, verdict,
+    Background, Fixture, Outsider, Run, Verdict, Who, assert_refused, attack_bin,
+    full_level_or_skip, is_root, jail_bin, users, verdict,
 };
 
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -615,90 +613,6 @@ fn jail_as_pid_1_reaps_orphans() {
     }
 }
 
-/// A child whose stdout is read line by line on a thread.
-struct Background {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-    stderr: Option<std::thread::JoinHandle<String>>,
-}
-
-impl Background {
-    fn spawn(mut cmd: Command) -> Background {
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn");
-        let stdout = child.stdout.take().unwrap();
-        let mut stderr = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stderr.read_to_string(&mut s);
-            s
-        });
-        Background {
-            child,
-            lines,
-            seen: Vec::new(),
-            stderr: Some(stderr),
-        }
-    }
-
-    fn expect(&mut self, line: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !self.seen.iter().any(|l| l == line) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(l) => self.seen.push(l),
-                Err(_) => {
-                    let _ = self.child.kill();
-                    panic!("never saw {line:?}; output so far: {:?}", self.seen);
-                }
-            }
-        }
-    }
-
-    /// Waits (at most 10 s) for the exit; returns the code and all of the output.
-    fn finish(mut self) -> Run {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!("did not exit; output so far: {:?}", self.seen);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(2)) {
-            self.seen.push(l);
-        }
-        let mut stdout = self.seen.join("\n");
-        stdout.push('\n');
-        Run {
-            code: status.code(),
-            stdout,
-            stderr: self.stderr.take().unwrap().join().unwrap(),
-        }
-    }
-}
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The pids in a process's NSpid line: its pid in each pid namespace, outermost first.
 fn nspids(pid: u32) -> Vec<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -743,7 +657,7 @@ fn sigterm_from_outside_reaches_the_command_through_jail_as_pid_1() {
             let mut bg = Background::spawn(jail_as_pid1(&fx, outer, script));
             bg.expect("READY");
             // unshare's child, seen from here: jail, pid 1 of the namespace below ours.
-            let outer_pid = bg.child.id();
+            let outer_pid = bg.pid() as u32;
             let pid = children(outer_pid)
                 .into_iter()
                 .find(|p| argv0(*p) == jail)
@@ -818,7 +732,7 @@ fn a_killed_jail_as_pid_1_takes_the_whole_tree_with_it() {
                 1,
                 "{who:?}: the daemon is not running"
             );
-            let spawned = bg.child.id();
+            let spawned = bg.pid() as u32;
             let pid = if as_pid1 {
                 children(spawned)
                     .into_iter()

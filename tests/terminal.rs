@@ -5,14 +5,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{Fixture, full_level_or_skip, jail_bin, processes_with, users};
+use common::{Background, Fixture, Run, full_level_or_skip, jail_bin, processes_with, users};
 
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 const PYTHON: &str = "/usr/bin/python3";
@@ -176,84 +174,9 @@ fn counter(fx: &Fixture) -> String {
 }
 
 /// A jail running in the background without a terminal, its stdout read line by line.
-struct Background {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-    stderr: std::thread::JoinHandle<String>,
-}
-
-impl Background {
-    fn spawn(mut cmd: Command) -> Background {
-        cmd.env("PATH", PATH)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn jail");
-        let stdout = child.stdout.take().unwrap();
-        let mut stderr = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stderr.read_to_string(&mut s);
-            s
-        });
-        Background {
-            child,
-            lines,
-            seen: Vec::new(),
-            stderr,
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// Waits for a line equal to `line`.
-    fn expect(&mut self, line: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !self.seen.iter().any(|l| l == line) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(l) => self.seen.push(l),
-                Err(_) => {
-                    let _ = self.child.kill();
-                    panic!("never saw {line:?}; output so far: {:?}", self.seen);
-                }
-            }
-        }
-    }
-
-    /// Waits (at most 15 s) for jail to exit; returns its code and all of its output.
-    fn finish(mut self) -> (Option<i32>, String, String) {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("jail did not exit; output so far: {:?}", self.seen);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(2)) {
-            self.seen.push(l);
-        }
-        let stderr = self.stderr.join().unwrap();
-        let mut out = self.seen.join("\n");
-        out.push('\n');
-        (status.code(), out, stderr)
-    }
+fn background(mut cmd: Command) -> Background {
+    cmd.env("PATH", PATH).stdin(Stdio::null());
+    Background::spawn(cmd)
 }
 
 fn kill(pid: i32, sig: i32) {
@@ -433,23 +356,30 @@ fn signals_sent_to_jail_reach_the_command_once() {
             let script = format!(
                 "trap 'echo {name}; exit {code}' {name}; echo ready; sleep 30 & wait; echo not-signalled"
             );
-            let mut bg =
-                Background::spawn(fx.command(jail_bin(), &["--", "/bin/sh", "-c", &script]));
+            let mut bg = background(fx.command(jail_bin(), &["--", "/bin/sh", "-c", &script]));
             bg.expect("ready");
             kill(bg.pid(), sig);
-            let (status, out, err) = bg.finish();
+            let Run {
+                code: status,
+                stdout: out,
+                stderr: err,
+            } = bg.finish();
             assert_eq!(status, Some(code), "{name} as {who:?}:\n{out}{err}");
             assert_eq!(out, format!("ready\n{name}\n"), "{name} as {who:?}:\n{err}");
 
             // Counted at the signal level.
             let count = counter(&fx);
-            let mut bg = Background::spawn(fx.command(
+            let mut bg = background(fx.command(
                 jail_bin(),
                 &["--", PYTHON, &count, &format!("SIG{name}"), "1.0"],
             ));
             bg.expect("ready");
             kill(bg.pid(), sig);
-            let (status, out, err) = bg.finish();
+            let Run {
+                code: status,
+                stdout: out,
+                stderr: err,
+            } = bg.finish();
             assert_eq!(status, Some(0), "{name} as {who:?}:\n{out}{err}");
             assert_eq!(
                 out, "ready\ncount 1\n",
@@ -478,10 +408,14 @@ fn a_signal_to_jails_process_group_reaches_the_command_once() {
         for attempt in 0..5 {
             let mut cmd = fx.command(jail_bin(), &["--", PYTHON, &count, "SIGUSR1", "0.8"]);
             cmd.process_group(0);
-            let mut bg = Background::spawn(cmd);
+            let mut bg = background(cmd);
             bg.expect("ready");
             kill(-bg.pid(), libc::SIGUSR1);
-            let (status, out, err) = bg.finish();
+            let Run {
+                code: status,
+                stdout: out,
+                stderr: err,
+            } = bg.finish();
             assert_eq!(status, Some(0), "as {who:?}:\n{out}{err}");
             assert_eq!(
                 out, "ready\ncount 1\n",
@@ -538,7 +472,7 @@ fn sigkill_of_the_supervisor_leaves_nothing_behind() {
         let main = unique("main");
         let daemon = unique("daemon");
         let script = format!("(exec -a {daemon} sleep 60 &); exec -a {main} sleep 60");
-        let mut bg = Background::spawn(fx.command(jail_bin(), &["--", "/bin/bash", "-c", &script]));
+        let mut bg = background(fx.command(jail_bin(), &["--", "/bin/bash", "-c", &script]));
         // Both are running under their marker names.
         let started = |marker: &str| {
             processes_with(marker).into_iter().any(|pid| {
@@ -556,7 +490,7 @@ fn sigkill_of_the_supervisor_leaves_nothing_behind() {
             std::thread::sleep(Duration::from_millis(20));
         }
         kill(bg.pid(), libc::SIGKILL);
-        let _ = bg.child.wait();
+        bg.wait();
         let deadline = Instant::now() + Duration::from_secs(3);
         let mut left = processes_with(&main);
         left.extend(processes_with(&daemon));

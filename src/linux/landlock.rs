@@ -381,20 +381,13 @@ mod tests {
         all.sort_by(|a, b| a.path.cmp(&b.path));
         Policy {
             rules: all,
-            absent_protected: vec![],
-            protected_search_truncated: vec![],
-            profile_rw_missing: vec![],
-            git_entries_at_start: vec![],
             profile: "test".into(),
-            env: Default::default(),
             cwd: "/".into(),
             tmp: TmpMode::Private,
-            require: None,
-            keep_fds: vec![],
-            timeout: None,
             allow_userns: false,
             allow_unix_sockets: false,
             command: vec!["true".into()],
+            ..Policy::probe_default()
         }
     }
 

@@ -493,20 +493,13 @@ mod tests {
     fn policy(rules: Vec<PathRule>, tmp: TmpMode) -> Policy {
         Policy {
             rules,
-            absent_protected: vec![],
-            protected_search_truncated: vec![],
-            profile_rw_missing: vec![],
-            git_entries_at_start: vec![],
             profile: "test".into(),
-            env: Default::default(),
             cwd: "/home/u/repo".into(),
             tmp,
-            require: None,
-            keep_fds: vec![],
-            timeout: None,
             allow_userns: false,
             allow_unix_sockets: false,
             command: vec!["true".into()],
+            ..Policy::probe_default()
         }
     }
 

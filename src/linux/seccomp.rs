@@ -359,20 +359,13 @@ mod tests {
                 kind: crate::policy::Kind::Dir,
                 origin: Origin::Default,
             }],
-            absent_protected: vec![],
-            protected_search_truncated: vec![],
-            profile_rw_missing: vec![],
-            git_entries_at_start: vec![],
             profile: "test".into(),
-            env: Default::default(),
             cwd: "/".into(),
             tmp: TmpMode::Private,
-            require: None,
-            keep_fds: vec![],
-            timeout: None,
             allow_userns,
             allow_unix_sockets: allow_unix,
             command: vec!["true".into()],
+            ..Policy::probe_default()
         }
     }
 

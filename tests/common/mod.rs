@@ -7,11 +7,14 @@
 
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::{PermissionsExt, chown};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 /// The unprivileged user the tests switch to when they run as root.
 pub const NOBODY: u32 = 65534;
@@ -544,5 +547,99 @@ pub fn assert_refused(run: &Run, what: &str, needles: &[&str]) {
             "{what}: the message does not mention {n:?}\n{}",
             run.describe()
         );
+    }
+}
+
+/// A child whose stdout is read line by line on a thread.
+pub struct Background {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Background {
+    pub fn spawn(mut cmd: Command) -> Background {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn");
+        let stdout = child.stdout.take().unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.read_to_string(&mut s);
+            s
+        });
+        Background {
+            child,
+            lines,
+            seen: Vec::new(),
+            stderr: Some(stderr),
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Reaps the child once it has been killed.
+    pub fn wait(&mut self) {
+        let _ = self.child.wait();
+    }
+
+    /// Waits (at most 10 s) for a line equal to `line`.
+    pub fn expect(&mut self, line: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.seen.iter().any(|l| l == line) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => self.seen.push(l),
+                Err(_) => {
+                    let _ = self.child.kill();
+                    panic!("never saw {line:?}; output so far: {:?}", self.seen);
+                }
+            }
+        }
+    }
+
+    /// Waits (at most 10 s) for the exit; returns the code and all of the output.
+    pub fn finish(mut self) -> Run {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("did not exit; output so far: {:?}", self.seen);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(2)) {
+            self.seen.push(l);
+        }
+        let mut stdout = self.seen.join("\n");
+        stdout.push('\n');
+        Run {
+            code: status.code(),
+            stdout,
+            stderr: self.stderr.take().unwrap().join().unwrap(),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
