@@ -11,6 +11,9 @@ pub struct Features {
     pub user_namespaces: bool,
     /// Why user namespaces look unavailable, when they do.
     pub user_namespaces_detail: Option<String>,
+    /// macOS: /usr/bin/sandbox-exec is there to run a Seatbelt profile.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub seatbelt: bool,
     pub in_container: Option<String>,
     pub euid: u32,
     /// Layers switched off by the test-only JAIL_TEST_DISABLE variable.
@@ -36,10 +39,11 @@ pub fn detect(try_userns: bool) -> Features {
     let mut f = Features {
         kernel,
         arch: std::env::consts::ARCH,
-        landlock_abi: crate::linux::sys::landlock_abi(),
-        seccomp: crate::linux::sys::seccomp_filters_supported(),
+        landlock_abi: kernel_layers().0,
+        seccomp: kernel_layers().1,
         user_namespaces: userns,
         user_namespaces_detail: detail,
+        seatbelt: cfg!(target_os = "macos") && std::path::Path::new("/usr/bin/sandbox-exec").is_file(),
         // Only `jail probe` shows it; a launch does not pay for the file reads.
         in_container: if try_userns { container_guess() } else { None },
         euid,
@@ -47,6 +51,20 @@ pub fn detect(try_userns: bool) -> Features {
     };
     apply_test_switches(&mut f);
     f
+}
+
+/// Landlock's ABI and whether seccomp filters can be installed.
+#[cfg(target_os = "linux")]
+fn kernel_layers() -> (u32, bool) {
+    (
+        crate::linux::sys::landlock_abi(),
+        crate::linux::sys::seccomp_filters_supported(),
+    )
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kernel_layers() -> (u32, bool) {
+    (0, false)
 }
 
 #[cfg(feature = "test-hooks")]
@@ -76,6 +94,9 @@ fn read_num(path: &str) -> Option<i64> {
 }
 
 fn userns_sysctls(euid: u32) -> (bool, Option<String>) {
+    if !cfg!(target_os = "linux") {
+        return (false, Some("not Linux".into()));
+    }
     if !std::path::Path::new("/proc/self/ns/user").exists() {
         return (false, Some("kernel built without user namespaces".into()));
     }
@@ -99,6 +120,12 @@ fn userns_sysctls(euid: u32) -> (bool, Option<String>) {
 /// Does what a launch needs of the namespaces, in a throwaway child: create them, then, as pid 1
 /// of the new pid namespace, make the mounts private and mount a fresh /proc (refused where the
 /// /proc we have is partly covered, as in Docker, or where an LSM forbids mounting).
+#[cfg(not(target_os = "linux"))]
+fn try_create_userns() -> Result<(), String> {
+    Err("not Linux".into())
+}
+
+#[cfg(target_os = "linux")]
 fn try_create_userns() -> Result<(), String> {
     // SAFETY: the children only make syscalls and _exit; jail is single-threaded when probing.
     match unsafe { nix::unistd::fork() } {

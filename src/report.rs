@@ -20,6 +20,9 @@ pub struct Layers {
     pub mount: bool,
     pub landlock: bool,
     pub seccomp: bool,
+    /// macOS: the policy as a Seatbelt profile (files and network, no syscall filter).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub seatbelt: bool,
 }
 
 impl Layers {
@@ -28,6 +31,7 @@ impl Layers {
             mount: f.user_namespaces,
             landlock: f.landlock_abi > 0,
             seccomp: f.seccomp,
+            seatbelt: f.seatbelt,
         }
     }
 
@@ -43,13 +47,19 @@ impl Layers {
 
     /// Whether at least one layer protects files.
     pub fn files_protected(&self) -> bool {
-        self.mount || self.landlock
+        self.mount || self.landlock || self.seatbelt
     }
 }
 
 /// What the run cannot enforce with these layers, each as a short named gap.
 pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
     let mut out = Vec::new();
+    if layers.seatbelt {
+        out.push("no syscall filter (Seatbelt only): ptrace, mount and the like are left to macOS".into());
+        out.push("processes not isolated (no pid namespace)".into());
+        out.push("no private /tmp: TMPDIR names a private directory, /tmp is the host's".into());
+        return out;
+    }
     if !layers.mount {
         out.push("metadata not confined (chmod, chown, utimes, xattrs on read-only paths)".into());
         out.push("hidden paths are unreadable but their names can be listed".into());
@@ -138,9 +148,21 @@ pub fn check_level(
                 .unwrap_or("user namespaces cannot be created")
         )
     };
-    let missing_landlock =
-        || "Landlock unavailable (kernel < 5.13 or not enabled at boot)".to_string();
-    let missing_seccomp = || "seccomp filters unavailable".to_string();
+    let linux = cfg!(target_os = "linux");
+    let missing_landlock = || {
+        if linux {
+            "Landlock unavailable (kernel < 5.13 or not enabled at boot)".to_string()
+        } else {
+            "Landlock unavailable (not Linux)".to_string()
+        }
+    };
+    let missing_seccomp = || {
+        if linux {
+            "seccomp filters unavailable".to_string()
+        } else {
+            "seccomp filters unavailable (not Linux)".to_string()
+        }
+    };
     let fail = |required: &str, missing: String| {
         Err(JailError::LevelNotMet {
             required: required.into(),
@@ -164,13 +186,16 @@ pub fn check_level(
         _ => {}
     }
     if !layers.files_protected() && !allow_unconfined {
+        let why = if cfg!(target_os = "macos") {
+            "no Seatbelt: /usr/bin/sandbox-exec is missing".to_string()
+        } else if linux {
+            format!("{}; {}", missing_mount(), missing_landlock())
+        } else {
+            format!("no sandbox for {} in this build", std::env::consts::OS)
+        };
         return fail(
             "partial",
-            format!(
-                "no layer can protect files here ({}; {}); --allow-unconfined runs anyway",
-                missing_mount(),
-                missing_landlock()
-            ),
+            format!("no layer can protect files here ({why}); --allow-unconfined runs anyway"),
         );
     }
     Ok(())
@@ -216,6 +241,9 @@ pub fn probe_text(f: &Features, layers: &Layers) -> String {
         yes(layers.landlock),
         yes(layers.seccomp)
     ));
+    if cfg!(target_os = "macos") {
+        s.push_str(&format!("seatbelt:         {}\n", yes(layers.seatbelt)));
+    }
     let level = match layers.level() {
         Level::Full => "full",
         Level::Partial => "partial",

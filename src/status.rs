@@ -155,9 +155,12 @@ pub fn notice_text(s: &Summary) -> String {
 /// Where the policy file is: the mount view's fixed place when there is one (JAIL_POLICY can be
 /// changed by anyone), else JAIL_POLICY (a sealed memfd without the mount view).
 fn policy_path() -> Option<String> {
-    let fixed = crate::linux::mounts::POLICY_FILE;
-    if std::path::Path::new(fixed).exists() {
-        return Some(fixed.to_string());
+    #[cfg(target_os = "linux")]
+    {
+        let fixed = crate::linux::mounts::POLICY_FILE;
+        if std::path::Path::new(fixed).exists() {
+            return Some(fixed.to_string());
+        }
     }
     std::env::var("JAIL_POLICY").ok().filter(|p| !p.is_empty())
 }
@@ -168,6 +171,7 @@ pub fn read_policy_file() -> Option<PolicyFile> {
     serde_json::from_str(&text).ok()
 }
 
+#[cfg(target_os = "linux")]
 /// The fixed policy file sits on jail's own /dev: a read-only tmpfs. Anyone else's /dev is a
 /// writable devtmpfs, so a file planted there fails this.
 fn on_sealed_dev(path: &str) -> bool {
@@ -190,6 +194,7 @@ struct Check {
     detail: String,
 }
 
+#[cfg(target_os = "linux")]
 fn status_field(name: &str) -> Option<String> {
     let text = std::fs::read_to_string("/proc/self/status").ok()?;
     text.lines().find_map(|l| {
@@ -200,6 +205,7 @@ fn status_field(name: &str) -> Option<String> {
 }
 
 /// Creating an unnamed file in / must be refused inside any jail (a read-only mount, or Landlock).
+#[cfg(target_os = "linux")]
 fn write_probe() -> Result<(), std::io::Error> {
     // SAFETY: open with O_TMPFILE creates no name; the descriptor is closed at once.
     let fd = unsafe {
@@ -217,7 +223,21 @@ fn write_probe() -> Result<(), std::io::Error> {
     Ok(())
 }
 
+/// Creating a file in / must be refused inside a jail (Seatbelt denies it); one that could be
+/// made is removed again.
+#[cfg(not(target_os = "linux"))]
+fn write_probe() -> Result<(), std::io::Error> {
+    let probe = "/.jail-status-probe";
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(probe)?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
 /// jail's policy memfd (no mount view): named jail-policy and sealed against writing.
+#[cfg(target_os = "linux")]
 fn is_sealed_memfd(path: &str) -> bool {
     use std::os::fd::AsRawFd;
     let named = std::fs::read_link(path)
@@ -234,8 +254,9 @@ fn is_sealed_memfd(path: &str) -> bool {
 /// Whether the policy file could be changed: a sealed memfd (no mount view) refuses writes
 /// though it opens for writing; a file is tried by opening it for appending.
 fn can_be_written(path: &str) -> bool {
-    use std::os::fd::AsRawFd;
+    #[cfg(target_os = "linux")]
     if let Ok(f) = std::fs::File::open(path) {
+        use std::os::fd::AsRawFd;
         // SAFETY: F_GET_SEALS only reads the seals of an open descriptor.
         let seals = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GET_SEALS) };
         if seals >= 0 && seals & libc::F_SEAL_WRITE != 0 {
@@ -243,6 +264,26 @@ fn can_be_written(path: &str) -> bool {
         }
     }
     std::fs::OpenOptions::new().append(true).open(path).is_ok()
+}
+
+/// What only Linux can check: no_new_privs, and a seccomp filter where the kernel has them.
+#[cfg(target_os = "linux")]
+fn linux_checks(checks: &mut Vec<Check>, file: Option<&PolicyFile>) {
+    let nnp = status_field("NoNewPrivs");
+    checks.push(Check {
+        name: "no_new_privs",
+        ok: nnp.as_deref() == Some("1"),
+        detail: format!("NoNewPrivs: {}", nnp.unwrap_or_default()),
+    });
+    // A policy may claim no seccomp only where the kernel has none (else it is forged).
+    let wants_seccomp = file.map(|f| f.layers.seccomp).unwrap_or(true)
+        || crate::linux::sys::seccomp_filters_supported();
+    let seccomp = status_field("Seccomp");
+    checks.push(Check {
+        name: "seccomp filter",
+        ok: !wants_seccomp || seccomp.as_deref() == Some("2"),
+        detail: format!("Seccomp: {}", seccomp.unwrap_or_default()),
+    });
 }
 
 /// Runs the checks; prints the verdict; returns 0 inside a jail and 1 outside.
@@ -260,9 +301,14 @@ pub fn status(json: bool) -> i32 {
         },
     });
     let writable_file = !path.is_empty() && can_be_written(&path);
-    let fixed = path == crate::linux::mounts::POLICY_FILE;
-    let sealed_dev = fixed && on_sealed_dev(&path);
-    let memfd = !fixed && is_sealed_memfd(&path);
+    #[cfg(target_os = "linux")]
+    let (fixed, sealed_dev, memfd) = {
+        let fixed = path == crate::linux::mounts::POLICY_FILE;
+        (fixed, fixed && on_sealed_dev(&path), !fixed && is_sealed_memfd(&path))
+    };
+    // Seatbelt: the file in jail's run directory, which the profile keeps read-only.
+    #[cfg(not(target_os = "linux"))]
+    let (fixed, sealed_dev, memfd) = (true, true, false);
     checks.push(Check {
         name: "policy file read-only",
         ok: file.is_some() && !writable_file && (sealed_dev || memfd),
@@ -280,21 +326,8 @@ pub fn status(json: bool) -> i32 {
             String::new()
         },
     });
-    let nnp = status_field("NoNewPrivs");
-    checks.push(Check {
-        name: "no_new_privs",
-        ok: nnp.as_deref() == Some("1"),
-        detail: format!("NoNewPrivs: {}", nnp.unwrap_or_default()),
-    });
-    // A policy may claim no seccomp only where the kernel has none (else it is forged).
-    let wants_seccomp = file.as_ref().map(|f| f.layers.seccomp).unwrap_or(true)
-        || crate::linux::sys::seccomp_filters_supported();
-    let seccomp = status_field("Seccomp");
-    checks.push(Check {
-        name: "seccomp filter",
-        ok: !wants_seccomp || seccomp.as_deref() == Some("2"),
-        detail: format!("Seccomp: {}", seccomp.unwrap_or_default()),
-    });
+    #[cfg(target_os = "linux")]
+    linux_checks(&mut checks, file.as_ref());
     let probe = write_probe();
     checks.push(Check {
         name: "writes refused",

@@ -8,6 +8,8 @@ pub mod seatbelt;
 
 #[cfg(target_os = "macos")]
 pub mod exec;
+#[cfg(target_os = "macos")]
+pub mod launch;
 
 #[cfg(test)]
 mod tests;

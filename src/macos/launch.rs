@@ -1,0 +1,67 @@
+//! The macOS launch: the policy as a Seatbelt profile, the level it gives, and the run.
+
+use serde::Serialize;
+
+use super::exec;
+use super::seatbelt::{self, Params};
+use crate::cli::RunArgs;
+use crate::error::JailError;
+use crate::policy::Policy;
+use crate::probe::{self, Features};
+use crate::report::{self, Layers};
+use crate::status;
+
+#[derive(Serialize)]
+struct DryRun<'a> {
+    policy: &'a Policy,
+    features: &'a Features,
+    layers: Layers,
+    level: report::Level,
+    gaps: &'a [String],
+    seatbelt_profile: Option<String>,
+}
+
+pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
+    let policy = crate::prepare(args, !args.dry_run)?;
+    let features = probe::detect(false);
+    let layers = Layers::from_features(&features);
+    let gaps = report::gaps(&policy, &layers, &features);
+    if args.dry_run {
+        let params = Params {
+            tmp_dir: std::env::temp_dir().join("jail-RUN/tmp"),
+            ttys: Vec::new(),
+        };
+        let out = DryRun {
+            policy: &policy,
+            features: &features,
+            layers,
+            level: layers.level(),
+            gaps: &gaps,
+            seatbelt_profile: seatbelt::profile(&policy, &params).ok(),
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).expect("serializable")
+        );
+        return Ok(0);
+    }
+    report::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
+    if args.notice {
+        eprintln!("{}", status::notice_text(&status::Summary::of(&policy)));
+    }
+    if !layers.seatbelt {
+        eprintln!(
+            "jail: warning: UNCONFINED (--allow-unconfined): no Seatbelt (/usr/bin/sandbox-exec \
+             is missing); nothing is enforced"
+        );
+        return crate::unconfined::run(&policy);
+    }
+    // Seatbelt is one layer: say once per run what it leaves open.
+    eprintln!(
+        "jail: note: macOS Seatbelt (level partial); gaps: {}",
+        gaps.join("; ")
+    );
+    let file = status::PolicyFile::new(&policy, &layers, gaps);
+    let json = serde_json::to_string_pretty(&file).expect("serializable");
+    exec::run(&policy, &json)
+}
