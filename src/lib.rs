@@ -349,7 +349,6 @@ fn create_private_dir(path: &std::path::Path) -> std::io::Result<()> {
         .create(path)
 }
 
-
 /// Runs the command confined by what this system offers.
 #[cfg(target_os = "linux")]
 fn launch(args: &RunArgs) -> Result<i32, JailError> {

@@ -43,7 +43,8 @@ pub fn detect(try_userns: bool) -> Features {
         seccomp: kernel_layers().1,
         user_namespaces: userns,
         user_namespaces_detail: detail,
-        seatbelt: cfg!(target_os = "macos") && std::path::Path::new("/usr/bin/sandbox-exec").is_file(),
+        seatbelt: cfg!(target_os = "macos")
+            && std::path::Path::new("/usr/bin/sandbox-exec").is_file(),
         // Only `jail probe` shows it; a launch does not pay for the file reads.
         in_container: if try_userns { container_guess() } else { None },
         euid,

@@ -55,7 +55,10 @@ impl Layers {
 pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
     let mut out = Vec::new();
     if layers.seatbelt {
-        out.push("no syscall filter (Seatbelt only): ptrace, mount and the like are left to macOS".into());
+        out.push(
+            "no syscall filter (Seatbelt only): ptrace, mount and the like are left to macOS"
+                .into(),
+        );
         out.push("processes not isolated (no pid namespace)".into());
         out.push("no private /tmp: TMPDIR names a private directory, /tmp is the host's".into());
         return out;

@@ -304,7 +304,11 @@ pub fn status(json: bool) -> i32 {
     #[cfg(target_os = "linux")]
     let (fixed, sealed_dev, memfd) = {
         let fixed = path == crate::linux::mounts::POLICY_FILE;
-        (fixed, fixed && on_sealed_dev(&path), !fixed && is_sealed_memfd(&path))
+        (
+            fixed,
+            fixed && on_sealed_dev(&path),
+            !fixed && is_sealed_memfd(&path),
+        )
     };
     // Seatbelt: the file in jail's run directory, which the profile keeps read-only.
     #[cfg(not(target_os = "linux"))]

@@ -1050,3 +1050,48 @@ fn the_ci_scripts_build_jail_from_the_checkout_they_live_in() {
         )
     );
 }
+
+/// Neither user namespaces nor Landlock (Docker's profile on an old kernel, forced here): no
+/// layer protects files, so the default refuses; `--allow-unconfined` is the only way to run,
+/// and every such run says so. The write that then succeeds shows the warning is not idle.
+#[test]
+fn with_no_layer_for_files_jail_refuses_unless_allow_unconfined_and_then_warns_every_run() {
+    if !full_level_or_skip("unconfined") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "unconfined");
+        let f = fx.p("repo/file.txt");
+        let write = ["--ro", &fx.p("repo"), "--", "/bin/sh", "-c"];
+        let script = format!("echo RAN; echo changed > {f}");
+        let mut args: Vec<&str> = write.to_vec();
+        args.push(&script);
+        let refused = jail_in(&fx, Outer::Docker, "landlock", &args);
+        assert_refused(
+            &refused,
+            &format!("{who:?} no layer"),
+            &["no layer can protect files", "--allow-unconfined"],
+        );
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "original\n");
+        for round in 0..2 {
+            let mut args = vec!["--allow-unconfined"];
+            args.extend(write);
+            args.push(&script);
+            let run = jail_in(&fx, Outer::Docker, "landlock", &args);
+            assert_eq!(
+                run.stdout,
+                "RAN\n",
+                "{who:?} round {round}: {}",
+                run.describe()
+            );
+            let w = warnings(&run);
+            assert!(
+                w.len() == 1 && w[0].contains("UNCONFINED") && w[0].contains("landlock"),
+                "{who:?} round {round}: {}",
+                run.describe()
+            );
+            assert_eq!(std::fs::read_to_string(&f).unwrap(), "changed\n");
+            std::fs::write(&f, "original\n").unwrap();
+        }
+    }
+}

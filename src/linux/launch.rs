@@ -82,7 +82,6 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         eprintln!("{}", status::notice_text(&status::Summary::of(&policy)));
     }
     let conf = confinement(&policy, plans, &layers, &features)?;
-    warn_if_degraded(&policy, &layers, &features);
     tracing::info!(level = ?layers.level(), ?layers, "launching {:?}", policy.command);
     let code = run_supervised(&policy, conf, layers, features, args.allow_unconfined)?;
     if !quarantine_created_protected(&policy) {
@@ -116,7 +115,6 @@ fn run_supervised(
                 &layers,
                 &features,
             )?;
-            warn_if_degraded(policy, &layers, &features);
             match super::supervisor::run(policy, &conf)? {
                 Outcome::Exited(code) => Ok(code),
                 Outcome::NoNamespaces(_) => unreachable!("no namespaces are requested"),
@@ -229,13 +227,15 @@ fn confinement(
         seccomp: plans.seccomp.as_ref().map(seccomp::build).transpose()?,
         envp,
         policy_json,
+        warning: degraded_warning(policy, layers, features),
     })
 }
 
-/// Never run half-confined without saying so.
-fn warn_if_degraded(policy: &Policy, layers: &Layers, f: &Features) {
+/// Never run half-confined without saying so: the line the supervisor prints once the layers
+/// are known to hold (not before a fallback that may still refuse the run).
+fn degraded_warning(policy: &Policy, layers: &Layers, f: &Features) -> Option<String> {
     if layers.level() == report::Level::Full {
-        return;
+        return None;
     }
     let missing: Vec<&str> = [
         (!layers.mount).then_some("mount view"),
@@ -247,15 +247,14 @@ fn warn_if_degraded(policy: &Policy, layers: &Layers, f: &Features) {
     .collect();
     let gaps = report::gaps(policy, layers, f);
     if !layers.files_protected() {
-        eprintln!(
+        return Some(format!(
             "jail: warning: UNCONFINED (--allow-unconfined): no layer protects files; missing {}",
             missing.join(", ")
-        );
-        return;
+        ));
     }
-    eprintln!(
+    Some(format!(
         "jail: warning: partial confinement, missing {}; gaps: {}",
         missing.join(", "),
         gaps.join("; ")
-    );
+    ))
 }

@@ -66,6 +66,9 @@ pub struct Confinement {
     pub envp: Vec<CString>,
     /// The resolved policy as JSON (the file JAIL_POLICY names).
     pub policy_json: String,
+    /// Printed once this confinement is known to be built, before the command runs: what a
+    /// degraded run lacks.
+    pub warning: Option<String>,
 }
 
 /// The namespaces could not be created (user namespaces disabled, or not permitted here).
@@ -178,6 +181,9 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                     };
                 }
                 status = Some(ready_read);
+                if let Some(w) = &conf.warning {
+                    eprintln!("{w}");
+                }
                 // Only now: a non-dumpable process's /proc files belong to root, and the maps
                 // above had to be written through them.
                 privileges::set_not_dumpable()?;
@@ -189,6 +195,9 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
             }
         }
     } else {
+        if let Some(w) = &conf.warning {
+            eprintln!("{w}");
+        }
         // No pid namespace: become the reaper of every orphan in the tree so it can be killed.
         nix::sys::prctl::set_child_subreaper(true).map_err(|e| io("PR_SET_CHILD_SUBREAPER", &e))?;
         // SAFETY: single-threaded, as above.
