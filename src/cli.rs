@@ -132,6 +132,22 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_unix_sockets: bool,
 
+    /// Network: `host` (default), `none` (loopback only), `connect=PORTS` / `bind=PORTS` (TCP
+    /// ports, Landlock), `allow=DOMAINS` (only those names, through jail's proxy; `*.` wildcards)
+    /// and `allow-host=IP:PORT`. Repeatable; replaces the profile's `net`.
+    #[arg(long = "net", value_name = "RULE")]
+    pub net: Vec<String>,
+
+    /// Write a JSON report of the run to FILE at the end (also when the command is killed or
+    /// times out): files changed under the writable paths, accesses Landlock refused, network
+    /// decisions, the layers that held. FILE must not be writable inside the jail.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
+    /// Print a one-line summary of the run to stderr at the end (changes, denials, network).
+    #[arg(long)]
+    pub summary: bool,
+
     /// Run even when no layer can protect files (level none), with a warning on every run.
     #[arg(long)]
     pub allow_unconfined: bool,
@@ -168,6 +184,9 @@ impl RunArgs {
             timeout: None,
             allow_userns: false,
             allow_unix_sockets: false,
+            net: vec![],
+            report: None,
+            summary: false,
             allow_unconfined: false,
             dry_run: true,
             verbose: 0,

@@ -1,14 +1,19 @@
 //! jail: confine a command, and everything it starts, with a read-only mount view, Landlock and
 //! seccomp. The binary is a thin shell over [`run_cli`].
 
+#[cfg(target_os = "linux")]
+pub mod changes;
 pub mod cli;
 pub mod error;
 #[cfg(target_os = "linux")]
 pub mod linux;
 pub mod macos;
+pub mod net;
 pub mod policy;
 pub mod probe;
 pub mod report;
+#[cfg(target_os = "linux")]
+pub mod run_report;
 pub mod status;
 // Used where no sandbox exists; unit-tested everywhere.
 #[cfg_attr(target_os = "linux", allow(dead_code))]
@@ -230,6 +235,10 @@ fn resolved_toml(r: &Resolved) -> String {
     if let Some(t) = &o.timeout {
         out.push_str(&format!("timeout = {}\n", q(t)));
     }
+    if let Some(rules) = &o.net {
+        let items: Vec<String> = rules.iter().map(|s| q(s)).collect();
+        out.push_str(&format!("net = [{}]\n", items.join(", ")));
+    }
     out
 }
 
@@ -322,6 +331,12 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         timeout,
         allow_userns: args.allow_userns || o.allow_userns.unwrap_or(false),
         allow_unix_sockets: args.allow_unix_sockets || o.allow_unix_sockets.unwrap_or(false),
+        net: if args.net.is_empty() {
+            net::NetPolicy::parse(o.net.as_deref().unwrap_or_default())
+                .map_err(|e| JailError::BadInput(format!("profile {}: net {e}", prof.name)))?
+        } else {
+            net::NetPolicy::parse(&args.net).map_err(|e| JailError::BadInput(e.to_string()))?
+        },
         command: args.command.clone(),
         profile: prof.name.clone(),
         home: home.clone(),

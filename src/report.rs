@@ -120,6 +120,20 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
                 .into(),
         );
     }
+    match &policy.net {
+        crate::net::NetPolicy::Ports { .. } => out.push(
+            "network: TCP limited by port, to any host; UDP and other non-TCP sockets refused \
+             (name lookups over UDP fail)"
+                .into(),
+        ),
+        crate::net::NetPolicy::Proxy { .. } if !layers.mount => out.push(
+            "network: no namespace of its own: TCP to the proxy's port of any host is possible; \
+             UDP refused"
+                .into(),
+        ),
+        crate::net::NetPolicy::Host => {}
+        _ => {}
+    }
     for root in &policy.protected_search_truncated {
         out.push(format!(
             "protected names searched only partly under {} (too many directories)",

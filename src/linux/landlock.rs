@@ -37,6 +37,14 @@ pub struct LandlockPlan {
     pub scope_signals: bool,
     /// Refuse connecting to abstract unix sockets created outside the sandbox (ABI 6).
     pub scope_abstract_unix: bool,
+    /// TCP ports the command may connect to (`--net connect=`), or `None` when connecting is not
+    /// restricted by Landlock (ABI 4). An empty list refuses every TCP connect.
+    pub tcp_connect: Option<Vec<u16>>,
+    /// TCP ports the command may bind (`--net bind=`), likewise.
+    pub tcp_bind: Option<Vec<u16>>,
+    /// Log the command's denials to the kernel's audit (ABI 7) for the run report. Off otherwise:
+    /// then not even jail's own denials before its execve go to the host's audit log.
+    pub log_denials: bool,
     /// What this layer alone cannot express exactly.
     pub notes: Vec<String>,
 }
@@ -155,6 +163,9 @@ pub fn compile(
         rules: if filesystem { rules } else { Vec::new() },
         scope_signals: abi >= 6,
         scope_abstract_unix: abi >= 6,
+        tcp_connect: None,
+        tcp_bind: None,
+        log_denials: false,
         notes,
     }
 }
@@ -249,8 +260,8 @@ pub struct LandlockApplied {
 /// get a rule of their own so that reopening them through /dev/stdout keeps working.
 pub fn apply(plan: &LandlockPlan, open_fds: &[i32]) -> Result<LandlockApplied, JailError> {
     use landlock::{
-        ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
-        RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+        ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+        Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
     };
     let abi = match plan.abi {
         1 => ABI::V1,
@@ -265,7 +276,8 @@ pub fn apply(plan: &LandlockPlan, open_fds: &[i32]) -> Result<LandlockApplied, J
         BitFlags::<AccessFs>::from_bits_truncate(r.0 as u64) & AccessFs::from_all(abi)
     };
     let err = |step: &str, e: &dyn std::fmt::Display| JailError::layer("landlock", step, e);
-    if !(plan.filesystem || plan.scope_signals || plan.scope_abstract_unix) {
+    let net = plan.tcp_connect.is_some() || plan.tcp_bind.is_some();
+    if !(plan.filesystem || plan.scope_signals || plan.scope_abstract_unix || net) {
         return Ok(LandlockApplied {
             rules: 0,
             skipped_missing: 0,
@@ -276,6 +288,19 @@ pub fn apply(plan: &LandlockPlan, open_fds: &[i32]) -> Result<LandlockApplied, J
         ruleset = ruleset
             .handle_access(AccessFs::from_all(abi))
             .map_err(|e| err("handle access", &e))?;
+    }
+    if net {
+        let mut handled = BitFlags::<AccessNet>::empty();
+        if plan.tcp_connect.is_some() {
+            handled |= AccessNet::ConnectTcp;
+        }
+        if plan.tcp_bind.is_some() {
+            handled |= AccessNet::BindTcp;
+        }
+        // HardRequirement above: on a kernel before ABI 4 this fails, and the launch with it.
+        ruleset = ruleset
+            .handle_access(handled)
+            .map_err(|e| err("handle TCP access (needs Landlock ABI 4)", &e))?;
     }
     if plan.scope_signals || plan.scope_abstract_unix {
         let mut scopes = BitFlags::<Scope>::empty();
@@ -288,6 +313,23 @@ pub fn apply(plan: &LandlockPlan, open_fds: &[i32]) -> Result<LandlockApplied, J
         ruleset = ruleset.scope(scopes).map_err(|e| err("scope", &e))?;
     }
     let mut created = ruleset.create().map_err(|e| err("create ruleset", &e))?;
+    if plan.abi >= 7 {
+        // Denials after the execve are logged only when asked for (LOG_NEW_EXEC_ON).
+        created = created
+            .log_same_exec(plan.log_denials)
+            .and_then(|c| c.log_new_exec(plan.log_denials))
+            .map_err(|e| err("audit log flags", &e))?;
+    }
+    for (ports, access) in [
+        (&plan.tcp_connect, AccessNet::ConnectTcp),
+        (&plan.tcp_bind, AccessNet::BindTcp),
+    ] {
+        for &port in ports.iter().flatten() {
+            created = created
+                .add_rule(NetPort::new(port, access))
+                .map_err(|e| err(&format!("TCP port {port}"), &e))?;
+        }
+    }
     let mut applied = LandlockApplied {
         rules: 0,
         skipped_missing: 0,

@@ -8,10 +8,14 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::supervisor::{Confinement, Outcome};
+use std::sync::Arc;
+
+use super::recorder::Recorder;
+use super::supervisor::{Confinement, NetSetup, Outcome, RunEnd};
 use super::{landlock, mounts, seccomp};
 use crate::cli::RunArgs;
 use crate::error::{EXIT_JAIL_ERROR, JailError};
+use crate::net::{self, NetPolicy};
 use crate::policy::{self, Policy};
 use crate::probe::{self, Features};
 use crate::report::{self, Layers};
@@ -25,6 +29,7 @@ struct DryRun<'a> {
     layers: Layers,
     level: report::Level,
     gaps: Vec<String>,
+    net: &'a NetPlan,
     mount: Option<&'a mounts::MountPlan>,
     landlock: Option<&'a landlock::LandlockPlan>,
     seccomp: Option<&'a seccomp::SeccompPlan>,
@@ -36,14 +41,126 @@ struct Plans {
     seccomp: Option<seccomp::SeccompPlan>,
 }
 
-fn compile(policy: &Policy, layers: &Layers, f: &Features) -> Plans {
+fn compile(policy: &Policy, layers: &Layers, f: &Features, net: &NetPlan) -> Plans {
     Plans {
         mount: layers.mount.then(|| mounts::compile(policy)),
-        landlock: layers
-            .landlock
-            .then(|| landlock::compile(policy, f.landlock_abi, layers.mount, &landlock::list_dir)),
-        seccomp: layers.seccomp.then(|| seccomp::compile(policy)),
+        landlock: layers.landlock.then(|| {
+            let mut plan =
+                landlock::compile(policy, f.landlock_abi, layers.mount, &landlock::list_dir);
+            plan.tcp_connect = net.tcp_connect.clone();
+            plan.tcp_bind = net.tcp_bind.clone();
+            plan
+        }),
+        seccomp: layers
+            .seccomp
+            .then(|| seccomp::compile(policy, net.tcp_only)),
     }
+}
+
+/// The port jail's proxy listens on inside the command's own network namespace.
+pub const PROXY_PORT: u16 = 3128;
+
+/// How the network policy is enforced with the layers this run has.
+#[derive(Debug, Clone, Serialize)]
+pub struct NetPlan {
+    /// A network namespace of its own (comes with the user namespace of the mount view).
+    pub namespace: bool,
+    /// The proxy's address as the command reaches it.
+    pub proxy: Option<std::net::SocketAddr>,
+    pub tcp_connect: Option<Vec<u16>>,
+    pub tcp_bind: Option<Vec<u16>>,
+    /// UDP, raw and other non-TCP sockets over IP refused (seccomp), because Landlock's TCP
+    /// rules in the host's network are all that holds the policy.
+    pub tcp_only: bool,
+}
+
+/// Chooses the enforcement of `policy.net`, or refuses: never a silently open network.
+/// `fallback_listener` is the proxy's socket on the host's loopback when there is no namespace.
+fn net_plan(
+    policy: &Policy,
+    layers: &Layers,
+    f: &Features,
+    fallback_listener: Option<&std::net::TcpListener>,
+) -> Result<NetPlan, JailError> {
+    let namespace = layers.mount;
+    let mut plan = NetPlan {
+        namespace: false,
+        proxy: None,
+        tcp_connect: None,
+        tcp_bind: None,
+        tcp_only: false,
+    };
+    let value = policy.net.summary();
+    let need_tcp_rules = |plan: &mut NetPlan| -> Result<(), JailError> {
+        if !layers.landlock || f.landlock_abi < 4 {
+            return Err(JailError::layer(
+                "network",
+                format!("--net {value}"),
+                format!(
+                    "Landlock TCP rules need ABI 4 (Linux 6.7); this kernel has {}",
+                    if layers.landlock {
+                        format!("ABI {}", f.landlock_abi)
+                    } else {
+                        "no Landlock".into()
+                    }
+                ),
+            ));
+        }
+        if !layers.seccomp {
+            return Err(JailError::layer(
+                "network",
+                format!("--net {value}"),
+                "seccomp filters are needed to refuse UDP and other non-TCP sockets",
+            ));
+        }
+        plan.tcp_only = true;
+        Ok(())
+    };
+    match &policy.net {
+        NetPolicy::Host => {}
+        NetPolicy::None if namespace => plan.namespace = true,
+        NetPolicy::None => {
+            // No namespace: refuse every TCP connect and bind, and every other inet socket.
+            need_tcp_rules(&mut plan)?;
+            plan.tcp_connect = Some(Vec::new());
+            plan.tcp_bind = Some(Vec::new());
+        }
+        NetPolicy::Ports { connect, bind } => {
+            need_tcp_rules(&mut plan)?;
+            plan.tcp_connect = connect.clone();
+            plan.tcp_bind = bind.clone();
+        }
+        NetPolicy::Proxy { .. } if namespace => {
+            plan.namespace = true;
+            plan.proxy = Some(std::net::SocketAddr::from(([127, 0, 0, 1], PROXY_PORT)));
+        }
+        NetPolicy::Proxy { .. } => {
+            if policy.require != Some(crate::policy::Require::Any) {
+                return Err(JailError::layer(
+                    "network",
+                    format!("--net {value}"),
+                    format!(
+                        "needs a network namespace ({}); --require any runs with TCP limited to \
+                         the proxy's port instead",
+                        f.user_namespaces_detail
+                            .as_deref()
+                            .unwrap_or("user namespaces cannot be created")
+                    ),
+                ));
+            }
+            let listener = fallback_listener.ok_or_else(|| {
+                JailError::layer("network", "proxy", "no listening socket on the host")
+            })?;
+            let addr = listener
+                .local_addr()
+                .map_err(|e| JailError::layer("network", "proxy address", e))?;
+            need_tcp_rules(&mut plan)?;
+            plan.proxy = Some(addr);
+            plan.tcp_connect = Some(vec![addr.port()]);
+            plan.tcp_bind = Some(Vec::new());
+        }
+    }
+    Ok(plan)
 }
 
 pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
@@ -59,7 +176,10 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
     // run would get; a real run tries them by running, and falls back if it must.
     let features = probe::detect(args.dry_run);
     let layers = Layers::from_features(&features);
-    let plans = compile(&policy, &layers, &features);
+    let mut net = NetRuntime::new(&policy)?;
+    net.prepare_fallback(&layers)?;
+    let net_plan = net_plan(&policy, &layers, &features, net.fallback_listener.as_ref())?;
+    let plans = compile(&policy, &layers, &features, &net_plan);
     if args.dry_run {
         let out = DryRun {
             policy: &policy,
@@ -67,6 +187,7 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
             layers,
             level: layers.level(),
             gaps: report::gaps(&policy, &layers, &features),
+            net: &net_plan,
             mount: plans.mount.as_ref(),
             landlock: plans.landlock.as_ref(),
             seccomp: plans.seccomp.as_ref(),
@@ -78,45 +199,166 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         return Ok(0);
     }
     report::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
+    let mut recorder = match (&args.report, args.summary) {
+        (None, false) => None,
+        (path, _) => Some(Recorder::start(path.as_deref(), &policy, &features)?),
+    };
     if args.notice {
         eprintln!("{}", status::notice_text(&status::Summary::of(&policy)));
     }
-    let conf = confinement(&policy, plans, &layers, &features)?;
+    let mut run = RunState {
+        layers,
+        features,
+        net_plan,
+    };
+    let mut conf = confinement(&policy, plans, &run, &net)?;
+    if let Some(r) = &mut recorder {
+        r.arm(&mut conf);
+    }
     tracing::info!(level = ?layers.level(), ?layers, "launching {:?}", policy.command);
-    let code = run_supervised(&policy, conf, layers, features, args.allow_unconfined)?;
-    if !quarantine_created_protected(&policy) {
+    let result = run_supervised(
+        &policy,
+        conf,
+        &mut run,
+        args.allow_unconfined,
+        &mut net,
+        &mut recorder,
+    );
+    let quarantined = result.is_ok() && quarantine_created_protected(&policy);
+    if let Some(r) = recorder {
+        r.finish(
+            &policy,
+            &run,
+            &net,
+            &result,
+            args.report.is_some(),
+            args.summary,
+        )?;
+    }
+    let end = result?;
+    if !quarantined {
         return Ok(EXIT_JAIL_ERROR);
     }
-    Ok(code)
+    Ok(end.code)
+}
+
+/// The layers and network plan a run ends up with (the namespaces may fail at the start).
+pub struct RunState {
+    pub layers: Layers,
+    pub features: Features,
+    pub net_plan: NetPlan,
+}
+
+/// What serves the network policy from outside the sandbox for the whole run: the proxy (with
+/// the record of its decisions) and, without a network namespace, its socket on the host.
+pub struct NetRuntime {
+    pub proxy: Option<Arc<net::proxy::Proxy>>,
+    fallback_listener: Option<std::net::TcpListener>,
+}
+
+impl NetRuntime {
+    fn new(policy: &Policy) -> Result<NetRuntime, JailError> {
+        let allow = net::AllowList::from_policy(&policy.net)
+            .map_err(|e| JailError::BadInput(e.to_string()))?;
+        let proxy = match allow {
+            Some(allow) => Some(Arc::new(net::proxy::Proxy::new(allow, resolver()?))),
+            None => None,
+        };
+        Ok(NetRuntime {
+            proxy,
+            fallback_listener: None,
+        })
+    }
+
+    /// Without a network namespace the proxy listens on the host's loopback, on a port of the
+    /// kernel's choosing that the command's TCP rules then name.
+    fn prepare_fallback(&mut self, layers: &Layers) -> Result<(), JailError> {
+        if self.proxy.is_some() && !layers.mount && self.fallback_listener.is_none() {
+            let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+                .map_err(|e| JailError::layer("network", "proxy listen on 127.0.0.1", e))?;
+            self.fallback_listener = Some(listener);
+        }
+        Ok(())
+    }
+
+    /// How the supervisor sets the network up for `plan`.
+    fn setup(&self, plan: &NetPlan) -> Result<NetSetup, JailError> {
+        let serve = |proxy: &Arc<net::proxy::Proxy>| {
+            let proxy = Arc::clone(proxy);
+            Box::new(move |listener: std::net::TcpListener| {
+                net::proxy::spawn(listener, Arc::clone(&proxy))
+                    .map(|_| ())
+                    .map_err(|e| JailError::layer("network", "start the proxy", e))
+            }) as super::supervisor::ServeProxy
+        };
+        Ok(match (&self.proxy, plan.namespace) {
+            (None, false) => NetSetup::Host,
+            (None, true) => NetSetup::Loopback,
+            (Some(proxy), true) => NetSetup::Proxy {
+                port: PROXY_PORT,
+                serve: serve(proxy),
+            },
+            (Some(proxy), false) => {
+                let listener = self
+                    .fallback_listener
+                    .as_ref()
+                    .ok_or_else(|| JailError::layer("network", "proxy", "no listening socket"))?
+                    .try_clone()
+                    .map_err(|e| JailError::layer("network", "proxy socket", e))?;
+                NetSetup::HostProxy {
+                    listener,
+                    serve: serve(proxy),
+                }
+            }
+        })
+    }
+}
+
+/// Names are resolved by the proxy. Tests name their loopback servers through JAIL_TEST_HOSTS
+/// (test builds only), so that no real resolver is ever asked.
+fn resolver() -> Result<Box<dyn net::proxy::Resolve>, JailError> {
+    #[cfg(feature = "test-hooks")]
+    if let Ok(spec) = std::env::var("JAIL_TEST_HOSTS") {
+        return net::proxy::StaticResolver::parse(&spec)
+            .map(|r| Box::new(r) as Box<dyn net::proxy::Resolve>)
+            .map_err(|e| JailError::BadInput(format!("JAIL_TEST_HOSTS: {e}")));
+    }
+    Ok(Box::new(net::proxy::SystemResolver))
 }
 
 fn run_supervised(
     policy: &Policy,
     conf: Confinement,
-    mut layers: Layers,
-    features: Features,
+    run: &mut RunState,
     allow_unconfined: bool,
-) -> Result<i32, JailError> {
+    net: &mut NetRuntime,
+    recorder: &mut Option<Recorder>,
+) -> Result<RunEnd, JailError> {
     match super::supervisor::run(policy, &conf)? {
-        Outcome::Exited(code) => Ok(code),
+        Outcome::Exited(end) => Ok(end),
         Outcome::NoNamespaces(e) => {
             // User namespaces looked available but could not be used (a container's seccomp
             // profile, an LSM, an outer jail): continue without the mount view only if the
             // policy allows it.
-            let mut features = features;
-            features.user_namespaces = false;
-            features.user_namespaces_detail = Some(format!("clone failed: {}", e.0));
-            layers.mount = false;
+            run.features.user_namespaces = false;
+            run.features.user_namespaces_detail = Some(format!("clone failed: {}", e.0));
+            run.layers.mount = false;
             tracing::info!("no mount view: {}", e.0);
-            report::check_level(policy.require, allow_unconfined, &layers, &features)?;
-            let conf = confinement(
+            report::check_level(policy.require, allow_unconfined, &run.layers, &run.features)?;
+            net.prepare_fallback(&run.layers)?;
+            run.net_plan = net_plan(
                 policy,
-                compile(policy, &layers, &features),
-                &layers,
-                &features,
+                &run.layers,
+                &run.features,
+                net.fallback_listener.as_ref(),
             )?;
+            let plans = compile(policy, &run.layers, &run.features, &run.net_plan);
+            let mut conf = confinement(policy, plans, run, net)?;
+            if let Some(r) = recorder {
+                r.arm(&mut conf);
+            }
             match super::supervisor::run(policy, &conf)? {
-                Outcome::Exited(code) => Ok(code),
+                Outcome::Exited(end) => Ok(end),
                 Outcome::NoNamespaces(_) => unreachable!("no namespaces are requested"),
             }
         }
@@ -193,16 +435,25 @@ fn new_git_dirs(policy: &Policy) -> Vec<PathBuf> {
 fn confinement(
     policy: &Policy,
     plans: Plans,
-    layers: &Layers,
-    features: &Features,
+    run: &RunState,
+    net: &NetRuntime,
 ) -> Result<Confinement, JailError> {
+    let (layers, features, net_plan) = (&run.layers, &run.features, &run.net_plan);
     let file = status::PolicyFile::new(policy, layers, report::gaps(policy, layers, features));
     let policy_json = serde_json::to_string_pretty(&file).expect("serializable");
     let mut envp = Vec::new();
+    let proxy_env = net_plan.proxy.map(net::proxy_env).unwrap_or_default();
     for (k, v) in &policy.env.vars {
         if ["JAIL", "JAIL_PROFILE", "JAIL_POLICY"]
             .iter()
             .any(|n| k.as_os_str() == *n)
+        {
+            continue;
+        }
+        // The proxy's variables replace whatever the caller had (names in either case).
+        if proxy_env
+            .iter()
+            .any(|(name, _)| k.to_string_lossy().eq_ignore_ascii_case(name))
         {
             continue;
         }
@@ -212,6 +463,9 @@ fn confinement(
         if let Ok(c) = CString::new(kv) {
             envp.push(c);
         }
+    }
+    for (k, v) in &proxy_env {
+        envp.push(CString::new(format!("{k}={v}")).expect("no NUL"));
     }
     envp.push(CString::new("JAIL=1").expect("no NUL"));
     envp.push(
@@ -228,6 +482,8 @@ fn confinement(
         envp,
         policy_json,
         warning: degraded_warning(policy, layers, features),
+        net: net.setup(net_plan)?,
+        command_started: None,
     })
 }
 

@@ -1,11 +1,13 @@
 //! The Linux enforcement layers, one module each. Each exposes `compile` (pure, unit-tested) and
 //! `apply` (the only place with syscalls).
 
+pub mod audit;
 pub mod landlock;
 pub mod launch;
 pub mod mounts;
 pub mod privileges;
 pub mod quarantine;
+pub mod recorder;
 pub mod rights;
 pub mod seccomp;
 pub mod supervisor;

@@ -18,7 +18,7 @@ use crate::error::JailError;
 use crate::policy::Policy;
 
 /// When a denied syscall matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum When {
     Always,
@@ -28,6 +28,18 @@ pub enum When {
         mask: u32,
         value: u32,
     },
+    /// Every condition holds (on the low 32 bits of each argument).
+    All(Vec<Cond>),
+}
+
+/// One argument test of [`When::All`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Cond {
+    pub arg: u8,
+    /// Compared as (arg & mask) == value; with `ne`, arg != value (mask must be all ones).
+    pub mask: u32,
+    pub value: u32,
+    pub ne: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -50,7 +62,14 @@ const TIOCSTI: u32 = 0x5412;
 const TIOCLINUX: u32 = 0x541C;
 const CLONE_NEWUSER: u32 = 0x1000_0000;
 const AF_UNIX: u32 = 1;
+const AF_INET: u32 = 2;
+const AF_INET6: u32 = 10;
+const AF_PACKET: u32 = 17;
 const AF_VSOCK: u32 = 40;
+const SOCK_STREAM: u32 = 1;
+/// The socket type is the low four bits of socket()'s second argument (the rest are flags).
+const SOCK_TYPE_MASK: u32 = 0xf;
+const IPPROTO_TCP: u32 = 6;
 
 /// Syscalls refused in every jail.
 const ALWAYS_DENIED: &[&str] = &[
@@ -113,7 +132,11 @@ const X86_ONLY_DENIED: &[&str] = &["iopl", "ioperm", "uselib"];
 #[cfg(not(target_arch = "x86_64"))]
 const X86_ONLY_DENIED: &[&str] = &[];
 
-pub fn compile(policy: &Policy) -> SeccompPlan {
+/// `inet_tcp_only`: the network policy is enforced by Landlock's TCP rules in the host's network
+/// (`--net connect=`/`bind=`, or `none` without a network namespace). Landlock has no rule for
+/// UDP, raw sockets or other protocols over IP (SCTP, MPTCP), so those sockets are refused here:
+/// a DNS query or a datagram to any host would otherwise leave freely.
+pub fn compile(policy: &Policy, inet_tcp_only: bool) -> SeccompPlan {
     let mut deny: Vec<Deny> = ALWAYS_DENIED
         .iter()
         .chain(X86_ONLY_DENIED)
@@ -170,12 +193,70 @@ pub fn compile(policy: &Policy) -> SeccompPlan {
             },
         });
     }
+    if inet_tcp_only {
+        deny.extend(non_tcp_inet_sockets());
+    }
     SeccompPlan {
         arch: std::env::consts::ARCH,
         deny,
         enosys: vec!["clone3"],
         reject_x32: cfg!(target_arch = "x86_64"),
     }
+}
+
+/// socket() calls that make anything but a TCP socket over IPv4 or IPv6, and packet sockets.
+fn non_tcp_inet_sockets() -> Vec<Deny> {
+    let family = |value| Cond {
+        arg: 0,
+        mask: u32::MAX,
+        value,
+        ne: false,
+    };
+    let mut out = vec![Deny {
+        syscall: "socket",
+        when: When::ArgMasked {
+            arg: 0,
+            mask: u32::MAX,
+            value: AF_PACKET,
+        },
+    }];
+    for fam in [AF_INET, AF_INET6] {
+        // Every type but SOCK_STREAM (seccomp has no masked "not equal": list them).
+        for ty in (0..=SOCK_TYPE_MASK).filter(|t| *t != SOCK_STREAM) {
+            out.push(Deny {
+                syscall: "socket",
+                when: When::All(vec![
+                    family(fam),
+                    Cond {
+                        arg: 1,
+                        mask: SOCK_TYPE_MASK,
+                        value: ty,
+                        ne: false,
+                    },
+                ]),
+            });
+        }
+        // A stream socket of another protocol (SCTP, MPTCP): Landlock's TCP rules miss it.
+        out.push(Deny {
+            syscall: "socket",
+            when: When::All(vec![
+                family(fam),
+                Cond {
+                    arg: 2,
+                    mask: u32::MAX,
+                    value: 0,
+                    ne: true,
+                },
+                Cond {
+                    arg: 2,
+                    mask: u32::MAX,
+                    value: IPPROTO_TCP,
+                    ne: true,
+                },
+            ]),
+        });
+    }
+    out
 }
 
 /// The syscall number of `name` on the architecture jail was built for.
@@ -261,10 +342,10 @@ pub fn build(plan: &SeccompPlan) -> Result<Vec<seccompiler::sock_filter>, JailEr
             )
         })?;
         let entry = rules.entry(nr).or_default();
-        match deny.when {
+        match &deny.when {
             // An empty rule list matches the syscall unconditionally.
             When::Always => entry.clear(),
-            When::ArgMasked { arg, mask, value } => {
+            &When::ArgMasked { arg, mask, value } => {
                 let op = if mask == u32::MAX {
                     SeccompCmpOp::Eq
                 } else {
@@ -273,6 +354,21 @@ pub fn build(plan: &SeccompPlan) -> Result<Vec<seccompiler::sock_filter>, JailEr
                 let cond = SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value as u64)
                     .map_err(|e| err("condition", &e))?;
                 entry.push(SeccompRule::new(vec![cond]).map_err(|e| err("rule", &e))?);
+            }
+            When::All(conds) => {
+                let conds = conds
+                    .iter()
+                    .map(|c| {
+                        let op = match (c.ne, c.mask) {
+                            (true, _) => SeccompCmpOp::Ne,
+                            (false, u32::MAX) => SeccompCmpOp::Eq,
+                            (false, m) => SeccompCmpOp::MaskedEq(m as u64),
+                        };
+                        SeccompCondition::new(c.arg, SeccompCmpArgLen::Dword, op, c.value as u64)
+                            .map_err(|e| err("condition", &e))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                entry.push(SeccompRule::new(conds).map_err(|e| err("rule", &e))?);
             }
         }
     }
@@ -375,7 +471,7 @@ mod tests {
 
     #[test]
     fn every_named_syscall_resolves_on_this_architecture() {
-        let plan = compile(&policy(false, false));
+        let plan = compile(&policy(false, false), false);
         for d in &plan.deny {
             assert!(syscall_number(d.syscall).is_some(), "{}", d.syscall);
         }
@@ -384,17 +480,17 @@ mod tests {
 
     #[test]
     fn userns_and_unix_sockets_are_refused_unless_allowed() {
-        let strict = compile(&policy(false, false));
+        let strict = compile(&policy(false, false), false);
         assert!(
             denies(&strict, "mount") && denies(&strict, "unshare") && denies(&strict, "socket")
         );
-        let open = compile(&policy(true, true));
+        let open = compile(&policy(true, true), false);
         assert!(!denies(&open, "mount") && !denies(&open, "unshare"));
         let socket_families = |p: &SeccompPlan| -> Vec<u32> {
             p.deny
                 .iter()
-                .filter_map(|d| match (d.syscall, d.when) {
-                    ("socket", When::ArgMasked { value, .. }) => Some(value),
+                .filter_map(|d| match (d.syscall, &d.when) {
+                    ("socket", When::ArgMasked { value, .. }) => Some(*value),
                     _ => None,
                 })
                 .collect()
@@ -407,7 +503,7 @@ mod tests {
 
     #[test]
     fn terminal_injection_ioctls_are_matched_on_the_low_32_bits() {
-        let plan = compile(&policy(false, false));
+        let plan = compile(&policy(false, false), false);
         let ioctls: Vec<_> = plan.deny.iter().filter(|d| d.syscall == "ioctl").collect();
         assert_eq!(ioctls.len(), 2);
         for d in ioctls {
@@ -456,7 +552,7 @@ mod tests {
 
     #[test]
     fn prelude_checks_arch_first() {
-        let plan = compile(&policy(false, false));
+        let plan = compile(&policy(false, false), false);
         let p = prelude(&plan).unwrap();
         assert_eq!(p[0].k, 4, "loads seccomp_data.arch");
         assert_eq!(p[2].k, libc::SECCOMP_RET_KILL_PROCESS);

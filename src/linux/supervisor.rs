@@ -53,6 +53,9 @@ const SI_USER: i32 = 0;
 
 /// Init's message to the supervisor: the command stopped (Ctrl-Z, SIGTSTP, SIGTTIN).
 const MSG_STOPPED: u8 = b'T';
+/// Init's last message: how the command ended (i32 signal or 0) and the last pid used in the
+/// namespace (u64), both little-endian.
+const MSG_ENDED: u8 = b'E';
 
 /// Time between SIGTERM and SIGKILL when `--timeout` expires.
 const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -66,18 +69,57 @@ pub struct Confinement {
     pub envp: Vec<CString>,
     /// The resolved policy as JSON (the file JAIL_POLICY names).
     pub policy_json: String,
+    /// The network the command gets (`--net`).
+    pub net: NetSetup,
+    /// Called with the command's pid (as the host sees it) once it exists, before it execs; for
+    /// the audit reader, which keeps only the denials of domains that process creates.
+    pub command_started: Option<Box<dyn Fn(i32)>>,
     /// Printed once this confinement is known to be built, before the command runs: what a
     /// degraded run lacks.
     pub warning: Option<String>,
 }
+
+/// What init does to the network before the command starts.
+pub enum NetSetup {
+    /// The host's network, as it is (possibly narrowed by Landlock's TCP rules).
+    Host,
+    /// A network namespace of its own with only loopback, up.
+    Loopback,
+    /// As `Loopback`, plus a listening socket on 127.0.0.1:`port` inside it, made by init before
+    /// the command exists (so no client can race it) and handed to `serve`, which runs the proxy
+    /// in the supervisor, outside the namespace.
+    Proxy { port: u16, serve: ServeProxy },
+    /// No namespace: the proxy listens on the host's loopback (Landlock limits the command's TCP
+    /// to its port); it starts serving once the command is forked.
+    HostProxy {
+        listener: std::net::TcpListener,
+        serve: ServeProxy,
+    },
+}
+
+/// The serving half of the proxy, called with its listening socket.
+pub type ServeProxy = Box<dyn Fn(std::net::TcpListener) -> Result<(), JailError>>;
 
 /// The namespaces could not be created (user namespaces disabled, or not permitted here).
 #[derive(Debug)]
 pub struct NamespacesUnavailable(pub std::io::Error);
 
 pub enum Outcome {
-    Exited(i32),
+    Exited(RunEnd),
     NoNamespaces(NamespacesUnavailable),
+}
+
+/// How the run ended, for jail's exit code and the run report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunEnd {
+    /// jail's exit code: the command's status, 128+N, or 124 on timeout.
+    pub code: i32,
+    pub timed_out: bool,
+    /// The signal that ended the command, when one did.
+    pub signal: Option<i32>,
+    /// Processes the command's tree started (the command included), where known: pids in a
+    /// fresh pid namespace are handed out in order.
+    pub processes: Option<u64>,
 }
 
 fn handled_signals() -> SigSet {
@@ -125,15 +167,29 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
         // ready: init -> supervisor once the view is built ("ok"), or why it was not.
         let (release_read, release_write) = pipe()?;
         let (ready_read, ready_write) = pipe()?;
-        let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+        // Init hands the proxy's listening socket, made inside the new network, over this.
+        let (fd_parent, fd_child) =
+            std::os::unix::net::UnixStream::pair().map_err(|e| io("socketpair", &e))?;
+        // Init names the command's process in a credentials message: the kernel translates its
+        // pid into ours.
+        nix::sys::socket::setsockopt(&fd_parent, nix::sys::socket::sockopt::PassCred, &true)
+            .map_err(|e| io("SO_PASSCRED", &e))?;
+        let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+        if matches!(conf.net, NetSetup::Loopback | NetSetup::Proxy { .. }) {
+            flags |= libc::CLONE_NEWNET;
+        }
         // SAFETY: jail is single-threaded here (no thread is ever started before this point).
         match unsafe { super::sys::clone_with_namespaces(flags) } {
             Ok(0) => {
                 drop(release_write);
                 drop(ready_read);
+                drop(fd_parent);
                 init_main(
-                    release_read,
-                    ready_write,
+                    InitChannels {
+                        release: release_read,
+                        ready: ready_write,
+                        fds: fd_child,
+                    },
                     tty,
                     mount_plan,
                     conf,
@@ -144,6 +200,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
             Ok(pid) => {
                 drop(release_read);
                 drop(ready_write);
+                drop(fd_child);
                 let pid = Pid::from_raw(pid);
                 // Also done by init itself; whichever runs first wins, the result is the same.
                 let _ = nix::unistd::setpgid(pid, pid);
@@ -180,6 +237,20 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                         _ => Err(io("init", &"exited before building the mount view")),
                     };
                 }
+                if let NetSetup::Proxy { serve, .. } = &conf.net {
+                    let listener = super::sys::recv_fd(std::os::fd::AsRawFd::as_raw_fd(&fd_parent))
+                        .ok()
+                        .flatten()
+                        .ok_or_else(|| abandon(io("proxy", &"init sent no listening socket")))?;
+                    serve(std::net::TcpListener::from(listener)).map_err(abandon)?;
+                }
+                if let Some(hook) = &conf.command_started {
+                    match super::sys::recv_pid(std::os::fd::AsRawFd::as_raw_fd(&fd_parent)) {
+                        Ok(Some(pid)) => hook(pid),
+                        other => tracing::warn!("the command's pid did not arrive: {other:?}"),
+                    }
+                }
+                drop(fd_parent);
                 status = Some(ready_read);
                 if let Some(w) = &conf.warning {
                     eprintln!("{w}");
@@ -217,12 +288,23 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                 if tty.is_some() {
                     let _ = nix::unistd::setpgid(child, child);
                 }
+                if let Some(hook) = &conf.command_started {
+                    hook(child.as_raw());
+                }
+                // Threads only after the fork: the child allocates before it execs.
+                if let NetSetup::HostProxy { listener, serve } = &conf.net {
+                    let listener = listener.try_clone().map_err(|e| io("proxy socket", &e));
+                    if let Err(e) = listener.and_then(serve) {
+                        let _ = kill(child, Signal::SIGKILL);
+                        return Err(e);
+                    }
+                }
                 privileges::set_not_dumpable()?;
                 child
             }
         }
     };
-    let code = supervise(
+    let end = supervise(
         child,
         &sfd,
         status,
@@ -236,7 +318,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
         hand_terminal(tty, unsafe { libc::getpgrp() });
     }
     sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&blocked), None).ok();
-    Ok(Outcome::Exited(code))
+    Ok(Outcome::Exited(end))
 }
 
 fn c_argv(command: &[OsString]) -> Result<Vec<CString>, JailError> {
@@ -324,12 +406,13 @@ fn supervise(
     tty: Option<i32>,
     timeout: Option<Duration>,
     reap_tree: bool,
-) -> i32 {
+) -> RunEnd {
     let started = Instant::now();
     let mut deadline = timeout.map(|t| started + t);
     let mut timed_out = false;
     let mut killed = false;
     let mut status = status;
+    let mut end = RunEnd::default();
     loop {
         let wait_ms = match deadline {
             Some(d) => {
@@ -387,6 +470,17 @@ fn supervise(
                 status = None; // init is gone; its SIGCHLD follows
             } else if msg[0] == MSG_STOPPED {
                 stop_with_command(child, tty);
+            } else if msg[0] == MSG_ENDED {
+                let mut body = [0u8; 12];
+                if let Some(st) = &status {
+                    if read_full(st, &mut body) == 12 {
+                        let signal = i32::from_le_bytes(body[..4].try_into().expect("4 bytes"));
+                        let last_pid = u64::from_le_bytes(body[4..].try_into().expect("8 bytes"));
+                        end.signal = (signal > 0).then_some(signal);
+                        // Pid 1 is init; every later pid was one of the tree's processes.
+                        end.processes = last_pid.checked_sub(1).filter(|n| *n > 0);
+                    }
+                }
             }
             continue;
         }
@@ -396,11 +490,17 @@ fn supervise(
         let signo = info.ssi_signo as i32;
         if signo == libc::SIGCHLD {
             match reap(child, reap_tree) {
-                Reaped::Exited(code) => {
+                Reaped::Exited(code, signal) => {
                     if reap_tree {
                         kill_remaining_children();
+                        end.signal = signal;
+                    } else if let Some(st) = &status {
+                        // Init wrote how the command ended just before it exited.
+                        drain_end_message(st, &mut end);
                     }
-                    return if timed_out { EXIT_TIMEOUT } else { code };
+                    end.code = if timed_out { EXIT_TIMEOUT } else { code };
+                    end.timed_out = timed_out;
+                    return end;
                 }
                 Reaped::Stopped => stop_with_command(child, tty),
                 Reaped::Running => {}
@@ -412,6 +512,23 @@ fn supervise(
                 tracing::debug!("forwarding {sig}");
                 let _ = kill(child, sig);
             }
+        }
+    }
+}
+
+/// Reads what is left on init's pipe after it exited, for its end message.
+fn drain_end_message(status: &OwnedFd, end: &mut RunEnd) {
+    let mut msg = [0u8; 1];
+    while read_full(status, &mut msg) == 1 {
+        if msg[0] == MSG_ENDED {
+            let mut body = [0u8; 12];
+            if read_full(status, &mut body) == 12 {
+                let signal = i32::from_le_bytes(body[..4].try_into().expect("4 bytes"));
+                let last_pid = u64::from_le_bytes(body[4..].try_into().expect("8 bytes"));
+                end.signal = (signal > 0).then_some(signal);
+                end.processes = last_pid.checked_sub(1).filter(|n| *n > 0);
+            }
+            return;
         }
     }
 }
@@ -435,7 +552,8 @@ fn stop_with_command(child: Pid, tty: Option<i32>) {
 }
 
 enum Reaped {
-    Exited(i32),
+    /// The exit code (128+N when killed) and the signal, if one ended it.
+    Exited(i32, Option<i32>),
     Stopped,
     Running,
 }
@@ -450,12 +568,12 @@ fn reap(main: Pid, stops: bool) -> Reaped {
     }
     loop {
         match waitpid(None, Some(flags)) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == main => result = Reaped::Exited(code),
+            Ok(WaitStatus::Exited(pid, code)) if pid == main => result = Reaped::Exited(code, None),
             Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => {
-                result = Reaped::Exited(128 + sig as i32)
+                result = Reaped::Exited(128 + sig as i32, Some(sig as i32))
             }
             Ok(WaitStatus::Stopped(pid, _)) if pid == main => {
-                if !matches!(result, Reaped::Exited(_)) {
+                if !matches!(result, Reaped::Exited(..)) {
                     result = Reaped::Stopped;
                 }
             }
@@ -496,9 +614,18 @@ fn die(code: i32, message: &str) -> ! {
 }
 
 /// Pid 1 of the new namespaces.
-fn init_main(
-    sync: OwnedFd,
+/// Init's ends of its channels to the supervisor.
+struct InitChannels {
+    /// The supervisor writes one byte once the id maps are written.
+    release: OwnedFd,
+    /// Init reports the view ("ok" or why not), then stops and the end of the command.
     ready: OwnedFd,
+    /// Descriptors (the proxy's socket) and credentials (the command's pid) go over this.
+    fds: std::os::unix::net::UnixStream,
+}
+
+fn init_main(
+    channels: InitChannels,
     tty: Option<i32>,
     mount_plan: &mounts::MountPlan,
     conf: &Confinement,
@@ -509,6 +636,11 @@ fn init_main(
     if nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err() {
         die(EXIT_JAIL_ERROR, "init: PR_SET_PDEATHSIG failed");
     }
+    let InitChannels {
+        release: sync,
+        ready,
+        fds: fd_channel,
+    } = channels;
     let mut byte = [0u8; 1];
     match nix::unistd::read(&sync, &mut byte) {
         Ok(1) => {}
@@ -522,11 +654,16 @@ fn init_main(
         // SAFETY: getpgrp only queries.
         hand_terminal(tty, unsafe { libc::getpgrp() });
     }
-    let report = match mounts::apply(mount_plan, &conf.policy_json) {
+    let mut report = match mounts::apply(mount_plan, &conf.policy_json) {
         Ok(()) => "ok".to_string(),
         Err(mounts::MountError::Unusable(e)) => format!("N{e}"),
         Err(mounts::MountError::Failed(e)) => format!("E{e}"),
     };
+    if report == "ok" {
+        if let Err(e) = init_network(&conf.net, &fd_channel) {
+            report = format!("E{e}");
+        }
+    }
     let _ = nix::unistd::write(&ready, report.as_bytes());
     if report != "ok" {
         // SAFETY: leave without running the parent's cleanup; the supervisor reports the error.
@@ -534,10 +671,21 @@ fn init_main(
     }
     // SAFETY: init is single-threaded.
     let command = match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Child) => command_main(conf, policy, argv),
+        Ok(nix::unistd::ForkResult::Child) => {
+            drop(fd_channel);
+            command_main(conf, policy, argv)
+        }
         Ok(nix::unistd::ForkResult::Parent { child }) => child,
         Err(e) => die(EXIT_JAIL_ERROR, &format!("init: fork: {e}")),
     };
+    if conf.command_started.is_some() {
+        // Still holding CAP_SYS_ADMIN over this pid namespace: allowed to name another pid.
+        let _ = super::sys::send_pid(
+            std::os::fd::AsRawFd::as_raw_fd(&fd_channel),
+            command.as_raw(),
+        );
+    }
+    drop(fd_channel);
     // Init keeps nothing it does not need: no capabilities, no inherited descriptors, and it
     // cannot be inspected by the command (same uid) through ptrace or /proc/1/mem.
     let confined = privileges::set_not_dumpable()
@@ -562,8 +710,18 @@ fn init_main(
         let signo = info.ssi_signo as i32;
         if signo == libc::SIGCHLD {
             match reap(command, true) {
-                // SAFETY: leaving pid 1 makes the kernel kill the rest of the namespace.
-                Reaped::Exited(code) => unsafe { libc::_exit(code) },
+                Reaped::Exited(code, signal) => {
+                    let last_pid = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+                        .ok()
+                        .and_then(|s| s.trim().parse::<u64>().ok())
+                        .unwrap_or(0);
+                    let mut msg = vec![MSG_ENDED];
+                    msg.extend(signal.unwrap_or(0).to_le_bytes());
+                    msg.extend(last_pid.to_le_bytes());
+                    let _ = nix::unistd::write(&ready, &msg);
+                    // SAFETY: leaving pid 1 makes the kernel kill the rest of the namespace.
+                    unsafe { libc::_exit(code) }
+                }
                 Reaped::Stopped => {
                     let _ = nix::unistd::write(&ready, &[MSG_STOPPED]);
                 }
@@ -577,6 +735,27 @@ fn init_main(
             }
         }
     }
+}
+
+/// Inside the new network namespace: loopback up, and the proxy's socket listening on it.
+fn init_network(net: &NetSetup, channel: &std::os::unix::net::UnixStream) -> Result<(), String> {
+    let port = match net {
+        NetSetup::Host | NetSetup::HostProxy { .. } => return Ok(()),
+        NetSetup::Loopback => None,
+        NetSetup::Proxy { port, .. } => Some(*port),
+    };
+    super::sys::loopback_up()
+        .map_err(|e| format!("network namespace: bringing up loopback: {e}"))?;
+    if let Some(port) = port {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port))
+            .map_err(|e| format!("--net allow: listening on 127.0.0.1:{port}: {e}"))?;
+        super::sys::send_fd(
+            std::os::fd::AsRawFd::as_raw_fd(channel),
+            std::os::fd::AsRawFd::as_raw_fd(&listener),
+        )
+        .map_err(|e| format!("--net allow: handing the proxy socket over: {e}"))?;
+    }
+    Ok(())
 }
 
 /// The command's own process: confine, then execve. Never returns.

@@ -167,3 +167,108 @@ pub fn write_file(path: &str, text: &str) -> io::Result<()> {
     let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
     f.write_all(text.as_bytes())
 }
+
+/// Brings the loopback interface of the current network namespace up (a new namespace starts
+/// with `lo` down: even 127.0.0.1 is unreachable). Needs CAP_NET_ADMIN over the namespace.
+pub fn loopback_up() -> io::Result<()> {
+    // SAFETY: a plain datagram socket, closed below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just created and is owned here alone.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ifreq is plain old data; all zeroes is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    req.ifr_ifru.ifru_flags = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    // SAFETY: SIOCSIFFLAGS reads the ifreq we own for the duration of the call.
+    let rc = unsafe {
+        libc::ioctl(
+            std::os::fd::AsRawFd::as_raw_fd(&sock),
+            libc::SIOCSIFFLAGS as _,
+            &req,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Sends one descriptor over a unix socket (SCM_RIGHTS).
+pub fn send_fd(sock: RawFd, fd: RawFd) -> io::Result<()> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    let fds = [fd];
+    let iov = [std::io::IoSlice::new(b"F")];
+    sendmsg::<()>(
+        sock,
+        &iov,
+        &[ControlMessage::ScmRights(&fds)],
+        MsgFlags::empty(),
+        None,
+    )
+    .map_err(io::Error::from)?;
+    Ok(())
+}
+
+/// Receives one descriptor sent with [`send_fd`]; `None` when the peer closed without one.
+pub fn recv_fd(sock: RawFd) -> io::Result<Option<OwnedFd>> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut byte = [0u8; 1];
+    let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+    // Room for the credentials the kernel adds when SO_PASSCRED is set, too.
+    let mut space = nix::cmsg_space!([RawFd; 1], libc::ucred);
+    let msg = recvmsg::<()>(sock, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)
+        .map_err(io::Error::from)?;
+    for cmsg in msg.cmsgs().map_err(io::Error::from)? {
+        if let ControlMessageOwned::ScmRights(fds) = cmsg {
+            if let Some(&fd) = fds.first() {
+                // SAFETY: the kernel just installed this descriptor in our table for us.
+                return Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Sends a credentials message naming process `pid` (SCM_CREDENTIALS). The receiver sees the pid
+/// translated into its own pid namespace. Naming another process than oneself needs
+/// CAP_SYS_ADMIN over one's pid namespace.
+pub fn send_pid(sock: RawFd, pid: i32) -> io::Result<()> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, UnixCredentials, sendmsg};
+    // SAFETY: ucred is plain old data.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    cred.pid = pid;
+    cred.uid = nix::unistd::geteuid().as_raw();
+    cred.gid = nix::unistd::getegid().as_raw();
+    let creds = UnixCredentials::from(cred);
+    let iov = [std::io::IoSlice::new(b"P")];
+    sendmsg::<()>(
+        sock,
+        &iov,
+        &[ControlMessage::ScmCredentials(&creds)],
+        MsgFlags::empty(),
+        None,
+    )
+    .map_err(io::Error::from)?;
+    Ok(())
+}
+
+/// Receives the pid of a [`send_pid`] message (SO_PASSCRED must be set on `sock`).
+pub fn recv_pid(sock: RawFd) -> io::Result<Option<i32>> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut byte = [0u8; 1];
+    let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+    let mut space = nix::cmsg_space!(libc::ucred);
+    let msg = recvmsg::<()>(sock, &mut iov, Some(&mut space), MsgFlags::empty())
+        .map_err(io::Error::from)?;
+    for cmsg in msg.cmsgs().map_err(io::Error::from)? {
+        if let ControlMessageOwned::ScmCredentials(c) = cmsg {
+            return Ok(Some(c.pid()));
+        }
+    }
+    Ok(None)
+}

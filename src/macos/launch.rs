@@ -23,6 +23,18 @@ struct DryRun<'a> {
 
 pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
     let policy = crate::prepare(args, !args.dry_run)?;
+    if args.report.is_some() || args.summary {
+        return Err(JailError::BadInput(
+            "--report and --summary: Linux only in this version".into(),
+        ));
+    }
+    if policy.net != crate::net::NetPolicy::Host {
+        return Err(JailError::BadInput(format!(
+            "--net {}: only `host` on macOS in this version (Seatbelt network rules are not \
+             generated yet)",
+            policy.net.summary()
+        )));
+    }
     let features = probe::detect(false);
     let layers = Layers::from_features(&features);
     let gaps = report::gaps(&policy, &layers, &features);

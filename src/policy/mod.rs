@@ -101,6 +101,8 @@ pub struct Policy {
     pub timeout: Option<Duration>,
     pub allow_userns: bool,
     pub allow_unix_sockets: bool,
+    /// The network the command gets.
+    pub net: crate::net::NetPolicy,
     #[serde(serialize_with = "serialize_command")]
     pub command: Vec<OsString>,
 }
@@ -129,6 +131,7 @@ impl Policy {
             timeout: None,
             allow_userns: false,
             allow_unix_sockets: false,
+            net: crate::net::NetPolicy::Host,
             command: vec![],
         }
     }

@@ -84,6 +84,7 @@ struct OptionsSection {
     allow_userns: Option<bool>,
     allow_unix_sockets: Option<bool>,
     timeout: Option<String>,
+    net: Option<Vec<String>>,
 }
 
 /// Where a profile was read from.
@@ -145,6 +146,8 @@ pub struct ProfileOptions {
     pub allow_userns: Option<bool>,
     pub allow_unix_sockets: Option<bool>,
     pub timeout: Option<String>,
+    /// `--net` rules; a profile that sets them replaces its parent's.
+    pub net: Option<Vec<String>>,
 }
 
 /// A profile with everything it extends merged in.
@@ -395,6 +398,9 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
     dst.allow_unix_sockets = o.allow_unix_sockets.or(dst.allow_unix_sockets);
     if o.timeout.is_some() {
         dst.timeout = o.timeout.clone();
+    }
+    if o.net.is_some() {
+        dst.net = o.net.clone();
     }
 }
 

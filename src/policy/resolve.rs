@@ -30,6 +30,7 @@ pub struct PolicyInput {
     pub timeout: Option<Duration>,
     pub allow_userns: bool,
     pub allow_unix_sockets: bool,
+    pub net: crate::net::NetPolicy,
     pub command: Vec<OsString>,
     /// The profile's name.
     pub profile: String,
@@ -288,6 +289,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         timeout: input.timeout,
         allow_userns: input.allow_userns,
         allow_unix_sockets: input.allow_unix_sockets,
+        net: input.net.clone(),
         command: input.command.clone(),
     };
     if policy.access_at(&policy.cwd) == Access::Hide {

@@ -82,7 +82,7 @@ pub fn base_dir() -> &'static Path {
 
 /// Copies `src` into the shared bin dir under a name that changes with its content, so that
 /// parallel test processes never see a half-written file.
-fn publish(src: &Path, name: &str) -> PathBuf {
+pub fn publish(src: &Path, name: &str) -> PathBuf {
     let meta = std::fs::metadata(src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     let mtime = meta
         .modified()

@@ -1,0 +1,247 @@
+//! Gathers the facts of the run report, in the supervisor, outside the sandbox: a baseline of
+//! the writable paths before the command starts, Landlock's audit records while it runs, and
+//! after it ends the comparison, the tree's resource use and the proxy's decisions. The report
+//! file is opened before the command exists and written through that descriptor at the end.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::SystemTime;
+
+use super::audit::{self, AuditReader, AuditStream};
+use super::launch::{NetRuntime, RunState};
+use super::supervisor::{Confinement, RunEnd};
+use crate::changes::{self, Limits, Snapshot};
+use crate::error::JailError;
+use crate::policy::Policy;
+use crate::probe::Features;
+use crate::run_report::{self, DenialFacts, DenialItem, EndFacts, Facts, Resources, RunReport};
+
+/// The audit stream before the command exists, its reader while it runs.
+enum AuditPhase {
+    Waiting(AuditStream),
+    Reading(AuditReader),
+    Unavailable(String),
+}
+
+pub struct Recorder {
+    file: Option<(PathBuf, File)>,
+    started: SystemTime,
+    roots: Vec<PathBuf>,
+    baseline: Snapshot,
+    audit: Rc<RefCell<AuditPhase>>,
+}
+
+impl Recorder {
+    /// Before the command starts: opens the report file (refusing a place the command could
+    /// write), takes the baseline, and subscribes to the audit records.
+    pub fn start(
+        report: Option<&Path>,
+        policy: &Policy,
+        features: &Features,
+    ) -> Result<Recorder, JailError> {
+        let started = SystemTime::now();
+        let file = match report {
+            None => None,
+            Some(path) => {
+                let base = std::env::current_dir().map_err(|e| {
+                    JailError::Io(format!("cannot read the current directory: {e}"))
+                })?;
+                let abs = run_report::check_report_path(path, &base, policy)
+                    .map_err(|reason| JailError::bad_path("--report", path, reason))?;
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .mode(0o644)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                    .open(&abs)
+                    .map_err(|e| JailError::bad_path("--report", &abs, e.to_string()))?;
+                Some((abs, file))
+            }
+        };
+        let roots = report_roots(policy);
+        let baseline = changes::snapshot(&roots, &Limits::default());
+        let audit = match audit::open(features.landlock_abi) {
+            Ok(stream) => AuditPhase::Waiting(stream),
+            Err(why) => AuditPhase::Unavailable(why.0),
+        };
+        Ok(Recorder {
+            file,
+            started,
+            roots,
+            baseline,
+            audit: Rc::new(RefCell::new(audit)),
+        })
+    }
+
+    /// Makes the confinement log Landlock's denials (when the records can be read) and tells
+    /// the reader which process creates this run's Landlock domain.
+    pub fn arm(&mut self, conf: &mut Confinement) {
+        if !matches!(*self.audit.borrow(), AuditPhase::Waiting(_)) {
+            return;
+        }
+        let Some(plan) = conf.landlock.as_mut() else {
+            return;
+        };
+        if !plan.filesystem && plan.tcp_connect.is_none() && plan.tcp_bind.is_none() {
+            return;
+        }
+        plan.log_denials = true;
+        let audit = Rc::clone(&self.audit);
+        conf.command_started = Some(Box::new(move |pid| {
+            let mut phase = audit.borrow_mut();
+            let current = std::mem::replace(&mut *phase, AuditPhase::Unavailable(String::new()));
+            *phase = match current {
+                // The reader's thread starts only now: the command was forked from a
+                // single-threaded process.
+                AuditPhase::Waiting(stream) => {
+                    let reader = stream.start();
+                    reader.set_creator(pid);
+                    AuditPhase::Reading(reader)
+                }
+                AuditPhase::Reading(reader) => {
+                    reader.set_creator(pid);
+                    AuditPhase::Reading(reader)
+                }
+                other => other,
+            };
+        }));
+    }
+
+    /// After the run (or jail's failure after the start): compares, collects, and writes the
+    /// report and/or prints the summary.
+    pub fn finish(
+        self,
+        policy: &Policy,
+        run: &RunState,
+        net: &NetRuntime,
+        result: &Result<RunEnd, JailError>,
+        write_report: bool,
+        summary: bool,
+    ) -> Result<(), JailError> {
+        let after = changes::snapshot(&self.roots, &Limits::default());
+        let changes = Ok(changes::compare(&self.baseline, &after));
+        let phase = Rc::try_unwrap(self.audit)
+            .map(RefCell::into_inner)
+            .unwrap_or_else(|_| AuditPhase::Unavailable("audit reader still shared".into()));
+        let denials = match phase {
+            AuditPhase::Reading(reader) => {
+                let d = reader.finish();
+                DenialFacts::Read {
+                    items: d
+                        .denials
+                        .into_iter()
+                        .map(|x| DenialItem {
+                            unix_ms: x.unix_ms,
+                            pid: x.pid,
+                            command: x.comm,
+                            exe: x.exe,
+                            operation: x.operation,
+                            path: x.path,
+                            detail: x.detail,
+                        })
+                        .collect(),
+                    total: d.total,
+                    dropped_records: d.dropped_records,
+                }
+            }
+            AuditPhase::Waiting(_) if !run.layers.landlock => {
+                DenialFacts::Unavailable("no Landlock layer in this run".into())
+            }
+            AuditPhase::Waiting(_) => DenialFacts::Unavailable("the command never started".into()),
+            AuditPhase::Unavailable(why) => DenialFacts::Unavailable(why),
+        };
+        let end = match result {
+            Ok(end) => EndFacts::Ended {
+                code: end.code,
+                timed_out: end.timed_out,
+                signal: end.signal,
+            },
+            Err(e) => EndFacts::JailError(e.to_string()),
+        };
+        let mut resources = children_usage();
+        resources.processes_started = result.as_ref().ok().and_then(|e| e.processes);
+        let gaps = crate::report::gaps(policy, &run.layers, &run.features);
+        let file = crate::status::PolicyFile::new(policy, &run.layers, gaps.clone());
+        let report = RunReport::build(Facts {
+            policy,
+            policy_json: serde_json::to_value(&file).expect("serializable"),
+            features: &run.features,
+            layers: &run.layers,
+            gaps,
+            network_enforcement: network_enforcement(run, net),
+            started: self.started,
+            ended: SystemTime::now(),
+            end,
+            resources,
+            decisions: net.proxy.as_ref().map(|p| {
+                (
+                    p.decisions.allowed(),
+                    p.decisions.refused(),
+                    p.decisions.snapshot(),
+                )
+            }),
+            roots: self.roots,
+            changes,
+            denials,
+        });
+        if summary {
+            eprintln!("{}", report.summary());
+        }
+        if let (true, Some((path, mut file))) = (write_report, self.file) {
+            let mut text = serde_json::to_string_pretty(&report).expect("serializable");
+            text.push('\n');
+            file.write_all(text.as_bytes())
+                .and_then(|_| file.sync_data())
+                .map_err(|e| JailError::bad_path("--report", &path, e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+/// The writable paths whose changes are reported: every `--rw` tree, never the private /tmp
+/// (a tmpfs that disappears with the run) nor /tmp when shared (the whole machine's).
+fn report_roots(policy: &Policy) -> Vec<PathBuf> {
+    policy
+        .writable_paths()
+        .filter(|p| *p != Path::new("/tmp") && *p != Path::new("/dev/shm"))
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+fn network_enforcement(run: &RunState, net: &NetRuntime) -> &'static str {
+    let p = &run.net_plan;
+    match (
+        p.namespace,
+        net.proxy.is_some(),
+        p.tcp_connect.is_some() || p.tcp_bind.is_some(),
+    ) {
+        (true, true, _) => "namespace+proxy",
+        (true, false, _) => "namespace",
+        (false, true, _) => "landlock-tcp+proxy",
+        (false, false, true) => "landlock-tcp",
+        (false, false, false) => "none",
+    }
+}
+
+/// CPU and the largest resident set of every process of the tree that was waited for (the
+/// command, its descendants reaped by init, init itself).
+fn children_usage() -> Resources {
+    // SAFETY: getrusage fills the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return Resources::default();
+    }
+    let ms = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+    Resources {
+        peak_rss_kib: ru.ru_maxrss as u64,
+        user_cpu_ms: ms(ru.ru_utime),
+        system_cpu_ms: ms(ru.ru_stime),
+        processes_started: None,
+    }
+}

@@ -1,0 +1,58 @@
+//! Network policy: what a sandboxed command may reach.
+//!
+//! - [`spec`] parses `--net` values into a [`NetPolicy`] (pure).
+//! - [`allow`] decides single destinations for the proxy mode (pure).
+//! - [`proxy`] is the filtering HTTP/SOCKS5 proxy the supervisor runs outside the sandbox, on a
+//!   listener that lives in the sandbox's network namespace: the command has no route out, so
+//!   the proxy is its only way to the network, and names are resolved by the proxy, never by
+//!   the command.
+
+pub mod allow;
+#[cfg(target_os = "linux")]
+pub mod proxy;
+pub mod spec;
+
+use std::net::SocketAddr;
+
+pub use allow::{AllowList, DomainPattern, Refusal, is_special};
+pub use spec::{NetPolicy, NetSpecError};
+
+/// The environment that points common tools at the proxy listening on `addr` (inside the
+/// sandbox). Both spellings are set because curl reads only the lower-case `http_proxy` (the
+/// upper-case one is ignored against "httpoxy"), while other tools read only upper case.
+/// `NO_PROXY` is emptied so that an inherited `localhost` exception cannot send requests around
+/// the proxy, where they would fail anyway. `socks5h` makes SOCKS clients leave name resolution
+/// to the proxy.
+pub fn proxy_env(addr: SocketAddr) -> Vec<(String, String)> {
+    let http = format!("http://{addr}");
+    let socks = format!("socks5h://{addr}");
+    let mut out = Vec::new();
+    for (name, value) in [
+        ("HTTP_PROXY", &http),
+        ("HTTPS_PROXY", &http),
+        ("ALL_PROXY", &socks),
+        ("NO_PROXY", &String::new()),
+    ] {
+        out.push((name.to_string(), value.clone()));
+        out.push((name.to_ascii_lowercase(), value.clone()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proxy_env_sets_both_spellings() {
+        let env = proxy_env("127.0.0.1:3128".parse().unwrap());
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("http_proxy"), Some("http://127.0.0.1:3128"));
+        assert_eq!(get("HTTPS_PROXY"), Some("http://127.0.0.1:3128"));
+        assert_eq!(get("all_proxy"), Some("socks5h://127.0.0.1:3128"));
+        assert_eq!(get("NO_PROXY"), Some(""));
+        assert_eq!(env.len(), 8);
+        let v6 = proxy_env("[::1]:3128".parse().unwrap());
+        assert_eq!(v6[0].1, "http://[::1]:3128");
+    }
+}

@@ -1,0 +1,1991 @@
+//! The filtering proxy the supervisor runs for `--net allow=...`.
+//!
+//! It accepts on a listener that lives in the sandbox's network namespace (the supervisor, outside
+//! the sandbox, holds it), and connects out from the host's network. The sandboxed command has no
+//! other route, and it never resolves names itself: the proxy does, after the name has passed
+//! the allow list, so that unlisted names do not even reach a DNS server.
+//!
+//! One port speaks three protocols, told apart by the first byte: 0x05 opens a SOCKS5 greeting,
+//! anything else is read as an HTTP/1.1 request head (`CONNECT host:port` or an absolute-form
+//! `GET http://host/path`). One thread serves each connection and a second one relays the
+//! download direction; every decision is logged and kept in [`Decisions`].
+//!
+//! Nothing a client sends may panic: the release build aborts on panic, which would take the
+//! supervisor down with it. Parsing works on slices with checked access only.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::{
+    IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs,
+};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use super::allow::AllowList;
+
+/// Largest request head (request line and headers) or SOCKS handshake read.
+const MAX_HEAD: usize = 16 * 1024;
+/// Time a client has to send its whole request head; a slow client cannot hold a slot longer.
+const HEAD_TIMEOUT: Duration = if cfg!(test) {
+    // Short enough for the slow-client tests, long enough for a loaded machine.
+    Duration::from_secs(3)
+} else {
+    Duration::from_secs(10)
+};
+/// Time to connect upstream, over all the addresses a name resolved to.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections served at once; more are closed as soon as they are accepted.
+const MAX_CONNECTIONS: usize = if cfg!(test) { 16 } else { 256 };
+/// Relay buffer per direction when splice is not available: large reads keep the per-byte cost
+/// near a plain copy.
+const RELAY_BUF: usize = 256 * 1024;
+/// Pipe size asked for the splice relay (two pipes per connection).
+const PIPE_SIZE: i32 = 256 * 1024;
+/// Decisions kept for [`Decisions::snapshot`]; the counters go on past it.
+const MAX_DECISIONS: usize = 10_000;
+/// Stack for a connection thread (getaddrinfo and tracing run on it; buffers are on the heap).
+const CONN_STACK: usize = 256 * 1024;
+/// Stack for a relay thread, which only copies (through a pipe or a heap buffer).
+const PUMP_STACK: usize = 64 * 1024;
+/// After an error reply, how much of what the client still sends is read and discarded, and for
+/// how long: closing a socket with unread data sends a reset, which can destroy the reply before
+/// the client reads it.
+const DRAIN_LIMIT: usize = 256 * 1024;
+const DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
+/// Minimum time between two warnings about the same accept problem, so a flood does not flood
+/// the log too.
+const WARN_EVERY: Duration = Duration::from_secs(5);
+
+const SOCKS_VERSION: u8 = 0x05;
+const SOCKS_NO_AUTH: u8 = 0x00;
+const SOCKS_NO_METHOD: u8 = 0xff;
+const SOCKS_CMD_CONNECT: u8 = 0x01;
+const SOCKS_OK: u8 = 0x00;
+const SOCKS_GENERAL_FAILURE: u8 = 0x01;
+const SOCKS_NOT_ALLOWED: u8 = 0x02;
+const SOCKS_HOST_UNREACHABLE: u8 = 0x04;
+const SOCKS_BAD_COMMAND: u8 = 0x07;
+const SOCKS_BAD_ADDRESS_TYPE: u8 = 0x08;
+
+/// Name resolution for the proxy.
+pub trait Resolve: Send + Sync {
+    fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>>;
+}
+
+/// The host's resolver (getaddrinfo, through `std::net::ToSocketAddrs`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemResolver;
+
+impl Resolve for SystemResolver {
+    fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+        Ok((host, port).to_socket_addrs()?.collect())
+    }
+}
+
+/// A fixed table of names, for tests: a name not in the table fails with `NotFound`, and nothing
+/// ever falls back to real DNS.
+#[derive(Debug, Clone, Default)]
+pub struct StaticResolver {
+    names: HashMap<String, Vec<IpAddr>>,
+}
+
+impl StaticResolver {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an address for `name` (several addresses per name are kept in order).
+    pub fn insert(&mut self, name: &str, ip: IpAddr) {
+        let entry = self.names.entry(normalize_name(name)).or_default();
+        if !entry.contains(&ip) {
+            entry.push(ip);
+        }
+    }
+
+    /// Parses `a.test=127.0.0.1,b.test=10.0.0.5,c.test=::1`; repeat a name for more addresses.
+    pub fn parse(spec: &str) -> Result<Self, String> {
+        let mut out = StaticResolver::new();
+        for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (name, ip) = item
+                .split_once('=')
+                .ok_or_else(|| format!("'{item}': expected NAME=IP"))?;
+            let (name, ip) = (name.trim(), ip.trim());
+            if name.is_empty() {
+                return Err(format!("'{item}': empty name"));
+            }
+            let ip: IpAddr = ip
+                .parse()
+                .map_err(|_| format!("'{item}': '{ip}' is not an IP address"))?;
+            out.insert(name, ip);
+        }
+        Ok(out)
+    }
+}
+
+impl Resolve for StaticResolver {
+    fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+        match self.names.get(&normalize_name(host)) {
+            Some(ips) => Ok(ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect()),
+            None => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "name not in the static resolver",
+            )),
+        }
+    }
+}
+
+fn normalize_name(name: &str) -> String {
+    name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase()
+}
+
+/// One request the proxy decided on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    /// When the request was decided.
+    pub unix_ms: u128,
+    /// "connect" (HTTP CONNECT), "http" (plain HTTP request) or "socks5".
+    pub protocol: &'static str,
+    /// As requested, in lower case, with anything unprintable replaced by '?'.
+    pub host: String,
+    pub port: u16,
+    pub allowed: bool,
+    /// Why it was refused, or why an allowed connection failed.
+    pub reason: Option<String>,
+    /// Bytes relayed from the client to the destination (a rewritten request head included).
+    pub bytes_up: u64,
+    /// Bytes relayed from the destination to the client.
+    pub bytes_down: u64,
+}
+
+/// The proxy's record of decisions, shared with the supervisor.
+///
+/// The counters count every decision as it is made; an allowed connection's entry is added when
+/// its relay ends (it carries the byte counts), so a snapshot taken while connections are open
+/// lacks them. Only the latest entries are kept.
+#[derive(Debug)]
+pub struct Decisions {
+    log: Mutex<VecDeque<Decision>>,
+    capacity: usize,
+    allowed: AtomicU64,
+    refused: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl Default for Decisions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Decisions {
+    pub fn new() -> Self {
+        Self::with_capacity(MAX_DECISIONS)
+    }
+
+    /// Keeps at most `capacity` entries, forgetting the oldest.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Decisions {
+            log: Mutex::new(VecDeque::new()),
+            capacity,
+            allowed: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// Requests allowed so far (including those whose connection then failed).
+    pub fn allowed(&self) -> u64 {
+        self.allowed.load(Ordering::Relaxed)
+    }
+
+    /// Requests refused so far (including names that did not resolve).
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Entries forgotten because the log was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// The entries kept, oldest first.
+    pub fn snapshot(&self) -> Vec<Decision> {
+        self.lock().iter().cloned().collect()
+    }
+
+    fn count(&self, allowed: bool) {
+        let counter = if allowed {
+            &self.allowed
+        } else {
+            &self.refused
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn push(&self, d: Decision) {
+        let mut log = self.lock();
+        if self.capacity == 0 {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        while log.len() >= self.capacity {
+            log.pop_front();
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        log.push_back(d);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Decision>> {
+        // A panic elsewhere while holding the lock leaves plain data behind; keep using it.
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Everything the proxy needs; shared by all connection threads.
+pub struct Proxy {
+    pub allow: AllowList,
+    pub resolver: Box<dyn Resolve>,
+    pub decisions: Arc<Decisions>,
+}
+
+impl Proxy {
+    pub fn new(allow: AllowList, resolver: Box<dyn Resolve>) -> Self {
+        Proxy {
+            allow,
+            resolver,
+            decisions: Arc::new(Decisions::new()),
+        }
+    }
+}
+
+/// Serves `listener` on a thread of its own until the listener fails. The listener is switched
+/// to blocking mode (one handed over from another process may not be).
+pub fn spawn(listener: TcpListener, proxy: Arc<Proxy>) -> io::Result<JoinHandle<()>> {
+    listener.set_nonblocking(false)?;
+    thread::Builder::new()
+        .name("jail-net-proxy".into())
+        .spawn(move || accept_loop(&listener, &proxy))
+}
+
+/// Frees a connection slot when the connection's thread ends, however it ends.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn accept_loop(listener: &TcpListener, proxy: &Arc<Proxy>) {
+    let active = Arc::new(AtomicUsize::new(0));
+    let mut last_warning: Option<Instant> = None;
+    let mut warn_now = || {
+        let due = last_warning.is_none_or(|t| t.elapsed() >= WARN_EVERY);
+        if due {
+            last_warning = Some(Instant::now());
+        }
+        due
+    };
+    loop {
+        let client = match listener.accept() {
+            Ok((client, _)) => client,
+            Err(e) => match e.kind() {
+                io::ErrorKind::Interrupted
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::ConnectionReset => continue,
+                io::ErrorKind::WouldBlock => {
+                    thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+                _ if is_resource_error(&e) => {
+                    // Out of descriptors or memory: wait for connections to end.
+                    if warn_now() {
+                        tracing::warn!("net proxy: cannot accept: {e}");
+                    }
+                    thread::sleep(Duration::from_millis(100));
+                    continue;
+                }
+                _ => {
+                    tracing::error!("net proxy: stopped accepting: {e}");
+                    return;
+                }
+            },
+        };
+        if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            active.fetch_sub(1, Ordering::SeqCst);
+            if warn_now() {
+                tracing::warn!(
+                    "net proxy: {MAX_CONNECTIONS} connections open; closing new ones until some end"
+                );
+            }
+            drop(client);
+            continue;
+        }
+        let slot = Slot(Arc::clone(&active));
+        let proxy = Arc::clone(proxy);
+        let spawned = thread::Builder::new()
+            .name("jail-net-conn".into())
+            .stack_size(CONN_STACK)
+            .spawn(move || {
+                let _slot = slot;
+                handle(&proxy, client);
+            });
+        // On failure the closure, its slot and the client are dropped, which closes the client.
+        if let Err(e) = spawned
+            && warn_now()
+        {
+            tracing::warn!("net proxy: cannot start a connection thread: {e}");
+        }
+    }
+}
+
+fn is_resource_error(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
+}
+
+/// Reads with one deadline for a whole exchange, however the client paces its bytes.
+struct DeadlineRead<'a> {
+    stream: &'a TcpStream,
+    deadline: Instant,
+}
+
+impl Read for DeadlineRead<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        match self.stream.read(buf) {
+            // A socket timeout shows up as EAGAIN.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(io::ErrorKind::TimedOut.into()),
+            other => other,
+        }
+    }
+}
+
+fn handle(proxy: &Proxy, client: TcpStream) {
+    let _ = client.set_nodelay(true);
+    // Replies before the relay are small, but a client that never reads must not hold us.
+    let _ = client.set_write_timeout(Some(HEAD_TIMEOUT));
+    let deadline = Instant::now() + HEAD_TIMEOUT;
+    let mut first = [0u8; 1];
+    let mut reader = DeadlineRead {
+        stream: &client,
+        deadline,
+    };
+    if reader.read_exact(&mut first).is_err() {
+        return;
+    }
+    if first[0] == SOCKS_VERSION {
+        serve_socks(proxy, client, deadline);
+    } else {
+        serve_http(proxy, client, first[0], deadline);
+    }
+}
+
+/// What became of a request.
+enum Routed {
+    Connected {
+        upstream: TcpStream,
+        ticket: Ticket,
+    },
+    /// Refused by the allow list: 403, or SOCKS reply 0x02.
+    Refused(String),
+    /// Allowed (or at least not refused) but not reachable: 502, or SOCKS reply 0x04.
+    Failed(String),
+}
+
+/// The pending record of an allowed connection; added to [`Decisions`] when dropped, so that a
+/// connection that ends early is recorded too.
+struct Ticket {
+    decisions: Arc<Decisions>,
+    decision: Option<Decision>,
+}
+
+impl Ticket {
+    fn finish(mut self, up: u64, down: u64) {
+        if let Some(d) = self.decision.as_mut() {
+            d.bytes_up = up;
+            d.bytes_down = down;
+        }
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if let Some(d) = self.decision.take() {
+            tracing::debug!(
+                "net: closed {} {}: {} bytes up, {} down",
+                d.protocol,
+                target(&d.host, d.port),
+                d.bytes_up,
+                d.bytes_down
+            );
+            self.decisions.push(d);
+        }
+    }
+}
+
+/// Decides `host:port`, resolving a listed name with the proxy's resolver, and connects.
+fn route(proxy: &Proxy, protocol: &'static str, host: &str, port: u16) -> Routed {
+    let shown = printable_host(host);
+    let record = |allowed: bool, reason: Option<String>| Decision {
+        unix_ms: unix_ms(),
+        protocol,
+        host: shown.clone(),
+        port,
+        allowed,
+        reason,
+        bytes_up: 0,
+        bytes_down: 0,
+    };
+    let refuse = |reason: String, failed: bool| {
+        tracing::warn!("net: refused {protocol} {}: {reason}", target(&shown, port));
+        proxy.decisions.count(false);
+        proxy.decisions.push(record(false, Some(reason.clone())));
+        if failed {
+            Routed::Failed(reason)
+        } else {
+            Routed::Refused(reason)
+        }
+    };
+    if port == 0 {
+        return refuse("port 0".into(), false);
+    }
+    let literal = host.parse::<IpAddr>().is_ok();
+    let resolved = if literal {
+        Vec::new()
+    } else {
+        // Checked before the lookup: an unlisted name must not reach a DNS server.
+        let name = match proxy.allow.check_name(host) {
+            Ok(name) => name,
+            Err(r) => return refuse(r.reason, false),
+        };
+        match proxy.resolver.resolve(&name, port) {
+            Ok(addrs) if !addrs.is_empty() => addrs,
+            Ok(_) => return refuse("did not resolve".into(), true),
+            Err(e) => return refuse(format!("did not resolve: {e}"), true),
+        }
+    };
+    let addrs = match proxy.allow.decide(host, port, &resolved) {
+        Ok(addrs) => addrs,
+        Err(r) => return refuse(r.reason, false),
+    };
+    proxy.decisions.count(true);
+    match connect_any(&addrs) {
+        Ok((upstream, addr)) => {
+            tracing::info!(
+                "net: allowed {protocol} {} via {addr}",
+                target(&shown, port)
+            );
+            Routed::Connected {
+                upstream,
+                ticket: Ticket {
+                    decisions: Arc::clone(&proxy.decisions),
+                    decision: Some(record(true, None)),
+                },
+            }
+        }
+        Err(e) => {
+            let reason = format!("connect failed: {e}");
+            tracing::warn!(
+                "net: allowed {protocol} {} but {reason}",
+                target(&shown, port)
+            );
+            proxy.decisions.push(record(true, Some(reason.clone())));
+            Routed::Failed(reason)
+        }
+    }
+}
+
+/// Tries the addresses in order within one overall timeout.
+fn connect_any(addrs: &[SocketAddr]) -> io::Result<(TcpStream, SocketAddr)> {
+    let deadline = Instant::now() + CONNECT_TIMEOUT;
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
+    for addr in addrs {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            last = io::ErrorKind::TimedOut.into();
+            break;
+        }
+        match TcpStream::connect_timeout(addr, left) {
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                return Ok((s, *addr));
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+fn unix_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
+/// A requested host as it may be logged and shown: lower case, printable ASCII, bounded.
+fn printable_host(host: &str) -> String {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    host.chars()
+        .take(255)
+        .map(|c| {
+            if c.is_ascii_graphic() {
+                c.to_ascii_lowercase()
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
+/// `host:port`, with IPv6 in brackets.
+fn target(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// Relays both directions until the exchange ends; returns the bytes (up, down). The download
+/// direction gets a thread of its own, the upload runs on the caller's; both borrow the two
+/// sockets, so no descriptor is duplicated.
+fn relay(client: &TcpStream, upstream: &TcpStream) -> (u64, u64) {
+    let _ = client.set_read_timeout(None);
+    let _ = client.set_write_timeout(None);
+    thread::scope(|scope| {
+        let down = thread::Builder::new()
+            .name("jail-net-relay".into())
+            .stack_size(PUMP_STACK)
+            .spawn_scoped(scope, || pump(upstream, client, true));
+        let down = match down {
+            Ok(handle) => handle,
+            Err(e) => {
+                tracing::warn!("net proxy: cannot start a relay thread: {e}");
+                let _ = client.shutdown(Shutdown::Both);
+                let _ = upstream.shutdown(Shutdown::Both);
+                return (0, 0);
+            }
+        };
+        let up = pump(client, upstream, false);
+        let down = down.join().unwrap_or(0);
+        (up, down)
+    })
+}
+
+/// How one direction of a relay ended.
+enum End {
+    /// The sender closed its side.
+    Eof,
+    /// A read or a write failed.
+    Failed,
+}
+
+/// Copies `from` to `to` and returns the byte count. An error ends both directions. The
+/// client's end of input is passed on as a half close, so that a client that shuts down its
+/// sending side still gets the answer; the destination's end (`ends_both`) ends the exchange, as
+/// nothing more can come back and a client that keeps its side open would otherwise hold the
+/// connection forever.
+fn pump(from: &TcpStream, to: &TcpStream, ends_both: bool) -> u64 {
+    let mut total = 0u64;
+    let end = match splice_copy(from, to, &mut total) {
+        Some(end) => end,
+        None => buffer_copy(from, to, &mut total),
+    };
+    match end {
+        End::Eof if !ends_both => {
+            let _ = to.shutdown(Shutdown::Write);
+        }
+        _ => {
+            // Wakes the other direction, which may be blocked reading. Data already written is
+            // still delivered: shutdown queues the FIN behind it.
+            let _ = from.shutdown(Shutdown::Both);
+            let _ = to.shutdown(Shutdown::Both);
+        }
+    }
+    total
+}
+
+/// Moves the bytes through a pipe with splice(2), so that they never enter user space: on
+/// loopback that halves the proxy's copying, which is what keeps its throughput close to a direct
+/// connection's. `None` when splice cannot be used (no descriptors left for the pipe, or a kernel
+/// that refuses it); nothing has been read then.
+fn splice_copy(from: &TcpStream, to: &TcpStream, total: &mut u64) -> Option<End> {
+    let (pipe_out, pipe_in) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).ok()?;
+    // Larger than the 64 KiB default, for fewer calls per byte; kept modest because an
+    // unprivileged user's pipes share a 64 MiB budget. Failure leaves the default, which works.
+    let size = nix::fcntl::fcntl(&pipe_in, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE))
+        .ok()
+        .and_then(|s| usize::try_from(s).ok())
+        .unwrap_or(64 * 1024);
+    loop {
+        let n = match splice(from.as_fd(), pipe_in.as_fd(), size) {
+            Ok(0) => return Some(End::Eof),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if *total == 0 && matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) =>
+            {
+                return None;
+            }
+            Err(_) => return Some(End::Failed),
+        };
+        let mut left = n;
+        while left > 0 {
+            match splice(pipe_out.as_fd(), to.as_fd(), left) {
+                Ok(0) => return Some(End::Failed),
+                Ok(m) => left = left.saturating_sub(m),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Some(End::Failed),
+            }
+        }
+        *total += n as u64;
+    }
+}
+
+/// splice(2) between a socket and a pipe, at their current positions, without flags: a
+/// `SPLICE_F_MORE` would delay the last small write of an interactive exchange.
+fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    // SAFETY: both descriptors are borrowed, so open for the whole call; null offsets are what
+    // splice(2) requires for sockets and pipes; no user memory is passed.
+    let n = unsafe {
+        libc::splice(
+            from.as_raw_fd(),
+            std::ptr::null_mut(),
+            to.as_raw_fd(),
+            std::ptr::null_mut(),
+            len,
+            0,
+        )
+    };
+    usize::try_from(n).map_err(|_| io::Error::last_os_error())
+}
+
+/// The portable copy through a user-space buffer, when splice is not available.
+fn buffer_copy(mut from: &TcpStream, mut to: &TcpStream, total: &mut u64) -> End {
+    let mut buf = vec![0u8; RELAY_BUF];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return End::Eof,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return End::Failed,
+        };
+        let Some(chunk) = buf.get(..n) else {
+            return End::Failed;
+        };
+        if to.write_all(chunk).is_err() {
+            return End::Failed;
+        }
+        *total += n as u64;
+    }
+}
+
+/// Sends nothing more, and reads (and discards) what the client still sends for a short while,
+/// so that the reply is not destroyed by a reset when the socket closes.
+fn close_gracefully(stream: &TcpStream) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let until = Instant::now() + DRAIN_TIMEOUT;
+    let mut reader = DeadlineRead {
+        stream,
+        deadline: until,
+    };
+    let mut buf = [0u8; 4096];
+    let mut total = 0;
+    while total < DRAIN_LIMIT {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => total += n,
+        }
+    }
+}
+
+// ---- SOCKS5 (RFC 1928), CONNECT only, no authentication ---------------------------------------
+
+fn serve_socks(proxy: &Proxy, client: TcpStream, deadline: Instant) {
+    let mut r = DeadlineRead {
+        stream: &client,
+        deadline,
+    };
+    let mut count = [0u8; 1];
+    if r.read_exact(&mut count).is_err() {
+        return;
+    }
+    let mut methods = [0u8; 255];
+    let Some(methods) = methods.get_mut(..usize::from(count[0])) else {
+        return;
+    };
+    if r.read_exact(methods).is_err() {
+        return;
+    }
+    if !methods.contains(&SOCKS_NO_AUTH) {
+        let _ = (&client).write_all(&[SOCKS_VERSION, SOCKS_NO_METHOD]);
+        close_gracefully(&client);
+        return;
+    }
+    if (&client)
+        .write_all(&[SOCKS_VERSION, SOCKS_NO_AUTH])
+        .is_err()
+    {
+        return;
+    }
+    // VER CMD RSV ATYP
+    let mut head = [0u8; 4];
+    if r.read_exact(&mut head).is_err() {
+        return;
+    }
+    let [version, command, _, address_type] = head;
+    if version != SOCKS_VERSION {
+        return socks_fail(&client, SOCKS_GENERAL_FAILURE);
+    }
+    if command != SOCKS_CMD_CONNECT {
+        return socks_fail(&client, SOCKS_BAD_COMMAND);
+    }
+    let host = match address_type {
+        0x01 => {
+            let mut a = [0u8; 4];
+            if r.read_exact(&mut a).is_err() {
+                return;
+            }
+            Ipv4Addr::from(a).to_string()
+        }
+        0x03 => {
+            let mut len = [0u8; 1];
+            let mut name = [0u8; 255];
+            if r.read_exact(&mut len).is_err() {
+                return;
+            }
+            let Some(name) = name.get_mut(..usize::from(len[0])) else {
+                return;
+            };
+            if r.read_exact(name).is_err() {
+                return;
+            }
+            // Anything that is not a plain name is refused by the allow list as invalid.
+            String::from_utf8_lossy(name).into_owned()
+        }
+        0x04 => {
+            let mut a = [0u8; 16];
+            if r.read_exact(&mut a).is_err() {
+                return;
+            }
+            Ipv6Addr::from(a).to_string()
+        }
+        _ => return socks_fail(&client, SOCKS_BAD_ADDRESS_TYPE),
+    };
+    let mut port = [0u8; 2];
+    if r.read_exact(&mut port).is_err() {
+        return;
+    }
+    let port = u16::from_be_bytes(port);
+    match route(proxy, "socks5", &host, port) {
+        Routed::Refused(_) => socks_fail(&client, SOCKS_NOT_ALLOWED),
+        Routed::Failed(_) => socks_fail(&client, SOCKS_HOST_UNREACHABLE),
+        Routed::Connected { upstream, ticket } => {
+            let reply = socks_reply(SOCKS_OK, upstream.local_addr().ok());
+            if (&client).write_all(&reply).is_err() {
+                return;
+            }
+            let (up, down) = relay(&client, &upstream);
+            ticket.finish(up, down);
+        }
+    }
+}
+
+fn socks_fail(client: &TcpStream, code: u8) {
+    let _ = (&*client).write_all(&socks_reply(code, None));
+    close_gracefully(client);
+}
+
+/// VER REP RSV ATYP BND.ADDR BND.PORT; failures carry 0.0.0.0:0.
+fn socks_reply(code: u8, bound: Option<SocketAddr>) -> Vec<u8> {
+    let mut out = vec![SOCKS_VERSION, code, 0x00];
+    match bound {
+        Some(SocketAddr::V6(a)) => {
+            out.push(0x04);
+            out.extend_from_slice(&a.ip().octets());
+            out.extend_from_slice(&a.port().to_be_bytes());
+        }
+        Some(SocketAddr::V4(a)) => {
+            out.push(0x01);
+            out.extend_from_slice(&a.ip().octets());
+            out.extend_from_slice(&a.port().to_be_bytes());
+        }
+        None => out.extend_from_slice(&[0x01, 0, 0, 0, 0, 0, 0]),
+    }
+    out
+}
+
+// ---- HTTP/1.1 proxy requests ------------------------------------------------------------------
+
+/// What a request head asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum HttpRequest {
+    /// `CONNECT host:port`: a tunnel.
+    Connect { host: String, port: u16 },
+    /// An absolute-form request, with the head rewritten for the origin server.
+    Forward {
+        host: String,
+        port: u16,
+        head: Vec<u8>,
+    },
+}
+
+enum HeadError {
+    Closed,
+    TimedOut,
+    TooLarge,
+}
+
+fn serve_http(proxy: &Proxy, client: TcpStream, first: u8, deadline: Instant) {
+    let (buf, end) = match read_head(&client, first, deadline) {
+        Ok(found) => found,
+        Err(HeadError::Closed) => return,
+        Err(HeadError::TimedOut) => {
+            return http_error(
+                &client,
+                "408 Request Timeout",
+                "jail: request head not received in time\n",
+            );
+        }
+        Err(HeadError::TooLarge) => {
+            return http_error(
+                &client,
+                "431 Request Header Fields Too Large",
+                "jail: request head larger than 16 KiB\n",
+            );
+        }
+    };
+    let (head, extra) = buf.split_at(end.min(buf.len()));
+    let request = match parse_head(head) {
+        Ok(r) => r,
+        Err(why) => {
+            tracing::debug!("net proxy: bad request: {why}");
+            return http_error(
+                &client,
+                "400 Bad Request",
+                &format!("jail: bad proxy request: {why}\n"),
+            );
+        }
+    };
+    let (protocol, host, port, forward) = match request {
+        HttpRequest::Connect { host, port } => ("connect", host, port, None),
+        HttpRequest::Forward { host, port, head } => ("http", host, port, Some(head)),
+    };
+    let shown = target(&printable_host(&host), port);
+    match route(proxy, protocol, &host, port) {
+        Routed::Refused(reason) => http_error(
+            &client,
+            "403 Forbidden",
+            &format!("jail: {shown} refused: {reason}\n"),
+        ),
+        Routed::Failed(reason) => http_error(
+            &client,
+            "502 Bad Gateway",
+            &format!("jail: {shown}: {reason}\n"),
+        ),
+        Routed::Connected {
+            mut upstream,
+            ticket,
+        } => {
+            let mut up = 0u64;
+            let sent = match &forward {
+                None => (&client).write_all(b"HTTP/1.1 200 Connection established\r\n\r\n"),
+                Some(h) => upstream.write_all(h).map(|()| up += h.len() as u64),
+            };
+            if sent.is_err() {
+                return;
+            }
+            // Bytes the client sent after the head (a body, or a TLS hello after CONNECT).
+            if !extra.is_empty() {
+                if upstream.write_all(extra).is_err() {
+                    return;
+                }
+                up += extra.len() as u64;
+            }
+            let (u, d) = relay(&client, &upstream);
+            ticket.finish(up + u, d);
+        }
+    }
+}
+
+/// Reads until the blank line that ends a request head; returns the bytes read and where the
+/// head ends (what follows belongs to the body or the tunnel).
+fn read_head(
+    client: &TcpStream,
+    first: u8,
+    deadline: Instant,
+) -> Result<(Vec<u8>, usize), HeadError> {
+    let mut reader = DeadlineRead {
+        stream: client,
+        deadline,
+    };
+    let mut buf = Vec::with_capacity(1024);
+    buf.push(first);
+    let mut chunk = [0u8; 4096];
+    let mut scanned = 0;
+    loop {
+        if let Some(end) = find_head_end(&buf, scanned) {
+            return Ok((buf, end));
+        }
+        // A match can start up to two bytes before the end of what was searched.
+        scanned = buf.len().saturating_sub(2);
+        let room = MAX_HEAD.saturating_sub(buf.len()).min(chunk.len());
+        if room == 0 {
+            return Err(HeadError::TooLarge);
+        }
+        let Some(into) = chunk.get_mut(..room) else {
+            return Err(HeadError::TooLarge);
+        };
+        match reader.read(into) {
+            Ok(0) => return Err(HeadError::Closed),
+            Ok(n) => buf.extend_from_slice(into.get(..n).unwrap_or_default()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => return Err(HeadError::TimedOut),
+            Err(_) => return Err(HeadError::Closed),
+        }
+    }
+}
+
+/// The index just past "\n\n" or "\n\r\n" (so "\r\n\r\n" too), searching from `from`.
+fn find_head_end(buf: &[u8], from: usize) -> Option<usize> {
+    let start = from.min(buf.len());
+    for (offset, _) in buf
+        .get(start..)?
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+    {
+        let i = start + offset;
+        match (buf.get(i + 1), buf.get(i + 2)) {
+            (Some(b'\n'), _) => return Some(i + 2),
+            (Some(b'\r'), Some(b'\n')) => return Some(i + 3),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn http_error(client: &TcpStream, status: &str, body: &str) {
+    let reply = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = (&*client).write_all(reply.as_bytes());
+    close_gracefully(client);
+}
+
+/// Headers a proxy must not pass on: its own (credentials for *this* proxy), the connection's,
+/// and Host, which is rebuilt from the URL so that it names the server actually connected to.
+const DROPPED_HEADERS: [&str; 5] = [
+    "host",
+    "connection",
+    "proxy-connection",
+    "proxy-authorization",
+    "keep-alive",
+];
+
+/// Parses a request head (request line, headers, blank line).
+fn parse_head(head: &[u8]) -> Result<HttpRequest, &'static str> {
+    let mut lines = head
+        .split(|b| *b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
+    let request_line = lines.next().ok_or("empty request")?;
+    if !request_line.iter().all(|b| (0x20..0x7f).contains(b)) {
+        return Err("request line is not printable ASCII");
+    }
+    let request_line =
+        std::str::from_utf8(request_line).map_err(|_| "request line is not ASCII")?;
+    let mut parts = request_line.split(' ');
+    let (Some(method), Some(uri), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err("request line is not METHOD URL HTTP/1.x");
+    };
+    if method.is_empty() || !method.bytes().all(is_token_byte) {
+        return Err("invalid method");
+    }
+    if version != "HTTP/1.1" && version != "HTTP/1.0" {
+        return Err("not HTTP/1.0 or HTTP/1.1");
+    }
+    let mut headers: Vec<&[u8]> = Vec::new();
+    for line in lines {
+        if line.is_empty() {
+            break;
+        }
+        if line.first().is_some_and(|b| *b == b' ' || *b == b'\t') {
+            return Err("folded header line");
+        }
+        let colon = line
+            .iter()
+            .position(|b| *b == b':')
+            .ok_or("header line without ':'")?;
+        let name = line.get(..colon).unwrap_or_default();
+        if name.is_empty() || !name.iter().copied().all(is_token_byte) {
+            return Err("invalid header name");
+        }
+        if line.iter().any(|b| *b == b'\r' || *b == 0) {
+            return Err("control character in a header");
+        }
+        headers.push(line);
+    }
+
+    if method.eq_ignore_ascii_case("CONNECT") {
+        let (host, port) = parse_authority(uri, None)?;
+        return Ok(HttpRequest::Connect { host, port });
+    }
+    let (host, port, path) = parse_absolute_url(uri)?;
+
+    let mut out = Vec::with_capacity(head.len() + 64);
+    out.extend_from_slice(format!("{method} {path} {version}\r\n").as_bytes());
+    let host_header = match (host.contains(':'), port) {
+        (true, 80) => format!("[{host}]"),
+        (true, p) => format!("[{host}]:{p}"),
+        (false, 80) => host.clone(),
+        (false, p) => format!("{host}:{p}"),
+    };
+    out.extend_from_slice(format!("Host: {host_header}\r\n").as_bytes());
+    for line in headers {
+        let name = line.split(|b| *b == b':').next().unwrap_or_default();
+        if DROPPED_HEADERS
+            .iter()
+            .any(|d| d.as_bytes().eq_ignore_ascii_case(name))
+        {
+            continue;
+        }
+        out.extend_from_slice(line);
+        out.extend_from_slice(b"\r\n");
+    }
+    // One request per connection: the relay cannot tell where a response ends, and a second
+    // request on a kept-alive connection could name another host.
+    out.extend_from_slice(b"Connection: close\r\n\r\n");
+    Ok(HttpRequest::Forward {
+        host,
+        port,
+        head: out,
+    })
+}
+
+/// RFC 9110 token characters (methods, header names).
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// `http://host[:port]/path?query` into host, port (80 by default) and the origin-form target.
+fn parse_absolute_url(uri: &str) -> Result<(String, u16, String), &'static str> {
+    let scheme_end = uri.find("://");
+    let scheme = scheme_end.and_then(|i| uri.get(..i));
+    let rest = match scheme {
+        Some(s) if s.eq_ignore_ascii_case("http") => uri.get(scheme_end.unwrap_or(0) + 3..),
+        Some(s) if s.eq_ignore_ascii_case("https") => {
+            return Err("https:// URLs go through CONNECT");
+        }
+        Some(_) => return Err("only http:// URLs and CONNECT are proxied"),
+        None if uri.starts_with('/') || uri == "*" => {
+            return Err("origin-form request; a proxy needs an absolute URL (http://host/path)");
+        }
+        None => return Err("not an absolute http:// URL"),
+    }
+    .unwrap_or_default();
+    let split = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(split);
+    if authority.contains('@') {
+        return Err("credentials in the URL are not supported");
+    }
+    let (host, port) = parse_authority(authority, Some(80))?;
+    // The fragment is the client's business, never sent.
+    let tail = tail.split('#').next().unwrap_or_default();
+    let path = if tail.starts_with('/') {
+        tail.to_string()
+    } else {
+        format!("/{tail}")
+    };
+    Ok((host, port, path))
+}
+
+/// `host:port`, `[v6]:port`, or without the port when there is a default. The host comes back
+/// in lower case and without brackets; whether it is acceptable is the allow list's call, but
+/// characters that have no place in a host are refused here.
+fn parse_authority(s: &str, default_port: Option<u16>) -> Result<(String, u16), &'static str> {
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let (h, after) = rest.split_once(']').ok_or("unclosed '[' in the host")?;
+        if h.parse::<Ipv6Addr>().is_err() {
+            return Err("invalid IPv6 address");
+        }
+        match after {
+            "" => (h, None),
+            a => (
+                h,
+                Some(a.strip_prefix(':').ok_or("unexpected text after ']'")?),
+            ),
+        }
+    } else {
+        match s.rsplit_once(':') {
+            Some((h, _)) if h.contains(':') => return Err("IPv6 addresses must be in brackets"),
+            Some((h, p)) => (h, Some(p)),
+            None => (s, None),
+        }
+    };
+    let port = match port {
+        Some(p) => parse_port(p)?,
+        None => default_port.ok_or("missing port")?,
+    };
+    if host.is_empty() {
+        return Err("empty host");
+    }
+    if !host
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-._:".contains(&b))
+    {
+        return Err("invalid character in the host");
+    }
+    Ok((host.to_ascii_lowercase(), port))
+}
+
+fn parse_port(p: &str) -> Result<u16, &'static str> {
+    if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("invalid port");
+    }
+    match p.parse::<u16>() {
+        Ok(0) | Err(_) => Err("port not in 1-65535"),
+        Ok(port) => Ok(port),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// Long enough for a loaded machine; only reached when something is broken.
+    const PATIENCE: Duration = Duration::from_secs(30);
+
+    fn sa(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    /// A resolver that counts lookups, to show that refused names never reach it.
+    struct Counting {
+        inner: StaticResolver,
+        lookups: Arc<AtomicUsize>,
+    }
+
+    impl Resolve for Counting {
+        fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+            self.lookups.fetch_add(1, Ordering::SeqCst);
+            self.inner.resolve(host, port)
+        }
+    }
+
+    struct Harness {
+        addr: SocketAddr,
+        decisions: Arc<Decisions>,
+        lookups: Arc<AtomicUsize>,
+    }
+
+    fn start_proxy(allow: &[&str], hosts: &[SocketAddr], names: &str) -> Harness {
+        let allow: Vec<String> = allow.iter().map(|s| s.to_string()).collect();
+        let lookups = Arc::new(AtomicUsize::new(0));
+        let proxy = Arc::new(Proxy {
+            allow: AllowList::new(&allow, hosts).unwrap(),
+            resolver: Box::new(Counting {
+                inner: StaticResolver::parse(names).unwrap(),
+                lookups: Arc::clone(&lookups),
+            }),
+            decisions: Arc::new(Decisions::new()),
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let decisions = Arc::clone(&proxy.decisions);
+        spawn(listener, proxy).unwrap();
+        Harness {
+            addr,
+            decisions,
+            lookups,
+        }
+    }
+
+    /// An echo server that counts the connections it accepts.
+    fn echo_server() -> (SocketAddr, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepts = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&accepts);
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                count.fetch_add(1, Ordering::SeqCst);
+                thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = conn.read(&mut buf) {
+                        if n == 0 || conn.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        (addr, accepts)
+    }
+
+    /// An HTTP server for one request at a time: sends each request it receives (head and
+    /// Content-Length body) to the channel and answers with the body echoed (or "ok").
+    fn http_server() -> (SocketAddr, mpsc::Receiver<Vec<u8>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                conn.set_read_timeout(Some(PATIENCE)).unwrap();
+                let mut got = Vec::new();
+                let mut buf = [0u8; 4096];
+                let end = loop {
+                    if let Some(end) = find_head_end(&got, 0) {
+                        break end;
+                    }
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => break got.len(),
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                };
+                let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+                let length = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                while got.len() < end + length {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let body = if length > 0 {
+                    got[end..].to_vec()
+                } else {
+                    b"ok".to_vec()
+                };
+                let _ = tx.send(got);
+                let _ = conn.write_all(
+                    format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes(),
+                );
+                let _ = conn.write_all(&body);
+            }
+        });
+        (addr, rx)
+    }
+
+    fn client(h: &Harness) -> TcpStream {
+        let s = TcpStream::connect(h.addr).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        s
+    }
+
+    /// Reads a response head (through the blank line).
+    fn read_reply_head(s: &mut TcpStream) -> String {
+        let mut got = Vec::new();
+        let mut byte = [0u8; 1];
+        while find_head_end(&got, 0).is_none() {
+            match s.read(&mut byte) {
+                Ok(1) => got.push(byte[0]),
+                _ => break,
+            }
+        }
+        String::from_utf8_lossy(&got).into_owned()
+    }
+
+    fn read_all(s: &mut TcpStream) -> String {
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn wait_until(what: &str, cond: impl Fn() -> bool) {
+        let until = Instant::now() + PATIENCE;
+        while !cond() {
+            assert!(Instant::now() < until, "timed out waiting for {what}");
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn connect_request(s: &mut TcpStream, target: &str) -> String {
+        s.write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
+            .unwrap();
+        read_reply_head(s)
+    }
+
+    #[test]
+    fn connect_to_allowed_name_relays() {
+        let (echo, accepts) = echo_server();
+        let h = start_proxy(&["echo.test"], &[echo], "echo.test=127.0.0.1");
+        let mut c = client(&h);
+        let reply = connect_request(&mut c, &format!("Echo.Test.:{}", echo.port()));
+        assert!(
+            reply.starts_with("HTTP/1.1 200 Connection established\r\n"),
+            "{reply}"
+        );
+        c.write_all(b"hello").unwrap();
+        let mut buf = [0u8; 5];
+        c.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"hello");
+        drop(c);
+        wait_until("the decision", || !h.decisions.snapshot().is_empty());
+        let d = &h.decisions.snapshot()[0];
+        assert_eq!(
+            (d.protocol, d.host.as_str(), d.port, d.allowed),
+            ("connect", "echo.test", echo.port(), true)
+        );
+        assert_eq!((d.bytes_up, d.bytes_down), (5, 5));
+        assert_eq!(d.reason, None);
+        assert_eq!((h.decisions.allowed(), h.decisions.refused()), (1, 0));
+        assert_eq!(accepts.load(Ordering::SeqCst), 1);
+        assert!(
+            serde_json::to_string(d)
+                .unwrap()
+                .contains(r#""protocol":"connect""#)
+        );
+    }
+
+    #[test]
+    fn connect_to_unlisted_name_is_refused_without_lookup_or_connection() {
+        let (echo, accepts) = echo_server();
+        let h = start_proxy(&["echo.test"], &[echo], "other.test=127.0.0.1");
+        let mut c = client(&h);
+        let reply = connect_request(&mut c, &format!("other.test:{}", echo.port()));
+        assert!(reply.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{reply}");
+        assert!(reply.contains("Connection: close\r\n"));
+        let body = read_all(&mut c);
+        assert_eq!(
+            body,
+            format!(
+                "jail: other.test:{} refused: name not on the allow list\n",
+                echo.port()
+            )
+        );
+        assert_eq!(h.lookups.load(Ordering::SeqCst), 0);
+        assert_eq!(accepts.load(Ordering::SeqCst), 0);
+        assert_eq!((h.decisions.allowed(), h.decisions.refused()), (0, 1));
+        let d = &h.decisions.snapshot()[0];
+        assert!(!d.allowed);
+        assert_eq!(d.reason.as_deref(), Some("name not on the allow list"));
+    }
+
+    #[test]
+    fn raw_ip_must_be_an_allowed_host() {
+        let (echo, accepts) = echo_server();
+        let h = start_proxy(&["*.test"], &[echo], "");
+        // Same address, another port: refused.
+        let mut c = client(&h);
+        let other = format!("127.0.0.1:{}", echo.port().wrapping_add(1).max(1));
+        let reply = connect_request(&mut c, &other);
+        assert!(reply.starts_with("HTTP/1.1 403 "), "{reply}");
+        assert!(read_all(&mut c).contains("raw IP address not on the allow list"));
+        let mut c = client(&h);
+        let reply = connect_request(&mut c, "[::1]:443");
+        assert!(reply.starts_with("HTTP/1.1 403 "), "{reply}");
+        assert_eq!(accepts.load(Ordering::SeqCst), 0);
+        // The exact allow-host entry: allowed.
+        let mut c = client(&h);
+        let reply = connect_request(&mut c, &echo.to_string());
+        assert!(reply.starts_with("HTTP/1.1 200 "), "{reply}");
+        c.write_all(b"x").unwrap();
+        let mut b = [0u8; 1];
+        c.read_exact(&mut b).unwrap();
+        assert_eq!(h.decisions.refused(), 2);
+        assert_eq!(h.decisions.allowed(), 1);
+        assert_eq!(h.lookups.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn name_resolving_to_private_address_is_refused_before_connecting() {
+        let h = start_proxy(
+            &["*.test"],
+            &[],
+            "private.test=10.0.0.5,loop.test=127.0.0.1",
+        );
+        let started = Instant::now();
+        for name in ["private.test", "loop.test"] {
+            let mut c = client(&h);
+            let reply = connect_request(&mut c, &format!("{name}:443"));
+            assert!(reply.starts_with("HTTP/1.1 403 "), "{reply}");
+            assert!(
+                read_all(&mut c).contains("resolves only to private/loopback/link-local"),
+                "{name}"
+            );
+        }
+        // A connect attempt to 10.0.0.5 would have taken the connect timeout, or failed as 502.
+        assert!(started.elapsed() < CONNECT_TIMEOUT);
+        assert_eq!(h.decisions.refused(), 2);
+        assert_eq!(h.lookups.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn unresolvable_listed_name_is_a_bad_gateway() {
+        let h = start_proxy(&["*.test"], &[], "");
+        let mut c = client(&h);
+        let reply = connect_request(&mut c, "missing.test:443");
+        assert!(reply.starts_with("HTTP/1.1 502 "), "{reply}");
+        assert!(read_all(&mut c).contains("did not resolve"));
+        assert_eq!(h.decisions.refused(), 1);
+    }
+
+    #[test]
+    fn allowed_but_closed_port_is_a_bad_gateway() {
+        // A port that was free a moment ago: nothing listens there.
+        let closed = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let h = start_proxy(&["closed.test"], &[closed], "closed.test=127.0.0.1");
+        let mut c = client(&h);
+        let reply = connect_request(&mut c, &format!("closed.test:{}", closed.port()));
+        assert!(reply.starts_with("HTTP/1.1 502 "), "{reply}");
+        assert!(read_all(&mut c).contains("connect failed"));
+        assert_eq!((h.decisions.allowed(), h.decisions.refused()), (1, 0));
+        let d = &h.decisions.snapshot()[0];
+        assert!(
+            d.allowed
+                && d.reason
+                    .as_deref()
+                    .unwrap_or("")
+                    .starts_with("connect failed")
+        );
+    }
+
+    #[test]
+    fn plain_http_request_is_rewritten_and_relayed() {
+        let (web, requests) = http_server();
+        let h = start_proxy(&["web.test"], &[web], "web.test=127.0.0.1");
+        let mut c = client(&h);
+        let port = web.port();
+        c.write_all(
+            format!(
+                "GET http://WEB.test:{port}/path/x?q=1#frag HTTP/1.1\r\nHost: evil.example:{port}\r\n\
+                 Proxy-Connection: keep-alive\r\nProxy-Authorization: Basic eDp5\r\n\
+                 User-Agent: test/1\r\nConnection: keep-alive\r\nAccept: */*\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        let reply = read_all(&mut c);
+        assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
+        assert!(reply.ends_with("\r\n\r\nok"), "{reply}");
+        let got = String::from_utf8(requests.recv_timeout(PATIENCE).unwrap()).unwrap();
+        assert_eq!(
+            got,
+            format!(
+                "GET /path/x?q=1 HTTP/1.1\r\nHost: web.test:{port}\r\nUser-Agent: test/1\r\n\
+                 Accept: */*\r\nConnection: close\r\n\r\n"
+            )
+        );
+        wait_until("the decision", || !h.decisions.snapshot().is_empty());
+        let d = &h.decisions.snapshot()[0];
+        assert_eq!((d.protocol, d.allowed), ("http", true));
+        assert_eq!(d.bytes_up, got.len() as u64);
+        assert_eq!(d.bytes_down, reply.len() as u64);
+    }
+
+    #[test]
+    fn plain_http_post_body_is_relayed() {
+        let (web, requests) = http_server();
+        let h = start_proxy(&["web.test"], &[web], "web.test=127.0.0.1");
+        let mut c = client(&h);
+        let body = "x".repeat(100_000);
+        c.write_all(
+            format!(
+                "POST http://web.test:{}/upload HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}",
+                web.port(),
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        let reply = read_all(&mut c);
+        assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply:.40}");
+        assert!(reply.ends_with(&body));
+        let got = requests.recv_timeout(PATIENCE).unwrap();
+        assert!(got.starts_with(b"POST /upload HTTP/1.1\r\n"));
+        assert!(got.ends_with(body.as_bytes()));
+    }
+
+    #[test]
+    fn plain_http_refusals_and_bad_requests() {
+        let h = start_proxy(&["web.test"], &[], "");
+        let cases = [
+            ("GET http://other.test/ HTTP/1.1\r\n\r\n", "403 Forbidden"),
+            (
+                "GET / HTTP/1.1\r\nHost: web.test\r\n\r\n",
+                "400 Bad Request",
+            ),
+            ("GET https://web.test/ HTTP/1.1\r\n\r\n", "400 Bad Request"),
+            (
+                "GET http://user@web.test/ HTTP/1.1\r\n\r\n",
+                "400 Bad Request",
+            ),
+            ("GET http://web.test/ HTTP/2\r\n\r\n", "400 Bad Request"),
+            (
+                "GET http://web.test/ HTTP/1.1\r\n folded\r\n\r\n",
+                "400 Bad Request",
+            ),
+            (
+                "GET http://web.test/ HTTP/1.1\r\nNoColon\r\n\r\n",
+                "400 Bad Request",
+            ),
+            ("CONNECT web.test HTTP/1.1\r\n\r\n", "400 Bad Request"),
+            ("CONNECT web.test:0 HTTP/1.1\r\n\r\n", "400 Bad Request"),
+            ("CONNECT ::1:80 HTTP/1.1\r\n\r\n", "400 Bad Request"),
+            ("hello\n\n", "400 Bad Request"),
+        ];
+        for (request, status) in cases {
+            let mut c = client(&h);
+            c.write_all(request.as_bytes()).unwrap();
+            let reply = read_all(&mut c);
+            assert!(
+                reply.starts_with(&format!("HTTP/1.1 {status}\r\n")),
+                "{request:?} -> {reply}"
+            );
+        }
+        assert_eq!(h.decisions.refused(), 1);
+        assert_eq!(h.lookups.load(Ordering::SeqCst), 0);
+    }
+
+    fn socks_connect(c: &mut TcpStream, name: &str, port: u16) -> [u8; 10] {
+        c.write_all(&[5, 1, 0]).unwrap();
+        let mut method = [0u8; 2];
+        c.read_exact(&mut method).unwrap();
+        assert_eq!(method, [5, 0]);
+        let mut req = vec![5, 1, 0, 3, name.len() as u8];
+        req.extend_from_slice(name.as_bytes());
+        req.extend_from_slice(&port.to_be_bytes());
+        c.write_all(&req).unwrap();
+        let mut reply = [0u8; 10];
+        c.read_exact(&mut reply).unwrap();
+        reply
+    }
+
+    #[test]
+    fn socks5_domain_connect_allowed() {
+        let (echo, _) = echo_server();
+        let h = start_proxy(&["*.test"], &[echo], "echo.sub.test=127.0.0.1");
+        let mut c = client(&h);
+        let reply = socks_connect(&mut c, "echo.sub.test", echo.port());
+        assert_eq!(&reply[..4], &[5, 0, 0, 1]);
+        c.write_all(b"ping").unwrap();
+        let mut buf = [0u8; 4];
+        c.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"ping");
+        drop(c);
+        wait_until("the decision", || !h.decisions.snapshot().is_empty());
+        let d = &h.decisions.snapshot()[0];
+        assert_eq!(
+            (d.protocol, d.allowed, d.bytes_up, d.bytes_down),
+            ("socks5", true, 4, 4)
+        );
+    }
+
+    #[test]
+    fn socks5_refusals() {
+        // Each client is dropped when done: an unclosed one holds its slot for a moment.
+        let (echo, accepts) = echo_server();
+        let h = start_proxy(
+            &["echo.test"],
+            &[],
+            "echo.test=127.0.0.1,priv.test=10.0.0.5",
+        );
+        let mut c = client(&h);
+        assert_eq!(
+            socks_connect(&mut c, "evil.test", 443)[1],
+            SOCKS_NOT_ALLOWED
+        );
+        // Listed, but loopback is not an allowed host.
+        drop(c);
+        let mut c = client(&h);
+        assert_eq!(
+            socks_connect(&mut c, "echo.test", echo.port())[1],
+            SOCKS_NOT_ALLOWED
+        );
+        // An IPv4 address (ATYP 1) not on the list.
+        drop(c);
+        let mut c = client(&h);
+        c.write_all(&[5, 1, 0]).unwrap();
+        let mut m = [0u8; 2];
+        c.read_exact(&mut m).unwrap();
+        let mut req = vec![5, 1, 0, 1, 127, 0, 0, 1];
+        req.extend_from_slice(&echo.port().to_be_bytes());
+        c.write_all(&req).unwrap();
+        let mut reply = [0u8; 10];
+        c.read_exact(&mut reply).unwrap();
+        assert_eq!(reply[1], SOCKS_NOT_ALLOWED);
+        // An IPv6 address (ATYP 4).
+        drop(c);
+        let mut c = client(&h);
+        c.write_all(&[5, 1, 0, 5, 1, 0, 4]).unwrap();
+        let mut v6 = [0u8; 18];
+        v6[15] = 1;
+        v6[17] = 80;
+        c.write_all(&v6).unwrap();
+        let mut reply = [0u8; 12];
+        c.read_exact(&mut reply).unwrap();
+        assert_eq!(reply[3], SOCKS_NOT_ALLOWED);
+        // Not resolvable: host unreachable.
+        let h2 = start_proxy(&["*.test"], &[], "");
+        let mut c2 = client(&h2);
+        assert_eq!(
+            socks_connect(&mut c2, "gone.test", 1)[1],
+            SOCKS_HOST_UNREACHABLE
+        );
+        // BIND is not supported.
+        drop(c);
+        let mut c = client(&h);
+        c.write_all(&[5, 1, 0, 5, 2, 0, 1, 127, 0, 0, 1, 0, 80])
+            .unwrap();
+        let mut reply = [0u8; 12];
+        c.read_exact(&mut reply).unwrap();
+        assert_eq!(&reply[2..4], &[5, SOCKS_BAD_COMMAND]);
+        // Unknown address type.
+        drop(c);
+        let mut c = client(&h);
+        c.write_all(&[5, 1, 0, 5, 1, 0, 9]).unwrap();
+        let mut reply = [0u8; 12];
+        c.read_exact(&mut reply).unwrap();
+        assert_eq!(reply[3], SOCKS_BAD_ADDRESS_TYPE);
+        // Only username/password offered: no acceptable method.
+        drop(c);
+        let mut c = client(&h);
+        c.write_all(&[5, 1, 2]).unwrap();
+        let mut reply = [0u8; 2];
+        c.read_exact(&mut reply).unwrap();
+        assert_eq!(reply, [5, SOCKS_NO_METHOD]);
+        // Non-UTF-8 and empty names are refused as invalid.
+        drop(c);
+        for name in [&b"\xff\xfe.test"[..], b""] {
+            let mut c = client(&h);
+            c.write_all(&[5, 1, 0, 5, 1, 0, 3, name.len() as u8])
+                .unwrap();
+            c.write_all(name).unwrap();
+            c.write_all(&[0, 80]).unwrap();
+            let mut reply = [0u8; 12];
+            c.read_exact(&mut reply).unwrap();
+            assert_eq!(reply[3], SOCKS_NOT_ALLOWED);
+        }
+        assert_eq!(accepts.load(Ordering::SeqCst), 0);
+        assert_eq!(h.decisions.allowed(), 0);
+        assert_eq!(h.decisions.refused(), 6);
+        assert_eq!(h.lookups.load(Ordering::SeqCst), 1);
+        assert!(h.decisions.snapshot().iter().any(|d| d.host == "??.test"));
+    }
+
+    #[test]
+    fn hostile_clients_do_not_break_the_proxy() {
+        let (echo, _) = echo_server();
+        let h = start_proxy(&["echo.test"], &[echo], "echo.test=127.0.0.1");
+        // Truncated SOCKS greetings and requests, then the client goes away.
+        for bytes in [
+            &[5u8][..],
+            &[5, 3, 0],
+            &[5, 1, 0, 5],
+            &[5, 1, 0, 5, 1, 0, 3, 200, b'a'],
+            &[5, 0],
+        ] {
+            let mut c = client(&h);
+            c.write_all(bytes).unwrap();
+            c.shutdown(Shutdown::Write).unwrap();
+            let _ = read_all(&mut c);
+        }
+        // Pseudo-random garbage (fixed seed), both with and without a blank line.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for i in 0..40 {
+            let len = (next() % 600) as usize;
+            let mut bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if i % 2 == 0 {
+                bytes.extend_from_slice(b"\r\n\r\n");
+            }
+            let mut c = client(&h);
+            let _ = c.write_all(&bytes);
+            let _ = c.shutdown(Shutdown::Write);
+            let _ = read_all(&mut c);
+        }
+        // A head over 16 KiB.
+        let mut c = client(&h);
+        let huge = format!(
+            "GET http://echo.test/ HTTP/1.1\r\nX: {}\r\n\r\n",
+            "a".repeat(20_000)
+        );
+        let _ = c.write_all(huge.as_bytes());
+        assert!(read_all(&mut c).starts_with("HTTP/1.1 431 "));
+        // Still serving.
+        let mut c = client(&h);
+        let reply = connect_request(&mut c, &format!("echo.test:{}", echo.port()));
+        assert!(reply.starts_with("HTTP/1.1 200 "), "{reply}");
+    }
+
+    #[test]
+    fn slow_clients_are_cut_off() {
+        let h = start_proxy(&["echo.test"], &[], "");
+        // Says nothing at all.
+        let silent = client(&h);
+        // Sends a byte now and then, never finishing the head.
+        let mut dribble = client(&h);
+        let started = Instant::now();
+        let dribbler = thread::spawn(move || {
+            for b in b"GET http://echo.test/ HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaa" {
+                if dribble.write_all(&[*b]).is_err() {
+                    break;
+                }
+                thread::sleep(Duration::from_millis(200));
+            }
+            read_all(&mut dribble)
+        });
+        let mut silent = silent;
+        let reply = read_all(&mut silent);
+        assert!(
+            reply.is_empty() || reply.starts_with("HTTP/1.1 408 "),
+            "{reply}"
+        );
+        let reply = dribbler.join().unwrap();
+        assert!(reply.starts_with("HTTP/1.1 408 "), "{reply}");
+        // The head timeout holds however the bytes are paced.
+        assert!(started.elapsed() < HEAD_TIMEOUT + PATIENCE);
+        assert_eq!(h.decisions.refused() + h.decisions.allowed(), 0);
+    }
+
+    #[test]
+    fn connections_beyond_the_cap_are_closed() {
+        let (echo, _) = echo_server();
+        let h = start_proxy(&["echo.test"], &[echo], "echo.test=127.0.0.1");
+        let target = format!("echo.test:{}", echo.port());
+        let mut open = Vec::new();
+        for _ in 0..MAX_CONNECTIONS {
+            let mut c = client(&h);
+            assert!(connect_request(&mut c, &target).starts_with("HTTP/1.1 200 "));
+            open.push(c);
+        }
+        let mut extra = client(&h);
+        let _ = extra.write_all(format!("CONNECT {target} HTTP/1.1\r\n\r\n").as_bytes());
+        assert_eq!(read_all(&mut extra), "");
+        drop(open);
+        // Slots come back as the relays end.
+        wait_until("a free slot", || {
+            let mut c = client(&h);
+            let _ = c.write_all(format!("CONNECT {target} HTTP/1.1\r\n\r\n").as_bytes());
+            read_reply_head(&mut c).starts_with("HTTP/1.1 200 ")
+        });
+    }
+
+    #[test]
+    fn decisions_are_bounded_but_counted() {
+        let d = Decisions::with_capacity(3);
+        for i in 0..10u16 {
+            d.count(i % 2 == 0);
+            d.push(Decision {
+                unix_ms: 0,
+                protocol: "http",
+                host: "a.test".into(),
+                port: i,
+                allowed: i % 2 == 0,
+                reason: None,
+                bytes_up: 0,
+                bytes_down: 0,
+            });
+        }
+        let kept: Vec<u16> = d.snapshot().iter().map(|d| d.port).collect();
+        assert_eq!(kept, vec![7, 8, 9]);
+        assert_eq!((d.allowed(), d.refused(), d.dropped()), (5, 5, 7));
+        let none = Decisions::with_capacity(0);
+        none.push(d.snapshot()[0].clone());
+        assert!(none.snapshot().is_empty());
+        assert_eq!(Decisions::new().capacity, MAX_DECISIONS);
+    }
+
+    #[test]
+    fn static_resolver() {
+        let r = StaticResolver::parse("a.test=127.0.0.1, b.test=10.0.0.5,c.test=::1,A.test=::2")
+            .unwrap();
+        assert_eq!(
+            r.resolve("a.test.", 80).unwrap(),
+            vec![sa("127.0.0.1:80"), sa("[::2]:80")]
+        );
+        assert_eq!(r.resolve("C.TEST", 1).unwrap(), vec![sa("[::1]:1")]);
+        assert_eq!(
+            r.resolve("localhost", 80).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        assert!(StaticResolver::parse("").unwrap().names.is_empty());
+        assert!(StaticResolver::parse("a.test").is_err());
+        assert!(StaticResolver::parse("=1.2.3.4").is_err());
+        assert!(StaticResolver::parse("a.test=example.com").is_err());
+    }
+
+    #[test]
+    fn head_parsing() {
+        assert_eq!(
+            parse_head(b"CONNECT Api.Example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n"),
+            Ok(HttpRequest::Connect {
+                host: "api.example.com".into(),
+                port: 443
+            })
+        );
+        assert_eq!(
+            parse_head(b"CONNECT [::1]:8080 HTTP/1.0\n\n"),
+            Ok(HttpRequest::Connect {
+                host: "::1".into(),
+                port: 8080
+            })
+        );
+        let Ok(HttpRequest::Forward { host, port, head }) =
+            parse_head(b"GET http://[::1]:81?x HTTP/1.1\r\nX-A: b\xe9\r\n\r\n")
+        else {
+            panic!("not forwarded")
+        };
+        assert_eq!((host.as_str(), port), ("::1", 81));
+        assert_eq!(
+            head,
+            b"GET /?x HTTP/1.1\r\nHost: [::1]:81\r\nX-A: b\xe9\r\nConnection: close\r\n\r\n"
+        );
+        let Ok(HttpRequest::Forward { head, .. }) = parse_head(b"HEAD http://a.test HTTP/1.1\n\n")
+        else {
+            panic!("not forwarded")
+        };
+        assert!(head.starts_with(b"HEAD / HTTP/1.1\r\nHost: a.test\r\n"));
+        for bad in [
+            &b""[..],
+            b"\r\n\r\n",
+            b"GET  http://a.test/ HTTP/1.1\r\n\r\n",
+            b"GET http://a.test/ HTTP/1.1 x\r\n\r\n",
+            b"G(T http://a.test/ HTTP/1.1\r\n\r\n",
+            b"GET http://a.test:99999/ HTTP/1.1\r\n\r\n",
+            b"GET http://a.test:/ HTTP/1.1\r\n\r\n",
+            b"GET http://[::1/ HTTP/1.1\r\n\r\n",
+            b"GET http://[zz]/ HTTP/1.1\r\n\r\n",
+            b"GET http://a\x01.test/ HTTP/1.1\r\n\r\n",
+            b"GET http://a%2e.test/ HTTP/1.1\r\n\r\n",
+            b"GET http:///x HTTP/1.1\r\n\r\n",
+            b"GET ftp://a.test/ HTTP/1.1\r\n\r\n",
+            b"GET http://a.test/ HTTP/1.1\r\nX: a\rb\r\n\r\n",
+            b"GET http://a.test/ HTTP/1.1\r\nX : a\r\n\r\n",
+            b"GET http://a.test/ HTTP/1.1\r\n: a\r\n\r\n",
+        ] {
+            assert!(
+                parse_head(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn head_parsing_survives_garbage() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let alphabet = b"GETCONNECThttp://[]:.@?#/ \r\n\t0123456789abc\x00\xff";
+        for _ in 0..20_000 {
+            let len = (next() % 80) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            let _ = parse_head(&bytes);
+            let from = (next() % 100) as usize;
+            if let Some(end) = find_head_end(&bytes, from) {
+                assert!(end <= bytes.len());
+            }
+        }
+    }
+
+    #[test]
+    fn head_end_detection() {
+        assert_eq!(find_head_end(b"a\r\n\r\nbody", 0), Some(5));
+        assert_eq!(find_head_end(b"a\n\nbody", 0), Some(3));
+        assert_eq!(find_head_end(b"a\r\n\r", 0), None);
+        assert_eq!(find_head_end(b"a\r\n\r\n", 2), Some(5));
+        assert_eq!(find_head_end(b"", 9), None);
+    }
+
+    /// Throughput through the proxy against a direct connection, on loopback. Not run by
+    /// default (timing-dependent): cargo test --release net::proxy -- --ignored --nocapture
+    #[test]
+    #[ignore]
+    fn relay_throughput() {
+        const TOTAL: usize = 2 << 30;
+        let source = TcpListener::bind("127.0.0.1:0").unwrap();
+        let src = source.local_addr().unwrap();
+        thread::spawn(move || {
+            let block = vec![7u8; 1 << 20];
+            for conn in source.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                let mut left = TOTAL;
+                while left > 0 {
+                    let n = left.min(block.len());
+                    if conn.write_all(&block[..n]).is_err() {
+                        break;
+                    }
+                    left -= n;
+                }
+            }
+        });
+        let sink = |mut s: TcpStream| {
+            let start = Instant::now();
+            let mut buf = vec![0u8; 1 << 20];
+            let mut n = 0;
+            while let Ok(k) = s.read(&mut buf) {
+                if k == 0 {
+                    break;
+                }
+                n += k;
+            }
+            assert_eq!(n, TOTAL);
+            TOTAL as f64 / (1 << 20) as f64 / start.elapsed().as_secs_f64()
+        };
+        let h = start_proxy(&["src.test"], &[src], "src.test=127.0.0.1");
+        for _ in 0..3 {
+            let direct = sink(TcpStream::connect(src).unwrap());
+            let mut c = client(&h);
+            assert!(connect_request(&mut c, &format!("src.test:{}", src.port())).contains(" 200 "));
+            let proxied = sink(c);
+            println!(
+                "direct {direct:.0} MiB/s, proxied {proxied:.0} MiB/s, ratio {:.2}",
+                proxied / direct
+            );
+        }
+    }
+}
+#[cfg(test)]
+mod tmp_bench {
+    use super::*;
+    #[test]
+    #[ignore]
+    fn tmp_serve() {
+        let host: SocketAddr = std::env::var("ALLOWH").unwrap().parse().unwrap();
+        let proxy = Arc::new(Proxy::new(
+            AllowList::new(&[], &[host]).unwrap(),
+            Box::new(SystemResolver),
+        ));
+        let l = TcpListener::bind("127.0.0.1:39999").unwrap();
+        spawn(l, proxy).unwrap();
+        thread::sleep(Duration::from_secs(100));
+    }
+}

@@ -1,0 +1,549 @@
+//! The run report (`--report FILE`, `--summary`): what the command changed, what the kernel
+//! refused it, what the network proxy decided, and which layers held. Pure: the launcher gathers
+//! the facts and this module shapes them into the versioned document (schema/report-v1.json) and
+//! the one-line summary.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::changes::{ChangeKind, Changes};
+use crate::net::proxy::Decision;
+use crate::policy::Policy;
+use crate::probe::Features;
+use crate::report::{Layers, Level};
+
+/// The `schema` field of every report of this layout. A change that removes or renames a field
+/// makes a new version; new optional fields do not.
+pub const SCHEMA: &str = "jail-run-report/1";
+
+/// Denials listed in the report; the total counts all.
+pub const MAX_DENIALS: usize = 1000;
+
+#[derive(Debug, Serialize)]
+pub struct RunReport {
+    pub schema: &'static str,
+    pub jail_version: &'static str,
+    pub kernel: String,
+    pub arch: &'static str,
+    pub landlock_abi: u32,
+    pub profile: String,
+    pub command: Vec<String>,
+    pub cwd: String,
+    pub level: Level,
+    pub layers: Vec<LayerState>,
+    pub gaps: Vec<String>,
+    pub started: String,
+    pub ended: String,
+    pub duration_ms: u64,
+    pub outcome: Outcome,
+    pub resources: Resources,
+    pub network: Network,
+    pub changes: ChangesSection,
+    pub denials: DenialsSection,
+    /// The resolved policy, as JAIL_POLICY shows it to the command.
+    pub policy: serde_json::Value,
+}
+
+/// One layer: `achieved`, `degraded` (on, but narrower than the policy asks) or `gap` (off),
+/// with why.
+#[derive(Debug, Clone, Serialize)]
+pub struct LayerState {
+    pub name: &'static str,
+    pub state: &'static str,
+    pub why: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// `exited`, `signaled`, `timeout` or `jail_error` (jail failed after the start).
+    pub status: &'static str,
+    /// jail's exit code.
+    pub exit_code: i32,
+    pub signal: Option<i32>,
+    /// jail's own error, when `status` is `jail_error`.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Resources {
+    /// The largest resident set of any one process of the tree (getrusage of the children: the
+    /// kernel keeps the maximum, not the sum).
+    pub peak_rss_kib: u64,
+    pub user_cpu_ms: u64,
+    pub system_cpu_ms: u64,
+    /// Processes the tree started, the command included; null without a pid namespace.
+    pub processes_started: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Network {
+    /// `host`, `none`, `ports` or `proxy`.
+    pub mode: &'static str,
+    pub summary: String,
+    /// How it was enforced: `namespace`, `namespace+proxy`, `landlock-tcp`, `landlock-tcp+proxy`
+    /// or `none`.
+    pub enforcement: &'static str,
+    /// Proxy decisions (null when there is no proxy).
+    pub allowed: Option<u64>,
+    pub refused: Option<u64>,
+    pub decisions: Vec<Decision>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ChangesSection {
+    pub available: bool,
+    /// Why not, when not available.
+    pub reason: Option<String>,
+    /// The writable paths compared (the private /tmp is not one).
+    pub roots: Vec<String>,
+    pub created: usize,
+    pub modified: usize,
+    pub deleted: usize,
+    pub mode_changed: usize,
+    /// The list is incomplete: a limit was hit.
+    pub truncated: bool,
+    pub items: Vec<crate::changes::Change>,
+    pub unreadable: Vec<String>,
+    /// Recently written files that could not be hashed: their content may have changed unseen.
+    pub unverified: Vec<String>,
+    pub entries_scanned: usize,
+    pub baseline_ms: f64,
+    pub compare_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DenialsSection {
+    pub available: bool,
+    /// Why not, when not available.
+    pub reason: Option<String>,
+    /// `landlock-audit`.
+    pub source: &'static str,
+    /// What the kernel does not record even when available.
+    pub note: Option<String>,
+    pub total: u64,
+    pub dropped_records: bool,
+    pub items: Vec<DenialItem>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DenialItem {
+    pub unix_ms: u64,
+    pub pid: Option<i32>,
+    pub command: Option<String>,
+    pub exe: Option<String>,
+    pub operation: String,
+    pub path: Option<String>,
+    pub detail: Option<String>,
+}
+
+/// Denials as the launcher got them: a list, or why there is none.
+pub enum DenialFacts {
+    Unavailable(String),
+    Read {
+        items: Vec<DenialItem>,
+        total: u64,
+        dropped_records: bool,
+    },
+}
+
+/// How the run ended.
+pub enum EndFacts {
+    Ended {
+        code: i32,
+        timed_out: bool,
+        signal: Option<i32>,
+    },
+    JailError(String),
+}
+
+/// Everything the launcher measured, turned into a report by [`RunReport::build`].
+pub struct Facts<'a> {
+    pub policy: &'a Policy,
+    pub policy_json: serde_json::Value,
+    pub features: &'a Features,
+    pub layers: &'a Layers,
+    pub gaps: Vec<String>,
+    pub network_enforcement: &'static str,
+    pub started: SystemTime,
+    pub ended: SystemTime,
+    pub end: EndFacts,
+    pub resources: Resources,
+    pub decisions: Option<(u64, u64, Vec<Decision>)>,
+    pub roots: Vec<PathBuf>,
+    pub changes: Result<Changes, String>,
+    pub denials: DenialFacts,
+}
+
+impl RunReport {
+    pub fn build(f: Facts) -> RunReport {
+        let outcome = match &f.end {
+            EndFacts::Ended {
+                code,
+                timed_out: true,
+                signal,
+            } => Outcome {
+                status: "timeout",
+                exit_code: *code,
+                signal: *signal,
+                error: None,
+            },
+            EndFacts::Ended {
+                code,
+                signal: Some(sig),
+                ..
+            } => Outcome {
+                status: "signaled",
+                exit_code: *code,
+                signal: Some(*sig),
+                error: None,
+            },
+            EndFacts::Ended { code, .. } => Outcome {
+                status: "exited",
+                exit_code: *code,
+                signal: None,
+                error: None,
+            },
+            EndFacts::JailError(e) => Outcome {
+                status: "jail_error",
+                exit_code: crate::error::EXIT_JAIL_ERROR,
+                signal: None,
+                error: Some(e.clone()),
+            },
+        };
+        let net = &f.policy.net;
+        let (allowed, refused, decisions) = match f.decisions {
+            Some((a, r, d)) => (Some(a), Some(r), d),
+            None => (None, None, Vec::new()),
+        };
+        RunReport {
+            schema: SCHEMA,
+            jail_version: env!("CARGO_PKG_VERSION"),
+            kernel: f.features.kernel.clone(),
+            arch: f.features.arch,
+            landlock_abi: f.features.landlock_abi,
+            profile: f.policy.profile.clone(),
+            command: f
+                .policy
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            cwd: f.policy.cwd.to_string_lossy().into_owned(),
+            level: f.layers.level(),
+            layers: layer_states(f.layers, f.features),
+            gaps: f.gaps,
+            started: rfc3339(f.started),
+            ended: rfc3339(f.ended),
+            duration_ms: f
+                .ended
+                .duration_since(f.started)
+                .unwrap_or_default()
+                .as_millis() as u64,
+            outcome,
+            resources: f.resources,
+            network: Network {
+                mode: match net {
+                    crate::net::NetPolicy::Host => "host",
+                    crate::net::NetPolicy::None => "none",
+                    crate::net::NetPolicy::Ports { .. } => "ports",
+                    crate::net::NetPolicy::Proxy { .. } => "proxy",
+                },
+                summary: net.summary(),
+                enforcement: f.network_enforcement,
+                allowed,
+                refused,
+                decisions,
+            },
+            changes: changes_section(&f.roots, f.changes),
+            denials: denials_section(f.denials, f.layers),
+            policy: f.policy_json,
+        }
+    }
+
+    /// The `--summary` line: "3 files changed under /w/repo; 2 writes denied, first: sed →
+    /// /w/repo/src/main.rs; network: 12 allowed, 1 refused".
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        let c = &self.changes;
+        if c.available {
+            let n = c.items.len();
+            let under = if c.roots.len() == 1 {
+                c.roots[0].clone()
+            } else {
+                format!("{} writable paths", c.roots.len())
+            };
+            parts.push(if c.roots.is_empty() {
+                "no writable paths".to_string()
+            } else if n == 0 {
+                format!("nothing changed under {under}")
+            } else {
+                format!(
+                    "{}{} {} changed under {under} ({} created, {} modified, {} deleted, {} mode \
+                     changed)",
+                    if c.truncated { "over " } else { "" },
+                    n,
+                    if n == 1 { "file" } else { "files" },
+                    c.created,
+                    c.modified,
+                    c.deleted,
+                    c.mode_changed
+                )
+            });
+        } else {
+            parts.push(format!(
+                "changes unknown ({})",
+                c.reason.as_deref().unwrap_or("unavailable")
+            ));
+        }
+        let d = &self.denials;
+        if d.available {
+            parts.push(match d.items.first() {
+                None => "no access denied by Landlock".to_string(),
+                Some(first) => format!(
+                    "{} {} denied, first: {} {} → {}",
+                    d.total,
+                    if d.total == 1 { "access" } else { "accesses" },
+                    first.command.as_deref().unwrap_or("?"),
+                    first.operation,
+                    first.path.as_deref().unwrap_or("?")
+                ),
+            });
+        } else {
+            parts.push(format!(
+                "denials unknown ({})",
+                d.reason.as_deref().unwrap_or("unavailable")
+            ));
+        }
+        let n = &self.network;
+        if let (Some(a), Some(r)) = (n.allowed, n.refused) {
+            parts.push(format!("network: {a} allowed, {r} refused"));
+        } else if n.mode != "host" {
+            parts.push(format!("network: {}", n.summary));
+        }
+        parts.push(format!("exit {}", self.outcome.exit_code));
+        format!("jail: {}", parts.join("; "))
+    }
+}
+
+fn layer_states(layers: &Layers, f: &Features) -> Vec<LayerState> {
+    let state = |name: &'static str, on: bool, why_off: String| LayerState {
+        name,
+        state: if on { "achieved" } else { "gap" },
+        why: (!on).then(|| {
+            if f.test_disabled.iter().any(|d| d == name) {
+                "disabled by JAIL_TEST_DISABLE".to_string()
+            } else {
+                why_off
+            }
+        }),
+    };
+    let mut out = vec![
+        state(
+            "mount",
+            layers.mount,
+            f.user_namespaces_detail
+                .clone()
+                .unwrap_or_else(|| "user namespaces unavailable".into()),
+        ),
+        state(
+            "landlock",
+            layers.landlock,
+            "Landlock unavailable (kernel < 5.13 or not enabled at boot)".into(),
+        ),
+        state(
+            "seccomp",
+            layers.seccomp,
+            "seccomp filters unavailable".into(),
+        ),
+    ];
+    if layers.landlock && f.landlock_abi < 6 {
+        out[1].state = "degraded";
+        out[1].why = Some(format!(
+            "ABI {}: signals and abstract unix sockets not scoped",
+            f.landlock_abi
+        ));
+    }
+    out
+}
+
+fn changes_section(roots: &[PathBuf], changes: Result<Changes, String>) -> ChangesSection {
+    let lossy = |v: &[PathBuf]| -> Vec<String> {
+        v.iter().map(|p| p.to_string_lossy().into_owned()).collect()
+    };
+    match changes {
+        Err(reason) => ChangesSection {
+            available: false,
+            reason: Some(reason),
+            roots: lossy(roots),
+            created: 0,
+            modified: 0,
+            deleted: 0,
+            mode_changed: 0,
+            truncated: false,
+            items: Vec::new(),
+            unreadable: Vec::new(),
+            unverified: Vec::new(),
+            entries_scanned: 0,
+            baseline_ms: 0.0,
+            compare_ms: 0.0,
+        },
+        Ok(c) => {
+            let count = |k: ChangeKind| c.changes.iter().filter(|x| x.kind == k).count();
+            ChangesSection {
+                available: true,
+                reason: None,
+                roots: lossy(roots),
+                created: count(ChangeKind::Created),
+                modified: count(ChangeKind::Modified),
+                deleted: count(ChangeKind::Deleted),
+                mode_changed: count(ChangeKind::ModeChanged),
+                truncated: c.truncated,
+                unreadable: lossy(&c.unreadable),
+                unverified: lossy(&c.unverified),
+                entries_scanned: c.entries_before.max(c.entries_after),
+                baseline_ms: c.baseline_ms,
+                compare_ms: c.after_ms + c.compare_ms,
+                items: c.changes,
+            }
+        }
+    }
+}
+
+fn denials_section(d: DenialFacts, layers: &Layers) -> DenialsSection {
+    // The kernel checks a read-only mount (EROFS) and file permissions before Landlock's hooks:
+    // those refusals never reach the audit log.
+    let note = layers.mount.then(|| {
+        "writes refused by the read-only mount view (EROFS) or by file permissions are not \
+         audited by the kernel; only Landlock's own refusals are listed"
+            .to_string()
+    });
+    match d {
+        DenialFacts::Unavailable(reason) => DenialsSection {
+            available: false,
+            reason: Some(reason),
+            source: "landlock-audit",
+            note,
+            total: 0,
+            dropped_records: false,
+            items: Vec::new(),
+        },
+        DenialFacts::Read {
+            mut items,
+            total,
+            dropped_records,
+        } => {
+            items.truncate(MAX_DENIALS);
+            DenialsSection {
+                available: true,
+                reason: None,
+                source: "landlock-audit",
+                note,
+                total,
+                dropped_records,
+                items,
+            }
+        }
+    }
+}
+
+/// `2026-11-30T15:04:05.123Z` (UTC; no time zone database needed).
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, day) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Where the report may go: not anywhere the command can write (it would forge the record of
+/// its own run), and not through a symlink. Returns the absolute path.
+pub fn check_report_path(path: &Path, base_dir: &Path, policy: &Policy) -> Result<PathBuf, String> {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base_dir.join(path)
+    };
+    let parent = abs
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .ok_or_else(|| "has no parent directory".to_string())?;
+    let parent = std::fs::canonicalize(parent)
+        .map_err(|e| format!("directory {}: {e}", parent.display()))?;
+    let name = abs.file_name().ok_or_else(|| "names no file".to_string())?;
+    let abs = parent.join(name);
+    if std::fs::symlink_metadata(&abs).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err("is a symlink".into());
+    }
+    if policy.access_at(&abs) == crate::policy::Access::Rw {
+        return Err("is writable inside the jail: the command could forge its own report".into());
+    }
+    let under_tmp = abs.starts_with("/tmp") || abs.starts_with("/dev/shm");
+    if under_tmp && policy.tmp == crate::policy::TmpMode::Host {
+        return Err("is under /tmp, which --tmp host shares with the command".into());
+    }
+    Ok(abs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_796_051_860_336);
+        assert_eq!(rfc3339(t), "2026-11-30T15:17:40.336Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn the_report_may_not_be_written_where_the_command_writes() {
+        let dir = std::env::temp_dir().join(format!("jail-rr-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("repo")).unwrap();
+        let mut p = Policy::probe_default();
+        p.rules.push(crate::policy::PathRule {
+            path: dir.join("repo"),
+            access: crate::policy::Access::Rw,
+            kind: crate::policy::Kind::Dir,
+            origin: crate::policy::Origin::Flag("--rw".into()),
+        });
+        p.tmp = crate::policy::TmpMode::Private;
+        let e = check_report_path(Path::new("repo/r.json"), &dir, &p).unwrap_err();
+        assert!(e.contains("writable inside"), "{e}");
+        assert_eq!(
+            check_report_path(Path::new("r.json"), &dir, &p).unwrap(),
+            std::fs::canonicalize(&dir).unwrap().join("r.json")
+        );
+        std::os::unix::fs::symlink("/etc/passwd", dir.join("link.json")).unwrap();
+        let e = check_report_path(Path::new("link.json"), &dir, &p).unwrap_err();
+        assert!(e.contains("symlink"), "{e}");
+        assert!(check_report_path(Path::new("/no/such/dir/r.json"), &dir, &p).is_err());
+        p.tmp = crate::policy::TmpMode::Host;
+        let e = check_report_path(Path::new("/tmp/r.json"), &dir, &p).unwrap_err();
+        assert!(e.contains("--tmp host"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,72 @@
+"""What a command inside the jail can reach. One line per call, for the network tests.
+
+    net_probe.py tcp HOST PORT      CONNECTED <first line> | REFUSED <error>
+    net_probe.py udp HOST PORT      UDP-REPLY <reply> | UDP-FAIL <error>
+    net_probe.py dns NAME           RESOLVED <address> | DNS-FAIL <error>
+    net_probe.py http URL           HTTP <status> <body> | HTTP-FAIL <error>   (honours *_proxy)
+    net_probe.py bind PORT          BOUND | BIND-FAIL <error>
+    net_probe.py loopback           LOOPBACK-OK | LOOPBACK-FAIL <error>
+"""
+import socket
+import sys
+import urllib.error
+import urllib.request
+
+
+def err(e):
+    return type(e).__name__ + ":" + str(getattr(e, "errno", "") or e).replace(" ", "_")
+
+
+def main(argv):
+    kind = argv[1]
+    if kind == "tcp":
+        try:
+            s = socket.create_connection((argv[2], int(argv[3])), timeout=5)
+            line = s.makefile().readline().strip()
+            print("CONNECTED", line)
+        except Exception as e:  # noqa: BLE001 - the error is the answer
+            print("REFUSED", err(e))
+    elif kind == "udp":
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.settimeout(3)
+            s.sendto(b"ping", (argv[2], int(argv[3])))
+            print("UDP-REPLY", s.recv(100).decode())
+        except Exception as e:  # noqa: BLE001
+            print("UDP-FAIL", err(e))
+    elif kind == "dns":
+        try:
+            print("RESOLVED", socket.getaddrinfo(argv[2], 80)[0][4][0])
+        except Exception as e:  # noqa: BLE001
+            print("DNS-FAIL", err(e))
+    elif kind == "http":
+        try:
+            with urllib.request.urlopen(argv[2], timeout=10) as r:
+                print("HTTP", r.status, r.read().decode().strip())
+        except urllib.error.HTTPError as e:
+            print("HTTP", e.code, e.read().decode(errors="replace").strip().replace("\n", " "))
+        except Exception as e:  # noqa: BLE001
+            print("HTTP-FAIL", err(e))
+    elif kind == "bind":
+        try:
+            s = socket.socket()
+            s.bind(("127.0.0.1", int(argv[2])))
+            s.listen()
+            print("BOUND")
+        except Exception as e:  # noqa: BLE001
+            print("BIND-FAIL", err(e))
+    elif kind == "loopback":
+        try:
+            srv = socket.socket()
+            srv.bind(("127.0.0.1", 0))
+            srv.listen()
+            c = socket.create_connection(srv.getsockname(), timeout=5)
+            a, _ = srv.accept()
+            a.sendall(b"x")
+            c.recv(1)
+            print("LOOPBACK-OK")
+        except Exception as e:  # noqa: BLE001
+            print("LOOPBACK-FAIL", err(e))
+
+
+main(sys.argv)

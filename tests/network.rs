@@ -1,0 +1,462 @@
+//! `--net`: every mode is attacked from inside by tests/helpers/net_probe.py against servers this
+//! test starts on the host's loopback, outside the jail. Each refusal is paired with a control
+//! run that reaches the same server, so a rule that stopped holding fails the test.
+//!
+//! Names are resolved by jail's proxy through JAIL_TEST_HOSTS (test builds only): no real
+//! resolver and no address outside this machine is ever asked or contacted. The "private
+//! address" case names 10.0.0.5 only to be refused before any connect.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{Fixture, Run, Who, assert_refused, full_level_or_skip, users};
+
+fn probe_script() -> &'static Path {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        common::publish(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helpers/net_probe.py"),
+            "net_probe.py",
+        )
+    })
+}
+
+/// A TCP server on the host's loopback that greets every client with one line (or answers one
+/// HTTP request) and counts the connections it accepted.
+struct Server {
+    port: u16,
+    accepted: Arc<AtomicUsize>,
+}
+
+impl Server {
+    fn start(greeting: &'static str) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&accepted);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut s) = stream else { continue };
+                count.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || {
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                    // An HTTP client speaks first; a raw client waits for the greeting.
+                    let mut first = [0u8; 1];
+                    let _ = s.set_read_timeout(Some(Duration::from_millis(300)));
+                    let is_http = s.peek(&mut first).map(|n| n > 0).unwrap_or(false);
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                    if is_http {
+                        // Read the request head, then answer with the greeting as the body.
+                        let mut head = Vec::new();
+                        let mut byte = [0u8; 1];
+                        while !head.ends_with(b"\r\n\r\n") && head.len() < 8192 {
+                            match s.read(&mut byte) {
+                                Ok(1) => head.push(byte[0]),
+                                _ => break,
+                            }
+                        }
+                        let body = greeting;
+                        let _ = write!(
+                            s,
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                            body.len()
+                        );
+                    } else {
+                        let _ = writeln!(s, "{greeting}");
+                        let mut sink = [0u8; 64];
+                        let _ = s.read(&mut sink);
+                    }
+                });
+            }
+        });
+        Server { port, accepted }
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+/// A UDP echo server on the host's loopback.
+fn udp_echo() -> u16 {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = sock.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        while let Ok((n, from)) = sock.recv_from(&mut buf) {
+            let _ = sock.send_to(&buf[..n], from);
+        }
+    });
+    port
+}
+
+/// Runs the probe under jail with `net` flags (and layers switched off, and extra env).
+fn probe(fx: &Fixture, net: &[&str], disabled: &str, env: &[(&str, &str)], args: &[&str]) -> Run {
+    let script = probe_script().to_string_lossy().into_owned();
+    let mut argv: Vec<&str> = net.to_vec();
+    argv.extend(["--", "/usr/bin/python3", &script]);
+    argv.extend(args);
+    let mut cmd = fx.command(common::jail_bin(), &argv);
+    cmd.env("JAIL_TEST_DISABLE", disabled)
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Run::from(cmd.output().expect("run jail"))
+}
+
+#[track_caller]
+fn expect(run: &Run, prefix: &str, what: &str) {
+    assert!(
+        run.stdout.starts_with(prefix),
+        "{what}: expected {prefix:?}\n{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn net_none_reaches_nothing_outside_and_loopback_inside_works() {
+    if !full_level_or_skip("net-none") {
+        return;
+    }
+    let server = Server::start("HELLO");
+    let udp = udp_echo();
+    let (tcp_port, udp_port) = (server.port.to_string(), udp.to_string());
+    for who in users() {
+        let fx = Fixture::new(who, "net-none");
+        let tcp = ["tcp", "127.0.0.1", tcp_port.as_str()];
+        let dgram = ["udp", "127.0.0.1", udp_port.as_str()];
+        // Control: the same probes reach both servers on the host's network.
+        expect(
+            &probe(&fx, &[], "", &[], &tcp),
+            "CONNECTED HELLO",
+            "host tcp",
+        );
+        expect(
+            &probe(&fx, &[], "", &[], &dgram),
+            "UDP-REPLY ping",
+            "host udp",
+        );
+        // A network namespace of its own (full jail) and, without one, Landlock + seccomp.
+        for disabled in ["", "mount"] {
+            let what = format!("{who:?} none, disabled={disabled:?}");
+            let before = server.accepted();
+            expect(
+                &probe(&fx, &["--net", "none"], disabled, &[], &tcp),
+                "REFUSED",
+                &format!("{what}: tcp"),
+            );
+            expect(
+                &probe(&fx, &["--net", "none"], disabled, &[], &dgram),
+                "UDP-FAIL",
+                &format!("{what}: udp"),
+            );
+            assert_eq!(server.accepted(), before, "{what}: a connection got out");
+        }
+        let inside = probe(&fx, &["--net", "none"], "", &[], &["loopback"]);
+        expect(&inside, "LOOPBACK-OK", "loopback inside the namespace");
+        // Without a namespace and without Landlock nothing could hold it: refused, not open.
+        let open = probe(&fx, &["--net", "none"], "mount,landlock", &[], &tcp);
+        assert_refused(
+            &open,
+            "none without namespace or Landlock",
+            &["--net none", "Landlock"],
+        );
+    }
+}
+
+#[test]
+fn net_connect_reaches_only_the_named_port_and_no_udp() {
+    if !full_level_or_skip("net-connect") {
+        return;
+    }
+    let allowed = Server::start("ALLOWED");
+    let other = Server::start("OTHER");
+    let udp = udp_echo();
+    let (a, o, u) = (
+        allowed.port.to_string(),
+        other.port.to_string(),
+        udp.to_string(),
+    );
+    let rule = format!("connect={a}");
+    for who in users() {
+        let fx = Fixture::new(who, "net-connect");
+        expect(
+            &probe(&fx, &[], "", &[], &["tcp", "127.0.0.1", &o]),
+            "CONNECTED OTHER",
+            "control",
+        );
+        for disabled in ["", "mount"] {
+            let what = format!("{who:?} {rule}, disabled={disabled:?}");
+            let net = ["--net", rule.as_str()];
+            expect(
+                &probe(&fx, &net, disabled, &[], &["tcp", "127.0.0.1", &a]),
+                "CONNECTED ALLOWED",
+                &what,
+            );
+            let before = other.accepted();
+            expect(
+                &probe(&fx, &net, disabled, &[], &["tcp", "127.0.0.1", &o]),
+                "REFUSED",
+                &what,
+            );
+            assert_eq!(other.accepted(), before, "{what}: reached the other port");
+            expect(
+                &probe(&fx, &net, disabled, &[], &["udp", "127.0.0.1", &u]),
+                "UDP-FAIL",
+                &format!("{what}: udp"),
+            );
+            // bind= was not given: binding stays free.
+            expect(
+                &probe(&fx, &net, disabled, &[], &["bind", "0"]),
+                "BOUND",
+                &what,
+            );
+        }
+        // Landlock's TCP rules are the layer: without it the run is refused, never open.
+        let open = probe(
+            &fx,
+            &["--net", &rule],
+            "landlock",
+            &[],
+            &["tcp", "127.0.0.1", &o],
+        );
+        assert_refused(&open, "connect= without Landlock", &["--net", "Landlock"]);
+        // bind=: only the named port.
+        let free = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = free.local_addr().unwrap().port().to_string();
+        drop(free);
+        let bind_rule = format!("bind={port}");
+        let net = ["--net", bind_rule.as_str()];
+        expect(
+            &probe(&fx, &net, "", &[], &["bind", &port]),
+            "BOUND",
+            "bind= port",
+        );
+        expect(
+            &probe(&fx, &net, "", &[], &["bind", "0"]),
+            "BIND-FAIL",
+            "bind= other",
+        );
+    }
+}
+
+/// The proxy mode's hosts, as the test resolver names them.
+fn test_hosts() -> String {
+    "api.test=127.0.0.1,evil.test=127.0.0.1,private.test=10.0.0.5".into()
+}
+
+#[test]
+fn net_allow_reaches_allowed_names_through_the_proxy_only() {
+    if !full_level_or_skip("net-allow") {
+        return;
+    }
+    let api = Server::start("API-OK");
+    let other = Server::start("OTHER");
+    let udp = udp_echo();
+    let (p, o, u) = (
+        api.port.to_string(),
+        other.port.to_string(),
+        udp.to_string(),
+    );
+    let hosts = test_hosts();
+    let env = [("JAIL_TEST_HOSTS", hosts.as_str())];
+    let host = format!("allow-host=127.0.0.1:{p}");
+    let net = [
+        "--net",
+        "allow=api.test,private.test",
+        "--net",
+        host.as_str(),
+    ];
+    for who in users() {
+        let fx = Fixture::new(who, "net-allow");
+        let what = |s: &str| format!("{who:?} {s}");
+        let url = |host: &str, port: &str| format!("http://{host}:{port}/x");
+        // Allowed: the name on the list, through HTTP_PROXY (plain HTTP and CONNECT).
+        let ok = probe(&fx, &net, "", &env, &["http", &url("api.test", &p)]);
+        expect(&ok, "HTTP 200 API-OK", &what("allowed name"));
+        let before = api.accepted();
+        // Refused by the proxy, before any connection: a name not on the list (resolving to an
+        // allowed address), a raw IP, a listed name resolving to a private address.
+        let cases = [
+            ("name not on the list", url("evil.test", &p)),
+            ("raw IP", url("127.0.0.1", &o)),
+            ("private address", url("private.test", "80")),
+        ];
+        for (case, u) in &cases {
+            let run = probe(&fx, &net, "", &env, &["http", u]);
+            expect(&run, "HTTP 403", &what(case));
+        }
+        assert_eq!(
+            api.accepted(),
+            before,
+            "{}",
+            what("a refused request got through")
+        );
+        assert_eq!(other.accepted(), 0, "{}", what("the raw IP was contacted"));
+        // A client that ignores the proxy variables gets nothing at all.
+        let direct = [
+            ("direct TCP", vec!["tcp", "127.0.0.1", p.as_str()]),
+            ("UDP datagram", vec!["udp", "127.0.0.1", u.as_str()]),
+            ("DNS query", vec!["dns", "api.test"]),
+        ];
+        for (case, args) in &direct {
+            let before = api.accepted();
+            let run = probe(&fx, &net, "", &env, args);
+            assert_eq!(
+                api.accepted(),
+                before,
+                "{}",
+                what("a direct client got through")
+            );
+            assert!(
+                run.stdout.starts_with("REFUSED")
+                    || run.stdout.starts_with("UDP-FAIL")
+                    || run.stdout.starts_with("DNS-FAIL"),
+                "{}: {}",
+                what(case),
+                run.describe()
+            );
+            // Control: on the host's network the same client gets through.
+            let control = probe(&fx, &[], "", &env, args);
+            assert!(
+                !control.stdout.starts_with("REFUSED") && !control.stdout.starts_with("UDP-FAIL")
+                    || *case == "DNS query",
+                "control {}: {}",
+                what(case),
+                control.describe()
+            );
+        }
+    }
+}
+
+#[test]
+fn net_allow_speaks_connect_and_socks5_to_curl() {
+    if !full_level_or_skip("net-allow-curl") {
+        return;
+    }
+    if !Path::new("/usr/bin/curl").exists() {
+        panic!("curl is needed (.ci/run installs it)");
+    }
+    let api = Server::start("API-OK");
+    let p = api.port.to_string();
+    let hosts = test_hosts();
+    let host = format!("allow-host=127.0.0.1:{p}");
+    for who in users() {
+        let fx = Fixture::new(who, "net-curl");
+        let url = format!("http://api.test:{p}/x");
+        for (mode, extra) in [
+            ("CONNECT tunnel", vec!["-p"]),
+            ("SOCKS5", vec!["-x", "socks5h://127.0.0.1:3128"]),
+        ] {
+            let mut argv = vec![
+                "--net",
+                "allow=api.test",
+                "--net",
+                host.as_str(),
+                "--",
+                "/usr/bin/curl",
+                "-sS",
+                "-m",
+                "10",
+            ];
+            argv.extend(extra);
+            argv.push(&url);
+            let mut cmd = fx.command(common::jail_bin(), &argv);
+            cmd.env("JAIL_TEST_HOSTS", &hosts);
+            let run = Run::from(cmd.output().unwrap());
+            assert_eq!(run.stdout, "API-OK", "{who:?} {mode}: {}", run.describe());
+        }
+        // SOCKS5 to a name not on the list: refused by the proxy.
+        let evil = format!("http://evil.test:{p}/x");
+        let argv = [
+            "--net",
+            "allow=api.test",
+            "--net",
+            host.as_str(),
+            "--",
+            "/usr/bin/curl",
+            "-sS",
+            "-m",
+            "10",
+            "-x",
+            "socks5h://127.0.0.1:3128",
+            evil.as_str(),
+        ];
+        let mut cmd = fx.command(common::jail_bin(), &argv);
+        cmd.env("JAIL_TEST_HOSTS", &hosts);
+        let run = Run::from(cmd.output().unwrap());
+        assert_ne!(run.code, Some(0), "{who:?} socks5 evil: {}", run.describe());
+        assert!(
+            !run.stdout.contains("API-OK"),
+            "{who:?}: {}",
+            run.describe()
+        );
+    }
+}
+
+#[test]
+fn net_allow_without_a_namespace_is_refused_unless_require_any_then_limited_to_the_proxy() {
+    if !full_level_or_skip("net-allow-fallback") {
+        return;
+    }
+    let api = Server::start("API-OK");
+    let other = Server::start("OTHER");
+    let (p, o) = (api.port.to_string(), other.port.to_string());
+    let hosts = test_hosts();
+    let env = [("JAIL_TEST_HOSTS", hosts.as_str())];
+    let host = format!("allow-host=127.0.0.1:{p}");
+    for who in users() {
+        let fx = Fixture::new(who, "net-fallback");
+        let url = format!("http://api.test:{p}/x");
+        let allow = ["--net", "allow=api.test", "--net", host.as_str()];
+        let refused = probe(&fx, &allow, "mount", &env, &["http", &url]);
+        assert_refused(
+            &refused,
+            "allow= without namespace",
+            &["--net", "network namespace", "--require any"],
+        );
+        let net = [
+            "--net",
+            "allow=api.test",
+            "--net",
+            host.as_str(),
+            "--require",
+            "any",
+        ];
+        let ok = probe(&fx, &net, "mount", &env, &["http", &url]);
+        expect(&ok, "HTTP 200 API-OK", "fallback allowed name");
+        assert!(
+            ok.stderr.contains("proxy's port"),
+            "the gap is named: {}",
+            ok.describe()
+        );
+        let direct = probe(&fx, &net, "mount", &env, &["tcp", "127.0.0.1", &o]);
+        expect(&direct, "REFUSED", "fallback direct TCP");
+        assert_eq!(other.accepted(), 0);
+    }
+}
+
+#[test]
+fn net_rules_come_from_profiles_and_bad_values_are_refused() {
+    for (value, needle) in [
+        ("allow=", "allow="),
+        ("connect=99999", "99999"),
+        ("none,", "none,"),
+        ("teleport", "teleport"),
+    ] {
+        let fx = Fixture::new(Who::User, "net-bad");
+        let run = fx.jail(&["--net", value, "--", "true"]);
+        assert_refused(&run, value, &[needle]);
+    }
+    let fx = Fixture::new(Who::User, "net-mix");
+    let run = fx.jail(&["--net", "none", "--net", "connect=443", "--", "true"]);
+    assert_refused(&run, "mixed modes", &["none", "connect=443"]);
+}
