@@ -1,0 +1,416 @@
+//! `--report` and `--summary`: each test runs the real binary, makes the command change, try and
+//! fail, and checks the report says exactly that. Reports are checked against
+//! schema/report-v1.json by a small validator (the keywords the schema uses).
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{Fixture, Run, Who, assert_refused, full_level_or_skip, is_root, users};
+use serde_json::Value;
+
+fn read_report(path: &str) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}\n{text}"));
+    assert_schema(&v);
+    v
+}
+
+fn schema() -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/report-v1.json");
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[track_caller]
+fn assert_schema(report: &Value) {
+    let mut errors = Vec::new();
+    validate(&schema(), report, "$", &mut errors);
+    assert!(errors.is_empty(), "schema: {errors:#?}\n{report:#}");
+}
+
+/// The subset of JSON Schema the report schema uses: type, enum, required, properties,
+/// additionalProperties: false, items.
+fn validate(schema: &Value, v: &Value, at: &str, errors: &mut Vec<String>) {
+    if let Some(t) = schema.get("type") {
+        let types: Vec<&str> = match t {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => vec![],
+        };
+        let ok = types.iter().any(|t| match *t {
+            "object" => v.is_object(),
+            "array" => v.is_array(),
+            "string" => v.is_string(),
+            "integer" => v.is_i64() || v.is_u64(),
+            "number" => v.is_number(),
+            "boolean" => v.is_boolean(),
+            "null" => v.is_null(),
+            _ => false,
+        });
+        if !ok {
+            errors.push(format!("{at}: {v} is not {types:?}"));
+            return;
+        }
+    }
+    if let Some(Value::Array(allowed)) = schema.get("enum") {
+        if !allowed.contains(v) {
+            errors.push(format!("{at}: {v} not in {allowed:?}"));
+        }
+    }
+    if let (Some(obj), Some(props)) = (v.as_object(), schema.get("properties")) {
+        for req in schema["required"].as_array().into_iter().flatten() {
+            let key = req.as_str().unwrap();
+            if !obj.contains_key(key) {
+                errors.push(format!("{at}: missing {key}"));
+            }
+        }
+        for (k, val) in obj {
+            match props.get(k) {
+                Some(s) => validate(s, val, &format!("{at}.{k}"), errors),
+                None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
+                    errors.push(format!("{at}: undocumented field {k}"))
+                }
+                None => {}
+            }
+        }
+    }
+    if let (Some(arr), Some(items)) = (v.as_array(), schema.get("items")) {
+        for (i, item) in arr.iter().enumerate() {
+            validate(items, item, &format!("{at}[{i}]"), errors);
+        }
+    }
+}
+
+/// (kind, path relative to the fixture) of every change, sorted.
+fn changes(report: &Value, fx: &Fixture) -> Vec<(String, String)> {
+    let base = fx.dir.to_string_lossy().into_owned() + "/";
+    let mut out: Vec<(String, String)> = report["changes"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap().to_string(),
+                c["path"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches(&base)
+                    .to_string(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = list
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    v.sort();
+    v
+}
+
+fn sh(fx: &Fixture, flags: &[&str], script: &str) -> Run {
+    let mut args = flags.to_vec();
+    args.extend(["--", "/bin/sh", "-c", script]);
+    fx.jail(&args)
+}
+
+#[test]
+fn the_report_lists_exactly_what_the_command_changed() {
+    if !full_level_or_skip("report-changes") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "report-changes");
+        for (name, text) in [
+            ("edit", "1\n"),
+            ("gone", "x\n"),
+            ("exec", "#!/bin/sh\n"),
+            ("same", "s\n"),
+        ] {
+            std::fs::write(fx.scratch.join(name), text).unwrap();
+        }
+        std::fs::create_dir(fx.scratch.join("olddir")).unwrap();
+        std::fs::write(fx.scratch.join("olddir/inner"), "i\n").unwrap();
+        fx.give_to(who);
+        let report = fx.p("report.json");
+        let s = fx.p("scratch");
+        let script = format!(
+            "echo 2 >> {s}/edit; rm {s}/gone; chmod 755 {s}/exec; echo new > {s}/new; \
+             mkdir {s}/dir; echo f > {s}/dir/f; rm -r {s}/olddir; \
+             echo x > {repo}/file.txt; exit 3",
+            repo = fx.p("repo")
+        );
+        let run = sh(
+            &fx,
+            &[
+                "--ro",
+                &fx.p("repo"),
+                "--rw",
+                &s,
+                "--report",
+                &report,
+                "--summary",
+            ],
+            &script,
+        );
+        assert_eq!(run.code, Some(3), "{who:?}: {}", run.describe());
+        let r = read_report(&report);
+        assert_eq!(
+            changes(&r, &fx),
+            pairs(&[
+                ("modified", "scratch/edit"),
+                ("deleted", "scratch/gone"),
+                ("mode_changed", "scratch/exec"),
+                ("created", "scratch/new"),
+                ("created", "scratch/dir"),
+                ("created", "scratch/dir/f"),
+                ("deleted", "scratch/olddir"),
+                ("deleted", "scratch/olddir/inner"),
+            ]),
+            "{who:?}: {r:#}"
+        );
+        assert_eq!(r["outcome"]["status"], "exited");
+        assert_eq!(r["outcome"]["exit_code"], 3);
+        assert_eq!(r["level"], "full");
+        assert_eq!(r["changes"]["roots"], serde_json::json!([s]));
+        let summary = run
+            .stderr
+            .lines()
+            .find(|l| l.contains("changed under"))
+            .unwrap_or_else(|| panic!("{who:?}: no summary\n{}", run.describe()));
+        assert!(
+            summary.starts_with("jail: 8 files changed under"),
+            "{summary}"
+        );
+        assert!(summary.contains("exit 3"), "{summary}");
+        // The read-only project did not change, and is not reported.
+        assert_eq!(
+            std::fs::read_to_string(fx.repo.join("file.txt")).unwrap(),
+            "original\n"
+        );
+    }
+}
+
+#[test]
+fn writes_under_ro_are_reported_as_denials_where_the_kernel_audits_them() {
+    if !full_level_or_skip("report-denials") {
+        return;
+    }
+    if is_root() {
+        jail::linux::audit::enable_for_tests().expect("enable kernel audit as root");
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "report-denials");
+        let f = fx.p("repo/src/main.rs");
+        let script = format!("sed -i s/main/evil/ {f}; echo x > {}/new", fx.p("repo"));
+        // Without the mount view Landlock is what refuses (Docker's case); with it, the
+        // read-only mount refuses first and the kernel audits nothing (the report says so).
+        for disabled in ["mount", ""] {
+            let report = fx.p(&format!("report-{disabled}.json"));
+            let flags = ["--ro", &fx.p("repo"), "--report", &report, "--summary"];
+            let mut cmd = fx.command(common::jail_bin(), &flags);
+            cmd.args(["--", "/bin/sh", "-c", &script])
+                .env("JAIL_TEST_DISABLE", disabled);
+            let run = Run::from(cmd.output().unwrap());
+            let r = read_report(&report);
+            let d = &r["denials"];
+            assert_eq!(r["changes"]["items"], serde_json::json!([]), "{r:#}");
+            assert_eq!(std::fs::read_to_string(&f).unwrap(), "fn main() {}\n");
+            let what = format!("{who:?} disabled={disabled:?}");
+            if who == Who::User {
+                assert_eq!(d["available"], false, "{what}: {d:#}");
+                assert!(
+                    d["reason"].as_str().unwrap().contains("CAP_AUDIT_READ"),
+                    "{what}: {d:#}"
+                );
+                continue;
+            }
+            assert_eq!(d["available"], true, "{what}: {d:#}");
+            let items = d["items"].as_array().unwrap();
+            if disabled == "mount" {
+                let repo = fx.p("repo");
+                let sed = items.iter().find(|i| i["command"] == "sed");
+                let sh = items.iter().find(|i| i["command"] == "sh");
+                for (name, item) in [("sed", sed), ("sh", sh)] {
+                    let item = item.unwrap_or_else(|| panic!("{what}: no {name} denial: {d:#}"));
+                    assert!(
+                        item["path"].as_str().unwrap().starts_with(&repo),
+                        "{what}: {item:#}"
+                    );
+                    assert!(item["operation"].as_str().unwrap().starts_with("fs."));
+                }
+                let summary = run.stderr.lines().find(|l| l.contains("denied, first:"));
+                assert!(summary.is_some(), "{what}: {}", run.describe());
+            } else {
+                assert!(
+                    d["note"].as_str().unwrap().contains("EROFS"),
+                    "{what}: {d:#}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn killed_timed_out_and_terminated_runs_still_write_a_report() {
+    if !full_level_or_skip("report-ends") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "report-ends");
+        for disabled in ["", "mount"] {
+            let what = format!("{who:?} disabled={disabled:?}");
+            let report = fx.p("t.json");
+            let mut cmd = fx.command(
+                common::jail_bin(),
+                &["--timeout", "1", "--report", &report, "--", "sleep", "30"],
+            );
+            cmd.env("JAIL_TEST_DISABLE", disabled);
+            let run = Run::from(cmd.output().unwrap());
+            assert_eq!(run.code, Some(124), "{what}: {}", run.describe());
+            let r = read_report(&report);
+            assert_eq!(r["outcome"]["status"], "timeout", "{what}");
+            assert_eq!(r["outcome"]["exit_code"], 124, "{what}");
+
+            let report = fx.p("k.json");
+            let mut cmd = fx.command(
+                common::jail_bin(),
+                &["--report", &report, "--", "/bin/sh", "-c", "kill -KILL $$"],
+            );
+            cmd.env("JAIL_TEST_DISABLE", disabled);
+            let run = Run::from(cmd.output().unwrap());
+            assert_eq!(run.code, Some(137), "{what}: {}", run.describe());
+            let r = read_report(&report);
+            assert_eq!(r["outcome"]["status"], "signaled", "{what}");
+            assert_eq!(r["outcome"]["signal"], 9, "{what}");
+        }
+        // SIGTERM to jail itself (docker stop, a CI runner cancelling): passed on, reported.
+        let report = fx.p("term.json");
+        let mut cmd = fx.command(
+            common::jail_bin(),
+            &["--report", &report, "--", "sleep", "30"],
+        );
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(143), "{who:?}");
+        let r = read_report(&report);
+        assert_eq!(r["outcome"]["signal"], 15, "{who:?}: {r:#}");
+        assert!(r["resources"]["processes_started"].as_u64().unwrap() >= 1);
+    }
+}
+
+#[test]
+fn the_report_cannot_be_written_or_replaced_from_inside() {
+    if !full_level_or_skip("report-forge") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "report-forge");
+        let report = fx.p("report.json");
+        let s = fx.p("scratch");
+        let forge = format!(
+            "echo forged > {report}; rm -f {report}; ln -sf /etc/passwd {report}; \
+             mv {s}/movable {report}; true"
+        );
+        for disabled in ["", "mount"] {
+            let mut cmd = fx.command(
+                common::jail_bin(),
+                &[
+                    "--rw", &s, "--report", &report, "--", "/bin/sh", "-c", &forge,
+                ],
+            );
+            cmd.env("JAIL_TEST_DISABLE", disabled);
+            let run = Run::from(cmd.output().unwrap());
+            assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+            let meta = std::fs::symlink_metadata(&report).unwrap();
+            assert!(meta.is_file(), "{who:?} {disabled:?}: replaced");
+            let r = read_report(&report);
+            assert_eq!(r["schema"], "jail-run-report/1");
+        }
+        // A place the command can write is refused before anything runs.
+        let inside = fx.p("scratch/report.json");
+        let run = fx.jail(&[
+            "--rw", &s, "--report", &inside, "--", "/bin/sh", "-c", "echo RAN",
+        ]);
+        assert_refused(&run, "report under --rw", &["--report", "writable inside"]);
+        let run = fx.jail(&[
+            "--tmp",
+            "host",
+            "--report",
+            "/tmp/jail-report.json",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo RAN",
+        ]);
+        assert_refused(&run, "report under a shared /tmp", &["--report", "/tmp"]);
+    }
+}
+
+#[test]
+fn network_decisions_are_counted_in_the_report() {
+    if !full_level_or_skip("report-net") {
+        return;
+    }
+    let fx = Fixture::new(Who::User, "report-net");
+    let report = fx.p("net.json");
+    let mut cmd = fx.command(
+        common::jail_bin(),
+        &[
+            "--net",
+            "allow=api.test",
+            "--report",
+            &report,
+            "--summary",
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            "import urllib.request as u\nfor h in ('api.test', 'evil.test'):\n    try: u.urlopen(f'http://{h}:9/', timeout=5)\n    except Exception as e: print(e)",
+        ],
+    );
+    cmd.env("JAIL_TEST_HOSTS", "api.test=127.0.0.1,evil.test=127.0.0.1");
+    let run = Run::from(cmd.output().unwrap());
+    let r = read_report(&report);
+    let n = &r["network"];
+    assert_eq!(n["mode"], "proxy", "{n:#}");
+    assert_eq!(n["enforcement"], "namespace+proxy");
+    // api.test is allowed by name but resolves to loopback (not in allow-host): refused too.
+    assert_eq!(n["refused"], 2, "{n:#}\n{}", run.describe());
+    let hosts: Vec<&str> = n["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["api.test", "evil.test"]);
+    assert!(
+        run.stderr.contains("network: 0 allowed, 2 refused"),
+        "{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn the_readme_documents_every_field_of_the_schema() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let s = schema();
+    for (key, sub) in s["properties"].as_object().unwrap() {
+        assert!(readme.contains(&format!("`{key}`")), "README lacks `{key}`");
+        for (inner, _) in sub["properties"].as_object().into_iter().flatten() {
+            assert!(
+                readme.contains(&format!("`{inner}`")),
+                "README lacks `{inner}` (of {key})"
+            );
+        }
+    }
+    assert!(readme.contains("schema/report-v1.json"));
+}
