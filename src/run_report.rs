@@ -270,7 +270,7 @@ impl RunReport {
         if c.available {
             let n = c.items.len();
             let under = if c.roots.len() == 1 {
-                c.roots[0].clone()
+                printable(&c.roots[0])
             } else {
                 format!("{} writable paths", c.roots.len())
             };
@@ -305,9 +305,9 @@ impl RunReport {
                     "{} {} denied, first: {} {} → {}",
                     d.total,
                     if d.total == 1 { "access" } else { "accesses" },
-                    first.command.as_deref().unwrap_or("?"),
-                    first.operation,
-                    first.path.as_deref().unwrap_or("?")
+                    printable(first.command.as_deref().unwrap_or("?")),
+                    printable(&first.operation),
+                    printable(first.path.as_deref().unwrap_or("?"))
                 ),
             });
         } else {
@@ -325,6 +325,20 @@ impl RunReport {
         parts.push(format!("exit {}", self.outcome.exit_code));
         format!("jail: {}", parts.join("; "))
     }
+}
+
+/// Names the command chose (its comm, the paths it touched) go to the user's terminal: control
+/// characters are shown escaped, never sent (an escape sequence could rewrite the screen).
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn layer_states(layers: &Layers, f: &Features) -> Vec<LayerState> {
@@ -509,6 +523,12 @@ pub fn check_report_path(path: &Path, base_dir: &Path, policy: &Policy) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_in_the_summary_cannot_send_control_characters() {
+        assert_eq!(printable("a\x1b[2Jb\n"), "a\\u{1b}[2Jb\\n");
+        assert_eq!(printable("plain/path é"), "plain/path é");
+    }
 
     #[test]
     fn timestamps_are_rfc3339_utc() {
