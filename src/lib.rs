@@ -100,8 +100,29 @@ fn probe(json: bool) -> Result<i32, JailError> {
         );
     } else {
         print!("{}", report::probe_text(&f, &layers));
+        print!("{}", extras_text(&f));
     }
     Ok(0)
+}
+
+/// What `--net` and `--report` can use here (`jail probe`, text form).
+fn extras_text(f: &Features) -> String {
+    let net = match (f.user_namespaces, f.landlock_abi >= 4) {
+        (true, true) => "all modes (namespace, proxy, Landlock TCP ports)",
+        (true, false) => "none and allow= (namespace); connect=/bind= need Landlock ABI 4",
+        (false, true) => {
+            "none and connect=/bind= via Landlock TCP rules; allow= only with --require any"
+        }
+        (false, false) => "host only",
+    };
+    #[cfg(target_os = "linux")]
+    let denials = match linux::audit::open(f.landlock_abi) {
+        Ok(_) => "yes (Landlock audit records)".to_string(),
+        Err(why) => format!("no: {why}"),
+    };
+    #[cfg(not(target_os = "linux"))]
+    let denials = "no (Linux only)".to_string();
+    format!("network (--net):  {net}\nreport denials:   {denials}\n")
 }
 
 /// $XDG_CONFIG_HOME/jail/profiles, or ~/.config/jail/profiles: never anything in the project.
