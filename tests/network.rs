@@ -287,7 +287,7 @@ fn net_allow_reaches_allowed_names_through_the_proxy_only() {
         // allowed address), a raw IP, a listed name resolving to a private address.
         let cases = [
             ("name not on the list", url("evil.test", &p)),
-            ("raw IP", url("127.0.0.1", &o)),
+            ("raw IP", url("127.0.0.2", &o)),
             ("private address", url("private.test", "80")),
         ];
         for (case, u) in &cases {

@@ -20,9 +20,11 @@ pub use spec::{NetPolicy, NetSpecError};
 /// The environment that points common tools at the proxy listening on `addr` (inside the
 /// sandbox). Both spellings are set because curl reads only the lower-case `http_proxy` (the
 /// upper-case one is ignored against "httpoxy"), while other tools read only upper case.
-/// `NO_PROXY` is emptied so that an inherited `localhost` exception cannot send requests around
-/// the proxy, where they would fail anyway. `socks5h` makes SOCKS clients leave name resolution
-/// to the proxy.
+/// `NO_PROXY` names loopback only (whatever the caller had is replaced): inside the command's own
+/// network namespace loopback is its own (a dev server it started), which the proxy would refuse
+/// as a special address; without a namespace Landlock lets TCP reach the proxy's port alone, so a
+/// direct loopback connection fails there anyway. `socks5h` makes SOCKS clients leave name
+/// resolution to the proxy.
 pub fn proxy_env(addr: SocketAddr) -> Vec<(String, String)> {
     let http = format!("http://{addr}");
     let socks = format!("socks5h://{addr}");
@@ -31,7 +33,7 @@ pub fn proxy_env(addr: SocketAddr) -> Vec<(String, String)> {
         ("HTTP_PROXY", &http),
         ("HTTPS_PROXY", &http),
         ("ALL_PROXY", &socks),
-        ("NO_PROXY", &String::new()),
+        ("NO_PROXY", &"localhost,127.0.0.1,::1".to_string()),
     ] {
         out.push((name.to_string(), value.clone()));
         out.push((name.to_ascii_lowercase(), value.clone()));
@@ -50,7 +52,7 @@ mod tests {
         assert_eq!(get("http_proxy"), Some("http://127.0.0.1:3128"));
         assert_eq!(get("HTTPS_PROXY"), Some("http://127.0.0.1:3128"));
         assert_eq!(get("all_proxy"), Some("socks5h://127.0.0.1:3128"));
-        assert_eq!(get("NO_PROXY"), Some(""));
+        assert_eq!(get("NO_PROXY"), Some("localhost,127.0.0.1,::1"));
         assert_eq!(env.len(), 8);
         let v6 = proxy_env("[::1]:3128".parse().unwrap());
         assert_eq!(v6[0].1, "http://[::1]:3128");
