@@ -989,6 +989,17 @@ impl Comparer<'_> {
                         detail = format!("{detail}, {m}");
                     }
                     self.add(key, ChangeKind::Modified, a, Some(detail));
+                } else if (b.flags | a.flags) & UNREADABLE != 0
+                    && (b.mtime != a.mtime || b.ctime != a.ctime)
+                {
+                    // Its entries could not be listed: that it changed is all that is known
+                    // (a command can chmod 000 a directory after writing into it).
+                    let mut detail =
+                        String::from("unreadable directory changed: its entries are unknown");
+                    if let Some(m) = &mode_note {
+                        detail = format!("{detail}, {m}");
+                    }
+                    self.add(key, ChangeKind::Modified, a, Some(detail));
                 } else if mode_note.is_some() {
                     self.add(key, ChangeKind::ModeChanged, a, mode_note);
                 }

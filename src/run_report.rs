@@ -89,6 +89,8 @@ pub struct Network {
     pub allowed: Option<u64>,
     pub refused: Option<u64>,
     pub decisions: Vec<Decision>,
+    /// Decisions not listed because the list was full (refusals give way first).
+    pub decisions_dropped: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -170,7 +172,8 @@ pub struct Facts<'a> {
     pub ended: SystemTime,
     pub end: EndFacts,
     pub resources: Resources,
-    pub decisions: Option<(u64, u64, Vec<Decision>)>,
+    /// Allowed and refused counts, the decisions kept, and how many were not.
+    pub decisions: Option<(u64, u64, Vec<Decision>, u64)>,
     pub roots: Vec<PathBuf>,
     pub changes: Result<Changes, String>,
     pub denials: DenialFacts,
@@ -213,9 +216,9 @@ impl RunReport {
             },
         };
         let net = &f.policy.net;
-        let (allowed, refused, decisions) = match f.decisions {
-            Some((a, r, d)) => (Some(a), Some(r), d),
-            None => (None, None, Vec::new()),
+        let (allowed, refused, decisions, decisions_dropped) = match f.decisions {
+            Some((a, r, d, dropped)) => (Some(a), Some(r), d, dropped),
+            None => (None, None, Vec::new(), 0),
         };
         RunReport {
             schema: SCHEMA,
@@ -255,6 +258,7 @@ impl RunReport {
                 allowed,
                 refused,
                 decisions,
+                decisions_dropped,
             },
             changes: changes_section(&f.roots, f.changes),
             denials: denials_section(f.denials, f.layers),
@@ -276,6 +280,8 @@ impl RunReport {
             };
             parts.push(if c.roots.is_empty() {
                 "no writable paths".to_string()
+            } else if n == 0 && c.truncated {
+                format!("changes under {under} incomplete: a limit was hit, none listed")
             } else if n == 0 {
                 format!("nothing changed under {under}")
             } else {
@@ -291,6 +297,17 @@ impl RunReport {
                     c.mode_changed
                 )
             });
+            if !c.unreadable.is_empty() {
+                parts.push(format!(
+                    "{} unreadable {} (changes inside unknown)",
+                    c.unreadable.len(),
+                    if c.unreadable.len() == 1 {
+                        "directory"
+                    } else {
+                        "directories"
+                    }
+                ));
+            }
         } else {
             parts.push(format!(
                 "changes unknown ({})",
@@ -300,7 +317,7 @@ impl RunReport {
         let d = &self.denials;
         if d.available {
             parts.push(match d.items.first() {
-                None => "no access denied by Landlock".to_string(),
+                None => "no Landlock denial recorded".to_string(),
                 Some(first) => format!(
                     "{} {} denied, first: {} {} → {}",
                     d.total,

@@ -47,10 +47,11 @@ impl Server {
                 count.fetch_add(1, Ordering::SeqCst);
                 std::thread::spawn(move || {
                     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                    // An HTTP client speaks first; a raw client waits for the greeting.
-                    let mut first = [0u8; 1];
+                    // An HTTP client speaks first (a method name); a raw client waits for the greeting.
+                    let mut first = [0u8; 4];
                     let _ = s.set_read_timeout(Some(Duration::from_millis(300)));
-                    let is_http = s.peek(&mut first).map(|n| n > 0).unwrap_or(false);
+                    let n = s.peek(&mut first).unwrap_or(0);
+                    let is_http = n > 0 && first[0].is_ascii_uppercase();
                     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
                     if is_http {
                         // Read the request head, then answer with the greeting as the body.
@@ -160,6 +161,27 @@ fn net_none_reaches_nothing_outside_and_loopback_inside_works() {
             );
             assert_eq!(server.accepted(), before, "{what}: a connection got out");
         }
+        // Without a namespace: no listening socket (listen() would bind an ephemeral port on
+        // every address without Landlock's bind check) and no TCP Fast Open connect-on-send.
+        let listen = probe(&fx, &["--net", "none"], "mount", &[], &["listen"]);
+        expect(
+            &listen,
+            "LISTEN-FAIL",
+            &format!("{who:?} none fallback: listen"),
+        );
+        expect(
+            &probe(&fx, &[], "", &[], &["listen"]),
+            "LISTENING",
+            "control listen",
+        );
+        let tfo = ["tfo", "127.0.0.1", tcp_port.as_str()];
+        let before = server.accepted();
+        expect(
+            &probe(&fx, &["--net", "none"], "mount", &[], &tfo),
+            "TFO-FAIL",
+            &format!("{who:?} none fallback: TCP Fast Open"),
+        );
+        assert_eq!(server.accepted(), before, "{who:?}: TCP Fast Open got out");
         let inside = probe(&fx, &["--net", "none"], "", &[], &["loopback"]);
         expect(&inside, "LOOPBACK-OK", "loopback inside the namespace");
         // Without a namespace and without Landlock nothing could hold it: refused, not open.
@@ -193,6 +215,11 @@ fn net_connect_reaches_only_the_named_port_and_no_udp() {
             "CONNECTED OTHER",
             "control",
         );
+        expect(
+            &probe(&fx, &[], "", &[], &["tfo", "127.0.0.1", &o]),
+            "TFO-CONNECTED OTHER",
+            "control: TCP Fast Open works on the host's network",
+        );
         for disabled in ["", "mount"] {
             let what = format!("{who:?} {rule}, disabled={disabled:?}");
             let net = ["--net", rule.as_str()];
@@ -208,6 +235,17 @@ fn net_connect_reaches_only_the_named_port_and_no_udp() {
                 &what,
             );
             assert_eq!(other.accepted(), before, "{what}: reached the other port");
+            // TCP Fast Open connects inside sendto(), past Landlock's connect hook.
+            expect(
+                &probe(&fx, &net, disabled, &[], &["tfo", "127.0.0.1", &o]),
+                "TFO-FAIL",
+                &format!("{what}: TCP Fast Open"),
+            );
+            assert_eq!(
+                other.accepted(),
+                before,
+                "{what}: TCP Fast Open reached the other port"
+            );
             expect(
                 &probe(&fx, &net, disabled, &[], &["udp", "127.0.0.1", &u]),
                 "UDP-FAIL",

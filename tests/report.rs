@@ -414,3 +414,45 @@ fn the_readme_documents_every_field_of_the_schema() {
     }
     assert!(readme.contains("schema/report-v1.json"));
 }
+
+/// A directory the command makes unreadable after writing into it: its entries cannot be listed,
+/// so the report must say the directory changed and the summary that something is unknown,
+/// never "nothing changed". (Root reads any directory: this is the unprivileged user's case.)
+#[test]
+fn changes_hidden_in_an_unreadable_directory_are_not_reported_as_nothing() {
+    if !full_level_or_skip("report-unreadable") {
+        return;
+    }
+    let fx = Fixture::new(Who::User, "report-unreadable");
+    let d = fx.scratch.join("d");
+    std::fs::create_dir(&d).unwrap();
+    fx.give_to(Who::User);
+    std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    let report = fx.p("report.json");
+    let s = fx.p("scratch");
+    let run = sh(
+        &fx,
+        &["--rw", &s, "--report", &report, "--summary"],
+        &format!("chmod 700 {s}/d && echo evil > {s}/d/f && chmod 000 {s}/d"),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let r = read_report(&report);
+    let items = r["changes"]["items"].as_array().unwrap();
+    let dir = items
+        .iter()
+        .find(|c| c["path"].as_str().unwrap().ends_with("/scratch/d"))
+        .unwrap_or_else(|| panic!("the directory is not reported: {r:#}"));
+    assert_eq!(dir["kind"], "modified");
+    assert!(
+        dir["detail"].as_str().unwrap().contains("unreadable"),
+        "{dir:#}"
+    );
+    let summary = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("jail: "))
+        .unwrap();
+    assert!(!summary.contains("nothing changed"), "{summary}");
+    assert!(summary.contains("unreadable"), "{summary}");
+    std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+}

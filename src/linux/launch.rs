@@ -53,7 +53,7 @@ fn compile(policy: &Policy, layers: &Layers, f: &Features, net: &NetPlan) -> Pla
         }),
         seccomp: layers
             .seccomp
-            .then(|| seccomp::compile(policy, net.tcp_only)),
+            .then(|| seccomp::compile(policy, net.filter())),
     }
 }
 
@@ -72,6 +72,18 @@ pub struct NetPlan {
     /// UDP, raw and other non-TCP sockets over IP refused (seccomp), because Landlock's TCP
     /// rules in the host's network are all that holds the policy.
     pub tcp_only: bool,
+}
+
+impl NetPlan {
+    /// What the seccomp filter adds for this plan.
+    fn filter(&self) -> seccomp::NetFilter {
+        seccomp::NetFilter {
+            tcp_only: self.tcp_only,
+            // No port may be bound: then no socket may listen either (listen() on an unbound
+            // socket takes an ephemeral port without Landlock's bind check).
+            no_listen: self.tcp_bind.as_ref().is_some_and(Vec::is_empty),
+        }
+    }
 }
 
 /// Chooses the enforcement of `policy.net`, or refuses: never a silently open network.

@@ -183,6 +183,7 @@ impl Recorder {
                     p.decisions.allowed(),
                     p.decisions.refused(),
                     p.decisions.snapshot(),
+                    p.decisions.dropped(),
                 )
             }),
             roots: self.roots,

@@ -64,12 +64,26 @@ const CLONE_NEWUSER: u32 = 0x1000_0000;
 const AF_UNIX: u32 = 1;
 const AF_INET: u32 = 2;
 const AF_INET6: u32 = 10;
-const AF_PACKET: u32 = 17;
+const AF_NETLINK: u32 = 16;
 const AF_VSOCK: u32 = 40;
 const SOCK_STREAM: u32 = 1;
 /// The socket type is the low four bits of socket()'s second argument (the rest are flags).
 const SOCK_TYPE_MASK: u32 = 0xf;
 const IPPROTO_TCP: u32 = 6;
+/// sendto/sendmsg flag that makes a TCP socket connect as it sends: the kernel takes that path
+/// without the socket_connect hook Landlock's TCP rules hang on.
+const MSG_FASTOPEN: u32 = 0x2000_0000;
+
+/// What the network policy asks of the filter (see [`compile`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct NetFilter {
+    /// Only TCP over IPv4/IPv6 (plus unix and netlink sockets): Landlock's TCP rules hold the
+    /// policy in the host's network.
+    pub tcp_only: bool,
+    /// listen() refused: Landlock checks bind(), but listen() on an unbound socket binds an
+    /// ephemeral port on every address without asking.
+    pub no_listen: bool,
+}
 
 /// Syscalls refused in every jail.
 const ALWAYS_DENIED: &[&str] = &[
@@ -132,11 +146,12 @@ const X86_ONLY_DENIED: &[&str] = &["iopl", "ioperm", "uselib"];
 #[cfg(not(target_arch = "x86_64"))]
 const X86_ONLY_DENIED: &[&str] = &[];
 
-/// `inet_tcp_only`: the network policy is enforced by Landlock's TCP rules in the host's network
+/// `net.tcp_only`: the network policy is enforced by Landlock's TCP rules in the host's network
 /// (`--net connect=`/`bind=`, or `none` without a network namespace). Landlock has no rule for
-/// UDP, raw sockets or other protocols over IP (SCTP, MPTCP), so those sockets are refused here:
-/// a DNS query or a datagram to any host would otherwise leave freely.
-pub fn compile(policy: &Policy, inet_tcp_only: bool) -> SeccompPlan {
+/// UDP, raw sockets, other protocols over IP (SCTP, MPTCP) or other families (SMC connects
+/// through a TCP socket of the kernel's own), nor for TCP Fast Open's connect-on-send, so those
+/// are refused here: a DNS query or a datagram to any host would otherwise leave freely.
+pub fn compile(policy: &Policy, net: NetFilter) -> SeccompPlan {
     let mut deny: Vec<Deny> = ALWAYS_DENIED
         .iter()
         .chain(X86_ONLY_DENIED)
@@ -193,8 +208,14 @@ pub fn compile(policy: &Policy, inet_tcp_only: bool) -> SeccompPlan {
             },
         });
     }
-    if inet_tcp_only {
+    if net.tcp_only {
         deny.extend(non_tcp_inet_sockets());
+    }
+    if net.no_listen {
+        deny.push(Deny {
+            syscall: "listen",
+            when: When::Always,
+        });
     }
     SeccompPlan {
         arch: std::env::consts::ARCH,
@@ -204,7 +225,9 @@ pub fn compile(policy: &Policy, inet_tcp_only: bool) -> SeccompPlan {
     }
 }
 
-/// socket() calls that make anything but a TCP socket over IPv4 or IPv6, and packet sockets.
+/// socket() calls that make anything but a TCP socket over IPv4 or IPv6 (unix sockets have their
+/// own rule, netlink ones stay: name lookups ask the kernel's routing tables), and sends that
+/// connect with TCP Fast Open.
 fn non_tcp_inet_sockets() -> Vec<Deny> {
     let family = |value| Cond {
         arg: 0,
@@ -212,14 +235,33 @@ fn non_tcp_inet_sockets() -> Vec<Deny> {
         value,
         ne: false,
     };
+    let not_family = |value| Cond {
+        arg: 0,
+        mask: u32::MAX,
+        value,
+        ne: true,
+    };
+    // Every family but these four: an allow-list, so that families this kernel may not even
+    // have (AF_SMC, AF_RDS, AF_TIPC) are covered too.
     let mut out = vec![Deny {
         syscall: "socket",
-        when: When::ArgMasked {
-            arg: 0,
-            mask: u32::MAX,
-            value: AF_PACKET,
-        },
+        when: When::All(
+            [AF_UNIX, AF_INET, AF_INET6, AF_NETLINK]
+                .into_iter()
+                .map(not_family)
+                .collect(),
+        ),
     }];
+    for (call, flags_arg) in [("sendto", 3), ("sendmsg", 2), ("sendmmsg", 3)] {
+        out.push(Deny {
+            syscall: call,
+            when: When::ArgMasked {
+                arg: flags_arg,
+                mask: MSG_FASTOPEN,
+                value: MSG_FASTOPEN,
+            },
+        });
+    }
     for fam in [AF_INET, AF_INET6] {
         // Every type but SOCK_STREAM (seccomp has no masked "not equal": list them).
         for ty in (0..=SOCK_TYPE_MASK).filter(|t| *t != SOCK_STREAM) {
@@ -322,6 +364,10 @@ pub fn syscall_number(name: &str) -> Option<i64> {
         SYS_unshare,
         SYS_ioctl,
         SYS_socket,
+        SYS_sendto,
+        SYS_sendmsg,
+        SYS_sendmmsg,
+        SYS_listen,
     )
 }
 
@@ -471,7 +517,7 @@ mod tests {
 
     #[test]
     fn every_named_syscall_resolves_on_this_architecture() {
-        let plan = compile(&policy(false, false), false);
+        let plan = compile(&policy(false, false), NetFilter::default());
         for d in &plan.deny {
             assert!(syscall_number(d.syscall).is_some(), "{}", d.syscall);
         }
@@ -480,11 +526,11 @@ mod tests {
 
     #[test]
     fn userns_and_unix_sockets_are_refused_unless_allowed() {
-        let strict = compile(&policy(false, false), false);
+        let strict = compile(&policy(false, false), NetFilter::default());
         assert!(
             denies(&strict, "mount") && denies(&strict, "unshare") && denies(&strict, "socket")
         );
-        let open = compile(&policy(true, true), false);
+        let open = compile(&policy(true, true), NetFilter::default());
         assert!(!denies(&open, "mount") && !denies(&open, "unshare"));
         let socket_families = |p: &SeccompPlan| -> Vec<u32> {
             p.deny
@@ -503,7 +549,7 @@ mod tests {
 
     #[test]
     fn terminal_injection_ioctls_are_matched_on_the_low_32_bits() {
-        let plan = compile(&policy(false, false), false);
+        let plan = compile(&policy(false, false), NetFilter::default());
         let ioctls: Vec<_> = plan.deny.iter().filter(|d| d.syscall == "ioctl").collect();
         assert_eq!(ioctls.len(), 2);
         for d in ioctls {
@@ -552,7 +598,7 @@ mod tests {
 
     #[test]
     fn prelude_checks_arch_first() {
-        let plan = compile(&policy(false, false), false);
+        let plan = compile(&policy(false, false), NetFilter::default());
         let p = prelude(&plan).unwrap();
         assert_eq!(p[0].k, 4, "loads seccomp_data.arch");
         assert_eq!(p[2].k, libc::SECCOMP_RET_KILL_PROCESS);

@@ -149,6 +149,11 @@ fn hand_terminal(tty: i32, pgid: libc::pid_t) {
 /// Runs the command under `conf` and returns jail's exit code.
 pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
     let io = |step: &str, e: &dyn std::fmt::Display| JailError::layer("supervisor", step, e);
+    // The supervisor writes to sockets and pipes the command can close at any moment (the proxy's
+    // clients, init's pipe): a SIGPIPE must not end it before it quarantines and reports.
+    // SAFETY: setting a disposition to SIG_IGN runs no handler code.
+    unsafe { nix::sys::signal::signal(Signal::SIGPIPE, nix::sys::signal::SigHandler::SigIgn) }
+        .map_err(|e| io("ignore SIGPIPE", &e))?;
     // Prepare everything that allocates before forking.
     let argv = c_argv(&policy.command)?;
     let signals = handled_signals();
@@ -760,8 +765,12 @@ fn init_network(net: &NetSetup, channel: &std::os::unix::net::UnixStream) -> Res
 
 /// The command's own process: confine, then execve. Never returns.
 fn command_main(conf: &Confinement, policy: &Policy, argv: &[CString]) -> ! {
-    // Signal mask and dispositions are inherited through execve: give the command clean ones.
+    // Signal mask and ignored dispositions are inherited through execve: give the command clean
+    // ones (a pipeline must end its writer with SIGPIPE as usual).
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+    // SAFETY: SIG_DFL runs no handler code.
+    let _ =
+        unsafe { nix::sys::signal::signal(Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl) };
     // With the mount view, init entered the working directory inside it.
     if conf.mount.is_none() {
         if let Err(e) = std::env::set_current_dir(&policy.cwd) {

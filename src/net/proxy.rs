@@ -183,7 +183,7 @@ impl Decisions {
         Self::with_capacity(MAX_DECISIONS)
     }
 
-    /// Keeps at most `capacity` entries, forgetting the oldest.
+    /// Keeps at most `capacity` entries (see `push` for which).
     pub fn with_capacity(capacity: usize) -> Self {
         Decisions {
             log: Mutex::new(VecDeque::new()),
@@ -223,14 +223,21 @@ impl Decisions {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// When the log is full, the oldest refusal makes room; with none left, the new entry is
+    /// dropped. So a command that floods the proxy with refused requests cannot push the record
+    /// of the connections it did make out of the report.
     fn push(&self, d: Decision) {
         let mut log = self.lock();
-        if self.capacity == 0 {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        while log.len() >= self.capacity {
-            log.pop_front();
+        if log.len() >= self.capacity {
+            match log.iter().position(|e| !e.allowed) {
+                Some(i) if self.capacity > 0 => {
+                    log.remove(i);
+                }
+                _ => {
+                    self.dropped.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+            }
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
         log.push_back(d);
@@ -1750,8 +1757,9 @@ mod tests {
                 bytes_down: 0,
             });
         }
+        // Refusals make room for later entries; allowed ones are never pushed out.
         let kept: Vec<u16> = d.snapshot().iter().map(|d| d.port).collect();
-        assert_eq!(kept, vec![7, 8, 9]);
+        assert_eq!(kept, vec![0, 2, 4]);
         assert_eq!((d.allowed(), d.refused(), d.dropped()), (5, 5, 7));
         let none = Decisions::with_capacity(0);
         none.push(d.snapshot()[0].clone());

@@ -6,6 +6,8 @@
     net_probe.py http URL           HTTP <status> <body> | HTTP-FAIL <error>   (honours *_proxy)
     net_probe.py bind PORT          BOUND | BIND-FAIL <error>
     net_probe.py loopback           LOOPBACK-OK | LOOPBACK-FAIL <error>
+    net_probe.py tfo HOST PORT      TFO-CONNECTED <first line> | TFO-FAIL <error>  (TCP Fast Open)
+    net_probe.py listen             LISTENING <port> | LISTEN-FAIL <error>   (listen() unbound)
 """
 import socket
 import sys
@@ -55,6 +57,23 @@ def main(argv):
             print("BOUND")
         except Exception as e:  # noqa: BLE001
             print("BIND-FAIL", err(e))
+    elif kind == "tfo":
+        # sendto(MSG_FASTOPEN) connects as it sends, without connect().
+        try:
+            s = socket.socket()  # blocking: a timeout would make the send EINPROGRESS
+            s.sendto(b"x", socket.MSG_FASTOPEN, (argv[2], int(argv[3])))
+            s.settimeout(5)
+            print("TFO-CONNECTED", s.makefile().readline().strip())
+        except Exception as e:  # noqa: BLE001
+            print("TFO-FAIL", err(e))
+    elif kind == "listen":
+        # listen() on an unbound socket binds an ephemeral port on every address by itself.
+        try:
+            s = socket.socket()
+            s.listen()
+            print("LISTENING", s.getsockname()[1])
+        except Exception as e:  # noqa: BLE001
+            print("LISTEN-FAIL", err(e))
     elif kind == "loopback":
         try:
             srv = socket.socket()
