@@ -454,7 +454,14 @@ fn confinement(
     let file = status::PolicyFile::new(policy, layers, report::gaps(policy, layers, features));
     let policy_json = serde_json::to_string_pretty(&file).expect("serializable");
     let mut envp = Vec::new();
-    let proxy_env = net_plan.proxy.map(net::proxy_env).unwrap_or_default();
+    let allow_hosts = match &policy.net {
+        NetPolicy::Proxy { allow_hosts, .. } => allow_hosts.as_slice(),
+        _ => &[],
+    };
+    let proxy_env = net_plan
+        .proxy
+        .map(|addr| net::proxy_env(addr, allow_hosts))
+        .unwrap_or_default();
     for (k, v) in &policy.env.vars {
         if ["JAIL", "JAIL_PROFILE", "JAIL_POLICY"]
             .iter()

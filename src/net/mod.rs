@@ -23,9 +23,11 @@ pub use spec::{NetPolicy, NetSpecError};
 /// `NO_PROXY` names loopback only (whatever the caller had is replaced): inside the command's own
 /// network namespace loopback is its own (a dev server it started), which the proxy would refuse
 /// as a special address; without a namespace Landlock lets TCP reach the proxy's port alone, so a
-/// direct loopback connection fails there anyway. `socks5h` makes SOCKS clients leave name
-/// resolution to the proxy.
-pub fn proxy_env(addr: SocketAddr) -> Vec<(String, String)> {
+/// direct loopback connection fails there anyway. A loopback address that `allow-host` names (a
+/// model server on the host's 127.0.0.1:11434) is left out of it: requests to it must go to the
+/// proxy, which reaches the host's loopback; `localhost` stays the sandbox's own. `socks5h` makes
+/// SOCKS clients leave name resolution to the proxy.
+pub fn proxy_env(addr: SocketAddr, allow_hosts: &[SocketAddr]) -> Vec<(String, String)> {
     let http = format!("http://{addr}");
     let socks = format!("socks5h://{addr}");
     let mut out = Vec::new();
@@ -33,12 +35,22 @@ pub fn proxy_env(addr: SocketAddr) -> Vec<(String, String)> {
         ("HTTP_PROXY", &http),
         ("HTTPS_PROXY", &http),
         ("ALL_PROXY", &socks),
-        ("NO_PROXY", &"localhost,127.0.0.1,::1".to_string()),
+        ("NO_PROXY", &no_proxy(allow_hosts)),
     ] {
         out.push((name.to_string(), value.clone()));
         out.push((name.to_ascii_lowercase(), value.clone()));
     }
     out
+}
+
+fn no_proxy(allow_hosts: &[SocketAddr]) -> String {
+    let mut names = vec!["localhost".to_string()];
+    for ip in ["127.0.0.1", "::1"] {
+        if !allow_hosts.iter().any(|h| h.ip().to_string() == ip) {
+            names.push(ip.to_string());
+        }
+    }
+    names.join(",")
 }
 
 #[cfg(test)]
@@ -47,14 +59,23 @@ mod tests {
 
     #[test]
     fn proxy_env_sets_both_spellings() {
-        let env = proxy_env("127.0.0.1:3128".parse().unwrap());
+        let env = proxy_env("127.0.0.1:3128".parse().unwrap(), &[]);
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("http_proxy"), Some("http://127.0.0.1:3128"));
         assert_eq!(get("HTTPS_PROXY"), Some("http://127.0.0.1:3128"));
         assert_eq!(get("all_proxy"), Some("socks5h://127.0.0.1:3128"));
         assert_eq!(get("NO_PROXY"), Some("localhost,127.0.0.1,::1"));
         assert_eq!(env.len(), 8);
-        let v6 = proxy_env("[::1]:3128".parse().unwrap());
+        let v6 = proxy_env("[::1]:3128".parse().unwrap(), &[]);
+        let host = proxy_env(
+            "127.0.0.1:3128".parse().unwrap(),
+            &["127.0.0.1:11434".parse().unwrap()],
+        );
+        let no_proxy = host.iter().find(|(k, _)| k == "no_proxy").unwrap();
+        assert_eq!(
+            no_proxy.1, "localhost,::1",
+            "the host's loopback goes to the proxy"
+        );
         assert_eq!(v6[0].1, "http://[::1]:3128");
     }
 }
