@@ -524,8 +524,10 @@ pub fn check_report_path(path: &Path, base_dir: &Path, policy: &Policy) -> Resul
         .map_err(|e| format!("directory {}: {e}", parent.display()))?;
     let name = abs.file_name().ok_or_else(|| "names no file".to_string())?;
     let abs = parent.join(name);
-    if std::fs::symlink_metadata(&abs).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err("is a symlink".into());
+    match std::fs::symlink_metadata(&abs) {
+        Ok(m) if m.file_type().is_symlink() => return Err("is a symlink".into()),
+        Ok(m) if !m.is_file() => return Err("is not a regular file".into()),
+        _ => {}
     }
     if policy.access_at(&abs) == crate::policy::Access::Rw {
         return Err("is writable inside the jail: the command could forge its own report".into());
@@ -578,6 +580,8 @@ mod tests {
         let e = check_report_path(Path::new("link.json"), &dir, &p).unwrap_err();
         assert!(e.contains("symlink"), "{e}");
         assert!(check_report_path(Path::new("/no/such/dir/r.json"), &dir, &p).is_err());
+        let e = check_report_path(Path::new("/dev/null"), &dir, &p).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
         p.tmp = crate::policy::TmpMode::Host;
         let e = check_report_path(Path::new("/tmp/r.json"), &dir, &p).unwrap_err();
         assert!(e.contains("--tmp host"), "{e}");

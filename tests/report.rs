@@ -354,6 +354,26 @@ fn the_report_cannot_be_written_or_replaced_from_inside() {
             "echo RAN",
         ]);
         assert_refused(&run, "report under a shared /tmp", &["--report", "/tmp"]);
+        // Not a file of its own: a FIFO would hang the launch, a hard link's other name would be
+        // overwritten.
+        let fifo = fx.p("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let run = fx.jail(&["--report", &fifo, "--", "/bin/sh", "-c", "echo RAN"]);
+        assert_refused(
+            &run,
+            "report on a FIFO",
+            &["--report", "not a regular file"],
+        );
+        let precious = fx.p("repo/file.txt");
+        let link = fx.p("link.json");
+        std::fs::hard_link(&precious, &link).unwrap();
+        let run = fx.jail(&["--report", &link, "--", "/bin/sh", "-c", "echo RAN"]);
+        assert_refused(&run, "report on a hard link", &["--report", "hard links"]);
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "original\n");
     }
 }
 

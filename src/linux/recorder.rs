@@ -52,14 +52,28 @@ impl Recorder {
                 })?;
                 let abs = run_report::check_report_path(path, &base, policy)
                     .map_err(|reason| JailError::bad_path("--report", path, reason))?;
+                // Not truncated before it is known to be a file of its own: O_NONBLOCK so that a
+                // FIFO does not hang the launch, and a second name (a hard link) would be
+                // overwritten too.
+                let bad = |reason: String| JailError::bad_path("--report", &abs, reason);
                 let file = std::fs::OpenOptions::new()
                     .write(true)
                     .create(true)
-                    .truncate(true)
+                    .truncate(false)
                     .mode(0o644)
-                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
                     .open(&abs)
-                    .map_err(|e| JailError::bad_path("--report", &abs, e.to_string()))?;
+                    .map_err(|e| bad(e.to_string()))?;
+                let meta = file.metadata().map_err(|e| bad(e.to_string()))?;
+                if !meta.is_file() {
+                    return Err(bad("is not a regular file".into()));
+                }
+                if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+                    return Err(bad(
+                        "has other names (hard links) that writing the report would change".into(),
+                    ));
+                }
+                file.set_len(0).map_err(|e| bad(e.to_string()))?;
                 Some((abs, file))
             }
         };
