@@ -145,8 +145,9 @@ fn net_none_reaches_nothing_outside_and_loopback_inside_works() {
             "UDP-REPLY ping",
             "host udp",
         );
-        // A network namespace of its own (full jail) and, without one, Landlock + seccomp.
-        for disabled in ["", "mount"] {
+        // A network namespace of its own (full jail, or without Landlock) and, without one,
+        // Landlock + seccomp.
+        for disabled in ["", "mount", "landlock"] {
             let what = format!("{who:?} none, disabled={disabled:?}");
             let before = server.accepted();
             expect(
@@ -320,6 +321,11 @@ fn net_allow_reaches_allowed_names_through_the_proxy_only() {
         // Allowed: the name on the list, through HTTP_PROXY (plain HTTP and CONNECT).
         let ok = probe(&fx, &net, "", &env, &["http", &url("api.test", &p)]);
         expect(&ok, "HTTP 200 API-OK", &what("allowed name"));
+        // The namespace holds it without Landlock (a kernel before 5.13) too.
+        let ok = probe(&fx, &net, "landlock", &env, &["http", &url("api.test", &p)]);
+        expect(&ok, "HTTP 200 API-OK", &what("allowed name, no Landlock"));
+        let direct = probe(&fx, &net, "landlock", &env, &["tcp", "127.0.0.1", &p]);
+        expect(&direct, "REFUSED", &what("direct TCP, no Landlock"));
         let before = api.accepted();
         // Refused by the proxy, before any connection: a name not on the list (resolving to an
         // allowed address), a raw IP, a listed name resolving to a private address.
