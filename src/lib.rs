@@ -364,9 +364,12 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         profile_paths,
     };
     let mut policy = policy::resolve(&input)?;
+    // With a run report the snapshot of the writable trees finds new .git entries (deeper, in
+    // the same walk); otherwise a bounded search of its own now and after the run.
+    let recording = args.report.is_some() || args.summary;
     policy.git_entries_at_start = policy
         .writable_paths()
-        .filter(|p| *p != std::path::Path::new("/tmp"))
+        .filter(|p| *p != std::path::Path::new("/tmp") && !recording)
         .map(|root| (root.to_path_buf(), policy::find_git_entries(root)))
         .collect();
     let flags = EnvFlags::from_args(&args.env, &args.env_deny, args.env_clear)

@@ -478,3 +478,51 @@ fn changes_hidden_in_an_unreadable_directory_are_not_reported_as_nothing() {
     assert!(summary.contains("unreadable"), "{summary}");
     std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
 }
+
+/// With a report, the snapshot's comparison finds the .git entries the command planted (instead
+/// of a search of its own): they must still be moved aside, as without a report.
+#[test]
+fn with_a_report_planted_git_entries_are_still_moved_aside() {
+    if !full_level_or_skip("report-git") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "report-git");
+        let s = fx.p("scratch");
+        let report = fx.p("report.json");
+        let run = sh(
+            &fx,
+            &["--rw", &s, "--report", &report],
+            &format!(
+                "mkdir -p {s}/deep/a/b/.git/hooks && echo 'gitdir: /x' > {s}/deep/.git && \
+                 git init -q {s}/fresh"
+            ),
+        );
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+        for planted in ["deep/a/b/.git", "deep/.git", "fresh/.git"] {
+            let p = fx.scratch.join(planted);
+            assert!(
+                std::fs::symlink_metadata(&p).is_err(),
+                "{who:?}: {planted} was left in place\n{}",
+                run.describe()
+            );
+            assert!(
+                run.stderr.contains(&format!("{}", p.display())),
+                "{who:?}: {planted} not named\n{}",
+                run.describe()
+            );
+        }
+        let r = read_report(&report);
+        let created: Vec<&str> = r["changes"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["kind"] == "created")
+            .map(|c| c["path"].as_str().unwrap())
+            .collect();
+        assert!(
+            created.iter().any(|p| p.ends_with("/deep/.git")),
+            "{created:?}"
+        );
+    }
+}

@@ -236,7 +236,11 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         &mut net,
         &mut recorder,
     );
-    let quarantined = result.is_ok() && quarantine_created_protected(&policy);
+    let new_git = match &mut recorder {
+        Some(r) => r.new_git_entries(),
+        None => new_git_dirs(&policy),
+    };
+    let quarantined = result.is_ok() && quarantine_created_protected(&policy, &new_git);
     if let Some(r) = recorder {
         r.finish(
             &policy,
@@ -381,9 +385,9 @@ fn run_supervised(
 /// refuse one new name while allowing others in the same directory. After the run, what appeared
 /// is renamed aside (`NAME.jail-quarantine`), so that a planted `.git/commondir`, `.envrc` or
 /// `.mcp.json` takes no effect outside, and the user is told.
-fn quarantine_created_protected(policy: &Policy) -> bool {
+fn quarantine_created_protected(policy: &Policy, new_git: &[PathBuf]) -> bool {
     let mut all_moved = true;
-    for path in policy.absent_protected.iter().chain(&new_git_dirs(policy)) {
+    for path in policy.absent_protected.iter().chain(new_git) {
         if std::fs::symlink_metadata(path).is_err() {
             continue;
         }

@@ -14,7 +14,7 @@ use std::time::SystemTime;
 use super::audit::{self, AuditReader, AuditStream};
 use super::launch::{NetRuntime, RunState};
 use super::supervisor::{Confinement, RunEnd};
-use crate::changes::{self, Limits, Snapshot};
+use crate::changes::{self, ChangeKind, Changes, Limits, Snapshot};
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::probe::Features;
@@ -32,6 +32,8 @@ pub struct Recorder {
     started: SystemTime,
     roots: Vec<PathBuf>,
     baseline: Snapshot,
+    /// The comparison, once the command has ended.
+    changes: Option<Changes>,
     audit: Rc<RefCell<AuditPhase>>,
 }
 
@@ -88,6 +90,7 @@ impl Recorder {
             started,
             roots,
             baseline,
+            changes: None,
             audit: Rc::new(RefCell::new(audit)),
         })
     }
@@ -126,10 +129,39 @@ impl Recorder {
         }));
     }
 
+    /// What the command changed (the second snapshot is taken on the first call).
+    fn changes(&mut self) -> &Changes {
+        let baseline = &self.baseline;
+        let roots = &self.roots;
+        self.changes.get_or_insert_with(|| {
+            let after = changes::snapshot(roots, &Limits::default());
+            changes::compare(baseline, &after)
+        })
+    }
+
+    /// `.git` entries (directories, gitfiles, symlinks) the command created in the writable
+    /// trees: git on the host would honour their config and hooks.
+    pub fn new_git_entries(&mut self) -> Vec<PathBuf> {
+        let c = self.changes();
+        if c.truncated {
+            eprintln!(
+                "jail: warning: a writable tree is too large to search whole for .git entries the \
+                 command may have planted"
+            );
+        }
+        c.changes
+            .iter()
+            .filter(|x| {
+                x.kind == ChangeKind::Created && x.path.file_name() == Some(".git".as_ref())
+            })
+            .map(|x| x.path.clone())
+            .collect()
+    }
+
     /// After the run (or jail's failure after the start): compares, collects, and writes the
     /// report and/or prints the summary.
     pub fn finish(
-        self,
+        mut self,
         policy: &Policy,
         run: &RunState,
         net: &NetRuntime,
@@ -137,8 +169,7 @@ impl Recorder {
         write_report: bool,
         summary: bool,
     ) -> Result<(), JailError> {
-        let after = changes::snapshot(&self.roots, &Limits::default());
-        let changes = Ok(changes::compare(&self.baseline, &after));
+        let changes = Ok(self.changes().clone());
         let phase = Rc::try_unwrap(self.audit)
             .map(RefCell::into_inner)
             .unwrap_or_else(|_| AuditPhase::Unavailable("audit reader still shared".into()));
