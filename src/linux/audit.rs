@@ -705,15 +705,7 @@ fn read_loop(fd: &OwnedFd, shared: &Shared) {
         }
         // A bounded batch, so that a flood of records cannot keep the stop check from running.
         for _ in 0..BATCH {
-            // SAFETY: `buf` is writable for its whole length.
-            let n = unsafe {
-                libc::recv(
-                    fd.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
+            let n = recv_now(fd, &mut buf);
             if n < 0 {
                 match io::Error::last_os_error().raw_os_error() {
                     Some(libc::EINTR) => continue,
@@ -745,6 +737,19 @@ fn read_loop(fd: &OwnedFd, shared: &Shared) {
             }
         }
         lock(&shared.collector).expire(Instant::now());
+    }
+}
+
+/// One datagram without waiting: its length, or -1 with errno set.
+fn recv_now(fd: &impl AsRawFd, buf: &mut [u8]) -> isize {
+    // SAFETY: `buf` is writable for its whole length.
+    unsafe {
+        libc::recv(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
     }
 }
 
@@ -859,15 +864,7 @@ fn netlink_call(
         if unsafe { libc::poll(&mut pfd, 1, left.as_millis() as libc::c_int + 1) } <= 0 {
             continue;
         }
-        // SAFETY: `buf` is writable for its whole length.
-        let n = unsafe {
-            libc::recv(
-                fd.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
+        let n = recv_now(&fd, &mut buf);
         if n < 0 {
             let e = io::Error::last_os_error();
             if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN)) {
