@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -561,5 +562,99 @@ print(d)
             text.contains("RC=130"),
             "{who:?}: Ctrl-C after fg did not end it:\n{text}"
         );
+    }
+}
+
+/// Lines the background loop of `stops_itself` has written so far.
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// The command stops itself (kill -STOP $$) and leaves a loop running in the background: the
+/// timeout must still end the whole tree. Without a terminal the supervisor does not stop with
+/// it; with one it does (job control), and init's own deadline ends the tree.
+#[test]
+fn a_command_that_stops_itself_cannot_outlive_the_timeout() {
+    if !full_level_or_skip("stop-timeout") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "stop-timeout");
+        let alive = fx.scratch.join("alive");
+        let script = format!(
+            "(while :; do echo x >> {}; sleep 0.2; done) & sleep 0.5; kill -STOP $$",
+            alive.display()
+        );
+        let s = fx.p("scratch");
+        // No terminal, with and without a pid namespace.
+        for disabled in ["", "mount"] {
+            let _ = std::fs::remove_file(&alive);
+            let started = Instant::now();
+            let mut cmd = fx.command(
+                jail_bin(),
+                &[
+                    "--rw",
+                    &s,
+                    "--timeout",
+                    "1s",
+                    "--",
+                    "/bin/sh",
+                    "-c",
+                    &script,
+                ],
+            );
+            cmd.env("JAIL_TEST_DISABLE", disabled)
+                .env("PATH", PATH)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(0);
+            let mut child = cmd.spawn().unwrap();
+            let code = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status.code();
+                }
+                if started.elapsed() > Duration::from_secs(15) {
+                    // SAFETY: kill(2) on the process group we created.
+                    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                    let _ = child.wait();
+                    panic!("{who:?} {disabled:?}: jail did not end by the timeout");
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            };
+            assert_eq!(code, Some(124), "{who:?} {disabled:?}");
+            let n = lines(&alive);
+            std::thread::sleep(Duration::from_millis(800));
+            assert_eq!(
+                lines(&alive),
+                n,
+                "{who:?} {disabled:?}: the loop outlived jail"
+            );
+        }
+        // On a terminal: jail stops with the command (the shell sees its job stopped), and the
+        // tree still ends by init's deadline (timeout + 2 s grace + 1 s).
+        let _ = std::fs::remove_file(&alive);
+        let line = format!(
+            "{} --rw {s} --timeout 1s -- /bin/sh -c '{script}'",
+            jail_bin().display()
+        );
+        let mut term = fx
+            .command(Path::new("/usr/bin/script"), &["-qec", &line, "/dev/null"])
+            .env("PATH", PATH)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_secs(7));
+        let n = lines(&alive);
+        std::thread::sleep(Duration::from_millis(1500));
+        let m = lines(&alive);
+        // SAFETY: kill(2) on the process group we created.
+        unsafe { libc::kill(-(term.id() as i32), libc::SIGKILL) };
+        let _ = term.wait();
+        assert!(n > 0, "{who:?}: the loop never ran");
+        assert_eq!(m, n, "{who:?}: on a terminal the loop outlived the timeout");
     }
 }

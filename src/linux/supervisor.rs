@@ -53,9 +53,35 @@ const SI_USER: i32 = 0;
 
 /// Init's message to the supervisor: the command stopped (Ctrl-Z, SIGTSTP, SIGTTIN).
 const MSG_STOPPED: u8 = b'T';
-/// Init's last message: how the command ended (i32 signal or 0) and the last pid used in the
-/// namespace (u64), both little-endian.
+/// Init's last message: how the command ended (i32 signal or 0), the last pid used in the
+/// namespace (u64), both little-endian, and whether init's own deadline ended it (u8).
 const MSG_ENDED: u8 = b'E';
+const ENDED_LEN: usize = 14;
+
+/// Init's deadline comes this long after the supervisor's SIGKILL would: a backstop for when the
+/// supervisor cannot act (stopped with the command under a terminal).
+const INIT_DEADLINE_MARGIN: Duration = Duration::from_secs(1);
+
+fn encode_end(signal: Option<i32>, last_pid: u64, timed_out: bool) -> Vec<u8> {
+    let mut msg = vec![MSG_ENDED];
+    msg.extend(signal.unwrap_or(0).to_le_bytes());
+    msg.extend(last_pid.to_le_bytes());
+    msg.push(u8::from(timed_out));
+    msg
+}
+
+/// Reads the body of an end message into `end`.
+fn read_end(status: &OwnedFd, end: &mut RunEnd) {
+    let mut body = [0u8; ENDED_LEN - 1];
+    if read_full(status, &mut body) == body.len() {
+        let signal = i32::from_le_bytes(body[..4].try_into().expect("4 bytes"));
+        let last_pid = u64::from_le_bytes(body[4..12].try_into().expect("8 bytes"));
+        end.signal = (signal > 0).then_some(signal);
+        // Pid 1 is init; every later pid was one of the tree's processes.
+        end.processes = last_pid.checked_sub(1).filter(|n| *n > 0);
+        end.timed_out |= body[12] == 1;
+    }
+}
 
 /// Time between SIGTERM and SIGKILL when `--timeout` expires.
 const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -309,6 +335,10 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
             }
         }
     };
+    // A stopped command stops jail too, so that the shell sees its job stopped: only with a
+    // terminal (nothing else resumes a job), and without a pid namespace only when no timeout
+    // runs (a stopped supervisor enforces nothing, and there is no init to hold the deadline).
+    let relay_stops = tty.is_some() && (conf.mount.is_some() || policy.timeout.is_none());
     let end = supervise(
         child,
         &sfd,
@@ -316,6 +346,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
         tty,
         policy.timeout,
         conf.mount.is_none(),
+        relay_stops,
     );
     if let Some(tty) = tty {
         // Take the terminal back for the shell that started jail.
@@ -411,6 +442,7 @@ fn supervise(
     tty: Option<i32>,
     timeout: Option<Duration>,
     reap_tree: bool,
+    relay_stops: bool,
 ) -> RunEnd {
     let started = Instant::now();
     let mut deadline = timeout.map(|t| started + t);
@@ -474,17 +506,12 @@ fn supervise(
             if got == 0 {
                 status = None; // init is gone; its SIGCHLD follows
             } else if msg[0] == MSG_STOPPED {
-                stop_with_command(child, tty);
+                if relay_stops {
+                    stop_with_command(child, tty);
+                }
             } else if msg[0] == MSG_ENDED {
-                let mut body = [0u8; 12];
                 if let Some(st) = &status {
-                    if read_full(st, &mut body) == 12 {
-                        let signal = i32::from_le_bytes(body[..4].try_into().expect("4 bytes"));
-                        let last_pid = u64::from_le_bytes(body[4..].try_into().expect("8 bytes"));
-                        end.signal = (signal > 0).then_some(signal);
-                        // Pid 1 is init; every later pid was one of the tree's processes.
-                        end.processes = last_pid.checked_sub(1).filter(|n| *n > 0);
-                    }
+                    read_end(st, &mut end);
                 }
             }
             continue;
@@ -503,11 +530,12 @@ fn supervise(
                         // Init wrote how the command ended just before it exited.
                         drain_end_message(st, &mut end);
                     }
-                    end.code = if timed_out { EXIT_TIMEOUT } else { code };
-                    end.timed_out = timed_out;
+                    end.timed_out |= timed_out;
+                    end.code = if end.timed_out { EXIT_TIMEOUT } else { code };
                     return end;
                 }
-                Reaped::Stopped => stop_with_command(child, tty),
+                Reaped::Stopped if relay_stops => stop_with_command(child, tty),
+                Reaped::Stopped => {}
                 Reaped::Running => {}
             }
             continue;
@@ -526,13 +554,7 @@ fn drain_end_message(status: &OwnedFd, end: &mut RunEnd) {
     let mut msg = [0u8; 1];
     while read_full(status, &mut msg) == 1 {
         if msg[0] == MSG_ENDED {
-            let mut body = [0u8; 12];
-            if read_full(status, &mut body) == 12 {
-                let signal = i32::from_le_bytes(body[..4].try_into().expect("4 bytes"));
-                let last_pid = u64::from_le_bytes(body[4..].try_into().expect("8 bytes"));
-                end.signal = (signal > 0).then_some(signal);
-                end.processes = last_pid.checked_sub(1).filter(|n| *n > 0);
-            }
+            read_end(status, end);
             return;
         }
     }
@@ -708,7 +730,40 @@ fn init_main(
         }
     };
     let _ = super::sys::cloexec_range(3, u32::MAX);
+    // The timeout is the supervisor's; this backstop holds when the supervisor cannot act (it
+    // stops with the command under a terminal, and a command can stop itself).
+    let deadline = policy
+        .timeout
+        .map(|t| Instant::now() + t + KILL_GRACE + INIT_DEADLINE_MARGIN);
+    let last_pid = || {
+        std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     loop {
+        if let Some(d) = deadline {
+            let left = d.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                // SAFETY: kill(-1) from pid 1 reaches every other process of the namespace.
+                unsafe { libc::kill(-1, libc::SIGKILL) };
+                while waitpid(None, None).is_ok() {}
+                let msg = encode_end(Some(libc::SIGKILL), last_pid(), true);
+                let _ = nix::unistd::write(&ready, &msg);
+                // SAFETY: as below.
+                unsafe { libc::_exit(EXIT_TIMEOUT) }
+            }
+            let ms = left.as_millis().min(i32::MAX as u128) as i32;
+            let mut fds = [nix::poll::PollFd::new(
+                sfd.as_fd(),
+                nix::poll::PollFlags::POLLIN,
+            )];
+            let timeout =
+                nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX);
+            if !matches!(nix::poll::poll(&mut fds, timeout), Ok(n) if n > 0) {
+                continue;
+            }
+        }
         let Ok(Some(info)) = sfd.read_signal() else {
             continue;
         };
@@ -716,13 +771,7 @@ fn init_main(
         if signo == libc::SIGCHLD {
             match reap(command, true) {
                 Reaped::Exited(code, signal) => {
-                    let last_pid = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
-                        .ok()
-                        .and_then(|s| s.trim().parse::<u64>().ok())
-                        .unwrap_or(0);
-                    let mut msg = vec![MSG_ENDED];
-                    msg.extend(signal.unwrap_or(0).to_le_bytes());
-                    msg.extend(last_pid.to_le_bytes());
+                    let msg = encode_end(signal, last_pid(), false);
                     let _ = nix::unistd::write(&ready, &msg);
                     // SAFETY: leaving pid 1 makes the kernel kill the rest of the namespace.
                     unsafe { libc::_exit(code) }
