@@ -509,8 +509,15 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// Where the report may go: not anywhere the command can write (it would forge the record of
-/// its own run), and not through a symlink. Returns the absolute path.
-pub fn check_report_path(path: &Path, base_dir: &Path, policy: &Policy) -> Result<PathBuf, String> {
+/// its own run), and not through a symlink. `private_tmp`: the command's /tmp is a tmpfs of its
+/// own (the mount view with `--tmp private`); otherwise the host's /tmp is writable inside.
+/// Returns the absolute path.
+pub fn check_report_path(
+    path: &Path,
+    base_dir: &Path,
+    policy: &Policy,
+    private_tmp: bool,
+) -> Result<PathBuf, String> {
     let abs = if path.is_absolute() {
         path.to_path_buf()
     } else {
@@ -535,6 +542,11 @@ pub fn check_report_path(path: &Path, base_dir: &Path, policy: &Policy) -> Resul
     let under_tmp = abs.starts_with("/tmp") || abs.starts_with("/dev/shm");
     if under_tmp && policy.tmp == crate::policy::TmpMode::Host {
         return Err("is under /tmp, which --tmp host shares with the command".into());
+    }
+    if under_tmp && !private_tmp {
+        return Err(
+            "is under /tmp, which the command shares without a mount view (no private /tmp)".into(),
+        );
     }
     Ok(abs)
 }
@@ -570,20 +582,26 @@ mod tests {
             origin: crate::policy::Origin::Flag("--rw".into()),
         });
         p.tmp = crate::policy::TmpMode::Private;
-        let e = check_report_path(Path::new("repo/r.json"), &dir, &p).unwrap_err();
+        let check = |path: &str, p: &Policy, private_tmp| {
+            check_report_path(Path::new(path), &dir, p, private_tmp)
+        };
+        let e = check("repo/r.json", &p, true).unwrap_err();
         assert!(e.contains("writable inside"), "{e}");
         assert_eq!(
-            check_report_path(Path::new("r.json"), &dir, &p).unwrap(),
+            check("r.json", &p, true).unwrap(),
             std::fs::canonicalize(&dir).unwrap().join("r.json")
         );
         std::os::unix::fs::symlink("/etc/passwd", dir.join("link.json")).unwrap();
-        let e = check_report_path(Path::new("link.json"), &dir, &p).unwrap_err();
+        let e = check("link.json", &p, true).unwrap_err();
         assert!(e.contains("symlink"), "{e}");
-        assert!(check_report_path(Path::new("/no/such/dir/r.json"), &dir, &p).is_err());
-        let e = check_report_path(Path::new("/dev/null"), &dir, &p).unwrap_err();
+        assert!(check("/no/such/dir/r.json", &p, true).is_err());
+        let e = check("/dev/null", &p, true).unwrap_err();
         assert!(e.contains("not a regular file"), "{e}");
+        assert!(check("/tmp/r.json", &p, true).is_ok());
+        let e = check("/tmp/r.json", &p, false).unwrap_err();
+        assert!(e.contains("without a mount view"), "{e}");
         p.tmp = crate::policy::TmpMode::Host;
-        let e = check_report_path(Path::new("/tmp/r.json"), &dir, &p).unwrap_err();
+        let e = check("/tmp/r.json", &p, true).unwrap_err();
         assert!(e.contains("--tmp host"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -354,6 +354,37 @@ fn the_report_cannot_be_written_or_replaced_from_inside() {
             "echo RAN",
         ]);
         assert_refused(&run, "report under a shared /tmp", &["--report", "/tmp"]);
+        // Without the mount view /tmp is the host's, shared with the command: whether that is
+        // known before the start (forced here) or only when the namespaces fail at the start
+        // (Docker's seccomp profile, reproduced by the docker_seccomp helper).
+        let tmp_report = format!("/tmp/jail-report-{}.json", std::process::id());
+        let args = [
+            "--report",
+            tmp_report.as_str(),
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo RAN",
+        ];
+        let mut cmd = fx.command(common::jail_bin(), &args);
+        cmd.env("JAIL_TEST_DISABLE", "mount");
+        let run = Run::from(cmd.output().unwrap());
+        assert_refused(
+            &run,
+            "report in /tmp without a mount view",
+            &["--report", "/tmp"],
+        );
+        let docker = common::compile_helper("docker_seccomp");
+        let mut argv = vec![common::jail_bin().to_string_lossy().into_owned()];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let run = Run::from(fx.command(&docker, &argv).output().unwrap());
+        assert_refused(
+            &run,
+            "report in /tmp after the fallback",
+            &["--report", "/tmp"],
+        );
+        let _ = std::fs::remove_file(&tmp_report);
         // Not a file of its own: a FIFO would hang the launch, a hard link's other name would be
         // overwritten.
         let fifo = fx.p("fifo");

@@ -213,7 +213,12 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
     report::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
     let mut recorder = match (&args.report, args.summary) {
         (None, false) => None,
-        (path, _) => Some(Recorder::start(path.as_deref(), &policy, &features)?),
+        (path, _) => Some(Recorder::start(
+            path.as_deref(),
+            &policy,
+            &features,
+            &layers,
+        )?),
     };
     if args.notice {
         eprintln!("{}", status::notice_text(&status::Summary::of(&policy)));
@@ -371,6 +376,7 @@ fn run_supervised(
             let plans = compile(policy, &run.layers, &run.features, &run.net_plan);
             let mut conf = confinement(policy, plans, run, net)?;
             if let Some(r) = recorder {
+                r.recheck(policy, &run.layers)?;
                 r.arm(&mut conf);
             }
             match super::supervisor::run(policy, &conf)? {

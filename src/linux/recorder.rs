@@ -18,6 +18,7 @@ use crate::changes::{self, ChangeKind, Changes, Limits, Snapshot};
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::probe::Features;
+use crate::report::Layers;
 use crate::run_report::{self, DenialFacts, DenialItem, EndFacts, Facts, Resources, RunReport};
 
 /// The audit stream before the command exists, its reader while it runs.
@@ -29,6 +30,8 @@ enum AuditPhase {
 
 pub struct Recorder {
     file: Option<(PathBuf, File)>,
+    /// The launch's working directory, for checking the report path again.
+    base: PathBuf,
     started: SystemTime,
     roots: Vec<PathBuf>,
     baseline: Snapshot,
@@ -44,15 +47,16 @@ impl Recorder {
         report: Option<&Path>,
         policy: &Policy,
         features: &Features,
+        layers: &Layers,
     ) -> Result<Recorder, JailError> {
         let started = SystemTime::now();
+        let base = std::env::current_dir()
+            .map_err(|e| JailError::Io(format!("cannot read the current directory: {e}")))?;
         let file = match report {
             None => None,
             Some(path) => {
-                let base = std::env::current_dir().map_err(|e| {
-                    JailError::Io(format!("cannot read the current directory: {e}"))
-                })?;
-                let abs = run_report::check_report_path(path, &base, policy)
+                let private = private_tmp(policy, layers);
+                let abs = run_report::check_report_path(path, &base, policy, private)
                     .map_err(|reason| JailError::bad_path("--report", path, reason))?;
                 // Not truncated before it is known to be a file of its own: O_NONBLOCK so that a
                 // FIFO does not hang the launch, and a second name (a hard link) would be
@@ -87,12 +91,24 @@ impl Recorder {
         };
         Ok(Recorder {
             file,
+            base,
             started,
             roots,
             baseline,
             changes: None,
             audit: Rc::new(RefCell::new(audit)),
         })
+    }
+
+    /// The layers changed before the command started (the namespaces could not be used after
+    /// all): the report path must still be out of the command's reach with the layers it gets.
+    pub fn recheck(&self, policy: &Policy, layers: &Layers) -> Result<(), JailError> {
+        if let Some((path, _)) = &self.file {
+            let private = private_tmp(policy, layers);
+            run_report::check_report_path(path, &self.base, policy, private)
+                .map_err(|reason| JailError::bad_path("--report", path, reason))?;
+        }
+        Ok(())
     }
 
     /// Makes the confinement log Landlock's denials (when the records can be read) and tells
@@ -247,6 +263,11 @@ impl Recorder {
         }
         Ok(())
     }
+}
+
+/// Whether the command's /tmp is its own tmpfs, not the host's.
+fn private_tmp(policy: &Policy, layers: &Layers) -> bool {
+    layers.mount && policy.tmp == crate::policy::TmpMode::Private
 }
 
 /// The writable paths whose changes are reported: every `--rw` tree, never the private /tmp
