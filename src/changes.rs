@@ -28,6 +28,14 @@ use serde::{Serialize, Serializer};
 /// At most this many changes are listed; beyond that [`Changes::truncated`] is set.
 pub const MAX_CHANGES: usize = 100_000;
 
+/// At most this many bytes of paths and details are listed: the command chooses the names, and
+/// 100,000 paths of 30 KB each would take gigabytes of memory and report.
+pub const MAX_CHANGE_BYTES: usize = 32 << 20;
+
+/// Created `.git` entries are collected apart from the list (its limits must not hide one), up
+/// to this many.
+const MAX_NEW_GIT: usize = 10_000;
+
 /// The bounds of one snapshot.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -284,6 +292,9 @@ pub struct Change {
 pub struct Changes {
     /// Sorted by path.
     pub changes: Vec<Change>,
+    /// `.git` entries created during the run, whatever the list's limits left out.
+    #[serde(skip)]
+    pub new_git: Vec<PathBuf>,
     /// A snapshot hit a limit or there were more than [`MAX_CHANGES`]: the list is incomplete.
     pub truncated: bool,
     /// Directories not readable in either snapshot: what is inside is not known.
@@ -919,16 +930,29 @@ struct Comparer<'a> {
     after: &'a RootSnap,
     out: Vec<Change>,
     cap: usize,
+    /// Bytes of paths and details listed so far, against `byte_cap`.
+    byte_cap: usize,
+    bytes: usize,
+    new_git: Vec<PathBuf>,
     unverified: Vec<PathBuf>,
     truncated: bool,
 }
 
 impl Comparer<'_> {
     fn add(&mut self, key: &[u8], kind: ChangeKind, e: &Entry, detail: Option<String>) {
-        if self.out.len() >= self.cap {
+        // Keys separate their components with NUL (so that a directory sorts before its
+        // entries).
+        let is_git = key == b".git" || key.ends_with(b"\0.git");
+        if kind == ChangeKind::Created && is_git && self.new_git.len() < MAX_NEW_GIT {
+            self.new_git.push(self.after.abs_path(key));
+        }
+        let cost =
+            self.after.path.as_os_str().len() + key.len() + detail.as_ref().map_or(0, String::len);
+        if self.out.len() >= self.cap || self.bytes + cost > self.byte_cap {
             self.truncated = true;
             return;
         }
+        self.bytes += cost;
         self.out.push(Change {
             root: self.after.path.clone(),
             path: self.after.abs_path(key),
@@ -1092,13 +1116,15 @@ impl Comparer<'_> {
 
 /// What changed between two snapshots of the same roots.
 pub fn compare(before: &Snapshot, after: &Snapshot) -> Changes {
-    compare_capped(before, after, MAX_CHANGES)
+    compare_capped(before, after, MAX_CHANGES, MAX_CHANGE_BYTES)
 }
 
-fn compare_capped(before: &Snapshot, after: &Snapshot, cap: usize) -> Changes {
+fn compare_capped(before: &Snapshot, after: &Snapshot, cap: usize, byte_cap: usize) -> Changes {
     let start = Instant::now();
     let mut changes = Vec::new();
     let mut unverified = Vec::new();
+    let mut new_git = Vec::new();
+    let mut bytes = 0;
     let mut truncated = before.truncated || after.truncated;
     let mut paths: Vec<&Path> = before.roots.iter().map(|r| r.path.as_path()).collect();
     for r in &after.roots {
@@ -1113,12 +1139,17 @@ fn compare_capped(before: &Snapshot, after: &Snapshot, cap: usize) -> Changes {
             after: after.root(path).unwrap_or(&ea),
             out: std::mem::take(&mut changes),
             cap,
+            byte_cap,
+            bytes,
+            new_git: std::mem::take(&mut new_git),
             unverified: std::mem::take(&mut unverified),
             truncated: false,
         };
         c.run();
         truncated |= c.truncated;
         changes = c.out;
+        bytes = c.bytes;
+        new_git = c.new_git;
         unverified = c.unverified;
     }
     // Nested roots list the same paths twice.
@@ -1132,8 +1163,11 @@ fn compare_capped(before: &Snapshot, after: &Snapshot, cap: usize) -> Changes {
         list.sort();
         list.dedup();
     }
+    new_git.sort();
+    new_git.dedup();
     Changes {
         changes,
+        new_git,
         truncated,
         unreadable,
         unverified,
@@ -1633,9 +1667,31 @@ mod tests {
         let c = compare(&before, &after);
         assert_eq!(c.changes.len(), 10);
         assert!(!c.truncated);
-        let c = compare_capped(&before, &after, 4);
+        let c = compare_capped(&before, &after, 4, MAX_CHANGE_BYTES);
         assert_eq!(c.changes.len(), 4);
         assert!(c.truncated);
+    }
+
+    #[test]
+    fn long_names_truncate_by_bytes_and_new_git_entries_are_kept_apart() {
+        let t = Tree::new("bytes");
+        let before = snapshot(&t.roots(), &Limits::default());
+        let long = "L".repeat(200);
+        for i in 0..10 {
+            t.write(&format!("{long}{i}"), "x");
+        }
+        t.write("zz/.git/config", "[core]");
+        let after = snapshot(&t.roots(), &Limits::default());
+        let root_len = t.roots()[0].as_os_str().len();
+        let per_change = root_len + long.len() + 1;
+        let c = compare_capped(&before, &after, MAX_CHANGES, per_change * 3);
+        assert_eq!(c.changes.len(), 3);
+        assert!(c.truncated);
+        assert_eq!(
+            c.new_git,
+            vec![t.p("zz/.git")],
+            "kept apart from the capped list"
+        );
     }
 
     #[test]

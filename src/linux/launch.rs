@@ -294,10 +294,12 @@ impl NetRuntime {
     /// Without a network namespace the proxy listens on the host's loopback, on a port of the
     /// kernel's choosing that the command's TCP rules then name.
     fn prepare_fallback(&mut self, layers: &Layers) -> Result<(), JailError> {
-        if self.proxy.is_some() && !layers.mount && self.fallback_listener.is_none() {
+        if let (Some(proxy), false, None) = (&self.proxy, layers.mount, &self.fallback_listener) {
             let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
                 .map_err(|e| JailError::layer("network", "proxy listen on 127.0.0.1", e))?;
             self.fallback_listener = Some(listener);
+            // Any local user can reach the host's loopback: serve the command's user alone.
+            let _ = proxy.only_uid.set(nix::unistd::geteuid().as_raw());
         }
         Ok(())
     }

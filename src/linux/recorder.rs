@@ -14,7 +14,7 @@ use std::time::SystemTime;
 use super::audit::{self, AuditReader, AuditStream};
 use super::launch::{NetRuntime, RunState};
 use super::supervisor::{Confinement, RunEnd};
-use crate::changes::{self, ChangeKind, Changes, Limits, Snapshot};
+use crate::changes::{self, Changes, Limits, Snapshot};
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::probe::Features;
@@ -165,13 +165,7 @@ impl Recorder {
                  command may have planted"
             );
         }
-        c.changes
-            .iter()
-            .filter(|x| {
-                x.kind == ChangeKind::Created && x.path.file_name() == Some(".git".as_ref())
-            })
-            .map(|x| x.path.clone())
-            .collect()
+        c.new_git.clone()
     }
 
     /// After the run (or jail's failure after the start): compares, collects, and writes the

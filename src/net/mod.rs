@@ -9,6 +9,8 @@
 
 pub mod allow;
 #[cfg(target_os = "linux")]
+pub mod peer;
+#[cfg(target_os = "linux")]
 pub mod proxy;
 pub mod spec;
 

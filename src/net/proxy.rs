@@ -254,6 +254,9 @@ pub struct Proxy {
     pub allow: AllowList,
     pub resolver: Box<dyn Resolve>,
     pub decisions: Arc<Decisions>,
+    /// Serve only clients whose socket this uid owns (the proxy listens on the host's loopback,
+    /// where any local user could reach it); None inside the command's own network namespace.
+    pub only_uid: std::sync::OnceLock<u32>,
 }
 
 impl Proxy {
@@ -262,6 +265,7 @@ impl Proxy {
             allow,
             resolver,
             decisions: Arc::new(Decisions::new()),
+            only_uid: std::sync::OnceLock::new(),
         }
     }
 }
@@ -317,6 +321,19 @@ fn accept_loop(listener: &TcpListener, proxy: &Arc<Proxy>) {
                 continue;
             }
         };
+        if let Some(&uid) = proxy.only_uid.get() {
+            let owner = match (client.local_addr(), client.peer_addr()) {
+                (Ok(local), Ok(peer)) => super::peer::loopback_peer_uid(local, peer),
+                _ => None,
+            };
+            if owner != Some(uid) {
+                if warn_now() {
+                    tracing::warn!("net proxy: refused a client of another user ({owner:?})");
+                }
+                drop(client);
+                continue;
+            }
+        }
         if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
             active.fetch_sub(1, Ordering::SeqCst);
             if warn_now() {
@@ -1155,6 +1172,7 @@ mod tests {
                 lookups: Arc::clone(&lookups),
             }),
             decisions: Arc::new(Decisions::new()),
+            only_uid: std::sync::OnceLock::new(),
         });
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
@@ -1962,5 +1980,29 @@ mod tests {
                 proxied / direct
             );
         }
+    }
+
+    #[test]
+    fn on_the_hosts_loopback_only_the_commands_user_is_served() {
+        let proxy = Arc::new(Proxy::new(
+            AllowList::new(&["a.test".to_string()], &[]).unwrap(),
+            Box::new(StaticResolver::new()),
+        ));
+        // SAFETY: geteuid cannot fail.
+        let me = unsafe { libc::geteuid() };
+        proxy.only_uid.set(me.wrapping_add(1)).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        spawn(listener, Arc::clone(&proxy)).unwrap();
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = c.write_all(b"CONNECT a.test:1 HTTP/1.1\r\n\r\n");
+        let mut buf = Vec::new();
+        let _ = c.read_to_end(&mut buf);
+        assert!(
+            buf.is_empty(),
+            "another user's client was answered: {buf:?}"
+        );
+        assert_eq!(proxy.decisions.refused() + proxy.decisions.allowed(), 0);
     }
 }

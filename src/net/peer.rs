@@ -1,0 +1,73 @@
+//! Who is on the other end of a loopback TCP connection: the owner of the client's socket, read
+//! from the kernel's socket table (/proc/net/tcp and tcp6). jail's proxy on the host's loopback
+//! (no network namespace) serves only processes of jail's own user; any local user could reach
+//! the port otherwise, and their requests would be counted as the command's.
+
+use std::net::{IpAddr, SocketAddr};
+
+/// The uid owning the socket at `peer` connected to `local`, when the table names it.
+pub fn loopback_peer_uid(local: SocketAddr, peer: SocketAddr) -> Option<u32> {
+    let file = if peer.is_ipv4() {
+        "/proc/net/tcp"
+    } else {
+        "/proc/net/tcp6"
+    };
+    let table = std::fs::read_to_string(file).ok()?;
+    find_uid(&table, local, peer)
+}
+
+/// The uid column of the row whose local address is `peer` and remote address is `local` (the
+/// client's own view of the connection).
+fn find_uid(table: &str, local: SocketAddr, peer: SocketAddr) -> Option<u32> {
+    let (want_local, want_remote) = (encode(peer), encode(local));
+    table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.len() > 7
+            && f[1].eq_ignore_ascii_case(&want_local)
+            && f[2].eq_ignore_ascii_case(&want_remote))
+        .then(|| f[7].parse().ok())
+        .flatten()
+    })
+}
+
+/// An address as the table writes it: the address's 32-bit words in host byte order, hex, then
+/// the port in hex.
+fn encode(addr: SocketAddr) -> String {
+    let ip = match addr.ip() {
+        IpAddr::V4(v4) => format!("{:08X}", u32::from_ne_bytes(v4.octets())),
+        IpAddr::V6(v6) => v6
+            .octets()
+            .chunks(4)
+            .map(|w| format!("{:08X}", u32::from_ne_bytes([w[0], w[1], w[2], w[3]])))
+            .collect(),
+    };
+    format!("{ip}:{:04X}", addr.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_uid_of_a_real_loopback_client_is_found() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, peer) = listener.accept().unwrap();
+        let uid = loopback_peer_uid(server.local_addr().unwrap(), peer);
+        // SAFETY: geteuid cannot fail.
+        assert_eq!(uid, Some(unsafe { libc::geteuid() }));
+        drop(client);
+    }
+
+    #[test]
+    fn rows_are_matched_on_both_addresses() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:D431 0100007F:0C38 01 00000000:00000000 00:00000000 00000000  65534        0 1 1\n";
+        let local: SocketAddr = "127.0.0.1:3128".parse().unwrap();
+        let peer: SocketAddr = "127.0.0.1:54321".parse().unwrap();
+        if cfg!(target_endian = "little") {
+            assert_eq!(find_uid(table, local, peer), Some(65534));
+            let other: SocketAddr = "127.0.0.1:54322".parse().unwrap();
+            assert_eq!(find_uid(table, local, other), None);
+        }
+    }
+}
