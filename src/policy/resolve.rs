@@ -496,7 +496,9 @@ pub struct GitScan {
 /// index), bounded in depth and count. The supervisor compares the scans before and after a run
 /// and moves aside any `.git` the command created.
 pub fn find_git_entries(root: &Path) -> GitScan {
-    const DEPTH: usize = 12;
+    // Depth costs nothing by itself (the walk is breadth-first, bounded by the count): deep enough
+    // that nesting a repository a few levels further does not hide it.
+    const DEPTH: usize = 64;
     const DIRS: usize = 50_000;
     // Other filesystems mounted inside are not entered (a network mount may hang); the mount
     // table is read once instead of a stat per directory (the walk costs readdir only).
