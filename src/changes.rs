@@ -32,9 +32,10 @@ pub const MAX_CHANGES: usize = 100_000;
 /// 100,000 paths of 30 KB each would take gigabytes of memory and report.
 pub const MAX_CHANGE_BYTES: usize = 32 << 20;
 
-/// Created `.git` entries are collected apart from the list (its limits must not hide one), up
-/// to this many.
-const MAX_NEW_GIT: usize = 10_000;
+/// Created `.git` entries, and created or changed directories that cannot be listed, are
+/// collected apart from the list (its limits must not hide one), up to this many each; beyond,
+/// [`Changes::new_git_overflow`] is set.
+const MAX_NEW_GIT: usize = 100_000;
 
 /// The bounds of one snapshot.
 #[derive(Debug, Clone)]
@@ -295,6 +296,12 @@ pub struct Changes {
     /// `.git` entries created during the run, whatever the list's limits left out.
     #[serde(skip)]
     pub new_git: Vec<PathBuf>,
+    /// Directories created or changed during the run that cannot be listed.
+    #[serde(skip)]
+    pub new_unreadable: Vec<PathBuf>,
+    /// More of either than could be collected.
+    #[serde(skip)]
+    pub new_git_overflow: bool,
     /// A snapshot hit a limit or there were more than [`MAX_CHANGES`]: the list is incomplete.
     pub truncated: bool,
     /// Directories not readable in either snapshot: what is inside is not known.
@@ -934,6 +941,8 @@ struct Comparer<'a> {
     byte_cap: usize,
     bytes: usize,
     new_git: Vec<PathBuf>,
+    new_unreadable: Vec<PathBuf>,
+    new_git_overflow: bool,
     unverified: Vec<PathBuf>,
     truncated: bool,
 }
@@ -943,8 +952,20 @@ impl Comparer<'_> {
         // Keys separate their components with NUL (so that a directory sorts before its
         // entries).
         let is_git = key == b".git" || key.ends_with(b"\0.git");
-        if kind == ChangeKind::Created && is_git && self.new_git.len() < MAX_NEW_GIT {
-            self.new_git.push(self.after.abs_path(key));
+        if kind == ChangeKind::Created && is_git {
+            if self.new_git.len() < MAX_NEW_GIT {
+                self.new_git.push(self.after.abs_path(key));
+            } else {
+                self.new_git_overflow = true;
+            }
+        }
+        // A directory created or changed that cannot be listed: a .git could hide inside.
+        if kind != ChangeKind::Deleted && e.flags & UNREADABLE != 0 {
+            if self.new_unreadable.len() < MAX_NEW_GIT {
+                self.new_unreadable.push(self.after.abs_path(key));
+            } else {
+                self.new_git_overflow = true;
+            }
         }
         let cost =
             self.after.path.as_os_str().len() + key.len() + detail.as_ref().map_or(0, String::len);
@@ -1124,6 +1145,8 @@ fn compare_capped(before: &Snapshot, after: &Snapshot, cap: usize, byte_cap: usi
     let mut changes = Vec::new();
     let mut unverified = Vec::new();
     let mut new_git = Vec::new();
+    let mut new_unreadable = Vec::new();
+    let mut new_git_overflow = false;
     let mut bytes = 0;
     let mut truncated = before.truncated || after.truncated;
     let mut paths: Vec<&Path> = before.roots.iter().map(|r| r.path.as_path()).collect();
@@ -1142,6 +1165,8 @@ fn compare_capped(before: &Snapshot, after: &Snapshot, cap: usize, byte_cap: usi
             byte_cap,
             bytes,
             new_git: std::mem::take(&mut new_git),
+            new_unreadable: std::mem::take(&mut new_unreadable),
+            new_git_overflow,
             unverified: std::mem::take(&mut unverified),
             truncated: false,
         };
@@ -1150,6 +1175,8 @@ fn compare_capped(before: &Snapshot, after: &Snapshot, cap: usize, byte_cap: usi
         changes = c.out;
         bytes = c.bytes;
         new_git = c.new_git;
+        new_unreadable = c.new_unreadable;
+        new_git_overflow = c.new_git_overflow;
         unverified = c.unverified;
     }
     // Nested roots list the same paths twice.
@@ -1163,11 +1190,15 @@ fn compare_capped(before: &Snapshot, after: &Snapshot, cap: usize, byte_cap: usi
         list.sort();
         list.dedup();
     }
-    new_git.sort();
-    new_git.dedup();
+    for list in [&mut new_git, &mut new_unreadable] {
+        list.sort();
+        list.dedup();
+    }
     Changes {
         changes,
         new_git,
+        new_unreadable,
+        new_git_overflow,
         truncated,
         unreadable,
         unverified,

@@ -384,7 +384,10 @@ fn the_report_cannot_be_written_or_replaced_from_inside() {
             "report in /tmp after the fallback",
             &["--report", "/tmp"],
         );
-        let _ = std::fs::remove_file(&tmp_report);
+        assert!(
+            !Path::new(&tmp_report).exists(),
+            "a refused report file was left behind"
+        );
         // Not a file of its own: a FIFO would hang the launch, a hard link's other name would be
         // overwritten.
         let fifo = fx.p("fifo");
@@ -503,11 +506,19 @@ fn changes_hidden_in_an_unreadable_directory_are_not_reported_as_nothing() {
     let summary = run
         .stderr
         .lines()
-        .find(|l| l.starts_with("jail: "))
-        .unwrap();
+        .find(|l| l.contains("changed under"))
+        .unwrap_or_else(|| panic!("no summary: {}", run.describe()));
     assert!(!summary.contains("nothing changed"), "{summary}");
     assert!(summary.contains("unreadable"), "{summary}");
-    std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    // And it is moved aside: jail cannot tell what it hides.
+    assert!(std::fs::symlink_metadata(&d).is_err(), "{}", run.describe());
+    for e in std::fs::read_dir(&fx.scratch).unwrap().flatten() {
+        std::fs::set_permissions(
+            e.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+    }
 }
 
 /// With a report, the snapshot's comparison finds the .git entries the command planted (instead
@@ -554,6 +565,46 @@ fn with_a_report_planted_git_entries_are_still_moved_aside() {
         assert!(
             created.iter().any(|p| p.ends_with("/deep/.git")),
             "{created:?}"
+        );
+    }
+}
+
+/// A directory the command leaves unreadable (search-only) could hide a repository whose
+/// `core.fsmonitor` runs on the user's next `git status` there: jail cannot look inside, so it
+/// moves the directory aside, with and without a report. (Root reads any directory.)
+#[test]
+fn a_directory_made_unreadable_is_moved_aside_with_what_it_hides() {
+    if !full_level_or_skip("report-unsearchable") {
+        return;
+    }
+    let fx = Fixture::new(Who::User, "report-unsearchable");
+    let s = fx.p("scratch");
+    let report = fx.p("report.json");
+    let plant = format!("mkdir {s}/d && git init -q {s}/d/sub && chmod 111 {s}/d");
+    for flags in [
+        vec!["--rw", s.as_str()],
+        vec!["--rw", s.as_str(), "--report", &report],
+    ] {
+        let run = sh(&fx, &flags, &plant);
+        let d = fx.scratch.join("d");
+        let left = std::fs::symlink_metadata(&d).is_ok();
+        let moved: Vec<String> = std::fs::read_dir(&fx.scratch)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("d.jail-quarantine"))
+            .collect();
+        for m in &moved {
+            let p = fx.scratch.join(m);
+            std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+            std::fs::remove_dir_all(&p).unwrap();
+        }
+        assert!(!left && moved.len() == 1, "{flags:?}: {}", run.describe());
+        assert!(
+            run.stderr.contains("cannot search"),
+            "{flags:?}: {}",
+            run.describe()
         );
     }
 }

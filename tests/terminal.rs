@@ -632,13 +632,16 @@ fn a_command_that_stops_itself_cannot_outlive_the_timeout() {
                 "{who:?} {disabled:?}: the loop outlived jail"
             );
         }
-        // On a terminal: jail stops with the command (the shell sees its job stopped), and the
-        // tree still ends by init's deadline (timeout + 2 s grace + 1 s).
+        // On a terminal with no job-control shell (as agent harnesses run commands): nothing
+        // could continue a stopped jail, so it must not stop (the kernel discards its SIGTSTP in
+        // an orphaned process group); the run ends, and the loop with it, by the timeout at the
+        // latest (init's own deadline: timeout + 2 s grace + 1 s).
         let _ = std::fs::remove_file(&alive);
         let line = format!(
             "{} --rw {s} --timeout 1s -- /bin/sh -c '{script}'",
             jail_bin().display()
         );
+        let started = Instant::now();
         let mut term = fx
             .command(Path::new("/usr/bin/script"), &["-qec", &line, "/dev/null"])
             .env("PATH", PATH)
@@ -647,14 +650,28 @@ fn a_command_that_stops_itself_cannot_outlive_the_timeout() {
             .process_group(0)
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_secs(7));
-        let n = lines(&alive);
-        std::thread::sleep(Duration::from_millis(1500));
-        let m = lines(&alive);
+        let ended = loop {
+            if term.try_wait().unwrap().is_some() {
+                break true;
+            }
+            if started.elapsed() > Duration::from_secs(15) {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
         // SAFETY: kill(2) on the process group we created.
         unsafe { libc::kill(-(term.id() as i32), libc::SIGKILL) };
         let _ = term.wait();
-        assert!(n > 0, "{who:?}: the loop never ran");
-        assert_eq!(m, n, "{who:?}: on a terminal the loop outlived the timeout");
+        assert!(
+            ended,
+            "{who:?}: on a terminal jail hung with the stopped command"
+        );
+        let n = lines(&alive);
+        std::thread::sleep(Duration::from_millis(800));
+        assert_eq!(
+            lines(&alive),
+            n,
+            "{who:?}: on a terminal the loop outlived jail"
+        );
     }
 }

@@ -241,11 +241,11 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         &mut net,
         &mut recorder,
     );
-    let new_git = match &mut recorder {
-        Some(r) => r.new_git_entries(),
-        None => new_git_dirs(&policy),
+    let planted = match &mut recorder {
+        Some(r) => r.planted(),
+        None => planted(&policy),
     };
-    let quarantined = result.is_ok() && quarantine_created_protected(&policy, &new_git);
+    let quarantined = result.is_ok() && quarantine_created_protected(&policy, &planted);
     if let Some(r) = recorder {
         r.finish(
             &policy,
@@ -393,39 +393,72 @@ fn run_supervised(
 /// refuse one new name while allowing others in the same directory. After the run, what appeared
 /// is renamed aside (`NAME.jail-quarantine`), so that a planted `.git/commondir`, `.envrc` or
 /// `.mcp.json` takes no effect outside, and the user is told.
-fn quarantine_created_protected(policy: &Policy, new_git: &[PathBuf]) -> bool {
-    let mut all_moved = true;
-    for path in policy.absent_protected.iter().chain(new_git) {
+fn quarantine_created_protected(policy: &Policy, planted: &Planted) -> bool {
+    let mut all_moved = planted.complete;
+    let created = policy.absent_protected.iter().chain(&planted.git);
+    let unsearchable = planted.unsearchable.iter();
+    let moves = created
+        .map(|p| (p, "created the protected path"))
+        .chain(unsearchable.map(|p| {
+            (
+                p,
+                "left a directory jail cannot search for planted .git entries (unreadable):",
+            )
+        }));
+    for (path, what) in moves {
         if std::fs::symlink_metadata(path).is_err() {
             continue;
         }
         match super::quarantine::rename_aside(path) {
             Ok(aside) => eprintln!(
-                "jail: warning: the command created the protected path {}; moved it to {} \
-                 (review it before putting it back)",
+                "jail: warning: the command {what} {}; moved it to {} (review it before putting \
+                 it back)",
                 path.display(),
                 aside.display()
             ),
             Err(e) => {
                 all_moved = false;
                 eprintln!(
-                    "jail: the command created the protected path {} and it could not be moved \
-                     aside ({e}): do not run git or an agent there before reviewing it",
+                    "jail: the command {what} {} and it could not be moved aside ({e}): do not \
+                     run git or an agent there before reviewing it",
                     path.display()
                 )
             }
         }
     }
+    if !planted.complete {
+        eprintln!(
+            "jail: too many .git entries were created to move them all aside: review the \
+             writable trees before running git or an agent there"
+        );
+    }
     all_moved
+}
+
+/// What the command may have planted in the writable trees for git on the host to honour.
+pub struct Planted {
+    /// `.git` entries (directories, gitfiles, symlinks) that appeared.
+    pub git: Vec<PathBuf>,
+    /// Directories the command changed that jail cannot list: a `.git` could hide inside.
+    pub unsearchable: Vec<PathBuf>,
+    /// False when there were more than could be collected.
+    pub complete: bool,
 }
 
 /// `.git` entries (directories, gitfiles, symlinks) that appeared in the writable trees during the
 /// run: git on the host would honour their config and hooks (an embedded repository's fsmonitor
 /// runs on the user's next `git status`). Searched as deep as the protected names are.
-fn new_git_dirs(policy: &Policy) -> Vec<PathBuf> {
+fn planted(policy: &Policy) -> Planted {
     let mut out = Vec::new();
+    let mut unsearchable = Vec::new();
     for (root, before) in &policy.git_entries_at_start {
         let after = policy::find_git_entries(root);
+        // Unreadable now, and not (or not so) at the start: the command made it so.
+        for (dir, ctime) in &after.unreadable {
+            if before.unreadable.get(dir) != Some(ctime) {
+                unsearchable.push(dir.clone());
+            }
+        }
         for git in after.entries {
             if before.entries.contains(&git) {
                 continue;
@@ -451,7 +484,11 @@ fn new_git_dirs(policy: &Policy) -> Vec<PathBuf> {
             );
         }
     }
-    out
+    Planted {
+        git: out,
+        unsearchable,
+        complete: true,
+    }
 }
 
 /// Everything the child applies, compiled in advance, with the environment it execs with and the

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use std::time::SystemTime;
 
 use super::audit::{self, AuditReader, AuditStream};
-use super::launch::{NetRuntime, RunState};
+use super::launch::{NetRuntime, Planted, RunState};
 use super::supervisor::{Confinement, RunEnd};
 use crate::changes::{self, Changes, Limits, Snapshot};
 use crate::error::JailError;
@@ -102,11 +102,17 @@ impl Recorder {
 
     /// The layers changed before the command started (the namespaces could not be used after
     /// all): the report path must still be out of the command's reach with the layers it gets.
-    pub fn recheck(&self, policy: &Policy, layers: &Layers) -> Result<(), JailError> {
+    /// Refused, the (still empty) file jail opened is removed and no report is written there.
+    pub fn recheck(&mut self, policy: &Policy, layers: &Layers) -> Result<(), JailError> {
         if let Some((path, _)) = &self.file {
             let private = private_tmp(policy, layers);
-            run_report::check_report_path(path, &self.base, policy, private)
-                .map_err(|reason| JailError::bad_path("--report", path, reason))?;
+            if let Err(reason) = run_report::check_report_path(path, &self.base, policy, private) {
+                let (path, file) = self.file.take().expect("checked above");
+                if file.metadata().is_ok_and(|m| m.len() == 0) {
+                    let _ = std::fs::remove_file(&path);
+                }
+                return Err(JailError::bad_path("--report", &path, reason));
+            }
         }
         Ok(())
     }
@@ -156,8 +162,9 @@ impl Recorder {
     }
 
     /// `.git` entries (directories, gitfiles, symlinks) the command created in the writable
-    /// trees: git on the host would honour their config and hooks.
-    pub fn new_git_entries(&mut self) -> Vec<PathBuf> {
+    /// trees (git on the host would honour their config and hooks), and the directories it
+    /// created or changed that jail cannot list.
+    pub fn planted(&mut self) -> Planted {
         let c = self.changes();
         if c.truncated {
             eprintln!(
@@ -165,7 +172,11 @@ impl Recorder {
                  command may have planted"
             );
         }
-        c.new_git.clone()
+        Planted {
+            git: c.new_git.clone(),
+            unsearchable: c.new_unreadable.clone(),
+            complete: !c.new_git_overflow,
+        }
     }
 
     /// After the run (or jail's failure after the start): compares, collects, and writes the

@@ -535,6 +535,15 @@ fn supervise(
                     return end;
                 }
                 Reaped::Stopped if relay_stops => stop_with_command(child, tty),
+                Reaped::Stopped if tty.is_some() => {
+                    // It holds the terminal's foreground: left stopped, it would freeze the
+                    // user's terminal until the timeout.
+                    eprintln!(
+                        "jail: the command stopped; continued (no job control with --timeout \
+                         without a pid namespace)"
+                    );
+                    let _ = kill(Pid::from_raw(-child.as_raw()), Signal::SIGCONT);
+                }
                 Reaped::Stopped => {}
                 Reaped::Running => {}
             }
@@ -568,7 +577,10 @@ fn stop_with_command(child: Pid, tty: Option<i32>) {
         // SAFETY: getpgrp only queries.
         hand_terminal(tty, unsafe { libc::getpgrp() });
     }
-    let _ = kill(nix::unistd::getpid(), Signal::SIGSTOP);
+    // SIGTSTP, not SIGSTOP: the kernel discards it when jail's process group is orphaned (a pty
+    // with no job-control shell, as agent harnesses run commands), where nothing would ever
+    // continue jail; the command is then continued below instead.
+    let _ = kill(nix::unistd::getpid(), Signal::SIGTSTP);
     if let Some(tty) = tty {
         // SAFETY: tcgetpgrp and getpgrp only query.
         if unsafe { libc::tcgetpgrp(tty) == libc::getpgrp() } {
@@ -786,6 +798,14 @@ fn init_main(
             // a group signal sent from inside already reached the command.
             if let Ok(sig) = Signal::try_from(signo) {
                 let _ = kill(command, sig);
+                // A stopped command would see a request to end only when continued (the
+                // supervisor's SIGCONT reaches init's group, which the command may have left).
+                if matches!(
+                    sig,
+                    Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP | Signal::SIGQUIT
+                ) {
+                    let _ = kill(command, Signal::SIGCONT);
+                }
             }
         }
     }

@@ -5,28 +5,35 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-/// The uid owning the socket at `peer` connected to `local`, when the table names it.
+/// The uid owning the socket at `peer` connected to `local`, when the table names it. An IPv4
+/// connection may come from a dual-stack IPv6 socket (the JVM's default), listed in tcp6 with
+/// IPv4-mapped addresses.
 pub fn loopback_peer_uid(local: SocketAddr, peer: SocketAddr) -> Option<u32> {
-    let file = if peer.is_ipv4() {
-        "/proc/net/tcp"
-    } else {
-        "/proc/net/tcp6"
-    };
-    let table = std::fs::read_to_string(file).ok()?;
-    find_uid(&table, local, peer)
+    let read = |file| std::fs::read_to_string(file).unwrap_or_default();
+    match (local, peer) {
+        (SocketAddr::V4(l), SocketAddr::V4(p)) => find_uid(&read("/proc/net/tcp"), local, peer)
+            .or_else(|| {
+                let mapped = |a: std::net::SocketAddrV4| {
+                    SocketAddr::new(IpAddr::V6(a.ip().to_ipv6_mapped()), a.port())
+                };
+                find_uid(&read("/proc/net/tcp6"), mapped(l), mapped(p))
+            }),
+        _ => find_uid(&read("/proc/net/tcp6"), local, peer),
+    }
 }
 
 /// The uid column of the row whose local address is `peer` and remote address is `local` (the
-/// client's own view of the connection).
+/// client's own view of the connection). A row with inode 0 is a socket no process holds any
+/// more (closed, in FIN_WAIT2 or TIME_WAIT), listed with uid 0: it proves nothing.
 fn find_uid(table: &str, local: SocketAddr, peer: SocketAddr) -> Option<u32> {
     let (want_local, want_remote) = (encode(peer), encode(local));
     table.lines().skip(1).find_map(|line| {
         let f: Vec<&str> = line.split_whitespace().collect();
-        (f.len() > 7
+        let matches = f.len() > 9
             && f[1].eq_ignore_ascii_case(&want_local)
-            && f[2].eq_ignore_ascii_case(&want_remote))
-        .then(|| f[7].parse().ok())
-        .flatten()
+            && f[2].eq_ignore_ascii_case(&want_remote)
+            && f[9] != "0";
+        matches.then(|| f[7].parse().ok()).flatten()
     })
 }
 
@@ -60,14 +67,35 @@ mod tests {
     }
 
     #[test]
-    fn rows_are_matched_on_both_addresses() {
-        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:D431 0100007F:0C38 01 00000000:00000000 00:00000000 00000000  65534        0 1 1\n";
+    fn a_dual_stack_client_is_found_in_tcp6() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mapped: SocketAddr = format!("[::ffff:127.0.0.1]:{port}").parse().unwrap();
+        let Ok(client) = std::net::TcpStream::connect(mapped) else {
+            return; // no IPv6 on this machine
+        };
+        let (server, peer) = listener.accept().unwrap();
+        let uid = loopback_peer_uid(server.local_addr().unwrap(), peer);
+        // SAFETY: geteuid cannot fail.
+        assert_eq!(uid, Some(unsafe { libc::geteuid() }));
+        drop(client);
+    }
+
+    #[test]
+    fn rows_are_matched_on_both_addresses_and_a_live_socket() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:D431 0100007F:0C38 01 00000000:00000000 00:00000000 00000000  65534        0 1 1\n   1: 0100007F:D432 0100007F:0C38 06 00000000:00000000 00:00000000 00000000      0        0 0 1\n";
         let local: SocketAddr = "127.0.0.1:3128".parse().unwrap();
         let peer: SocketAddr = "127.0.0.1:54321".parse().unwrap();
         if cfg!(target_endian = "little") {
             assert_eq!(find_uid(table, local, peer), Some(65534));
-            let other: SocketAddr = "127.0.0.1:54322".parse().unwrap();
+            let other: SocketAddr = "127.0.0.1:54323".parse().unwrap();
             assert_eq!(find_uid(table, local, other), None);
+            let closed: SocketAddr = "127.0.0.1:54322".parse().unwrap();
+            assert_eq!(
+                find_uid(table, local, closed),
+                None,
+                "a closed socket's uid 0"
+            );
         }
     }
 }

@@ -321,19 +321,6 @@ fn accept_loop(listener: &TcpListener, proxy: &Arc<Proxy>) {
                 continue;
             }
         };
-        if let Some(&uid) = proxy.only_uid.get() {
-            let owner = match (client.local_addr(), client.peer_addr()) {
-                (Ok(local), Ok(peer)) => super::peer::loopback_peer_uid(local, peer),
-                _ => None,
-            };
-            if owner != Some(uid) {
-                if warn_now() {
-                    tracing::warn!("net proxy: refused a client of another user ({owner:?})");
-                }
-                drop(client);
-                continue;
-            }
-        }
         if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
             active.fetch_sub(1, Ordering::SeqCst);
             if warn_now() {
@@ -351,6 +338,18 @@ fn accept_loop(listener: &TcpListener, proxy: &Arc<Proxy>) {
             .stack_size(CONN_STACK)
             .spawn(move || {
                 let _slot = slot;
+                // Looked up here, not in the accept loop: reading the socket table for every
+                // connection there would let a flood of them back the queue up.
+                if let Some(&uid) = proxy.only_uid.get() {
+                    let owner = match (client.local_addr(), client.peer_addr()) {
+                        (Ok(local), Ok(peer)) => super::peer::loopback_peer_uid(local, peer),
+                        _ => None,
+                    };
+                    if owner != Some(uid) {
+                        tracing::warn!("net proxy: refused a client of another user ({owner:?})");
+                        return;
+                    }
+                }
                 handle(&proxy, client);
             });
         // On failure the closure, its slot and the client are dropped, which closes the client.

@@ -489,6 +489,8 @@ pub struct GitScan {
     pub visited: std::collections::HashSet<PathBuf>,
     /// The bound was reached: some directories were not looked at.
     pub truncated: bool,
+    /// Directories that could not be listed, with their ctime (ns): a .git could hide inside.
+    pub unreadable: std::collections::HashMap<PathBuf, i128>,
 }
 
 /// Every `.git` (directory, gitfile or symlink) under `root`, through every directory (build
@@ -507,6 +509,12 @@ pub fn find_git_entries(root: &Path) -> GitScan {
     let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0usize)]);
     while let Some((dir, depth)) = queue.pop_front() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
+            use std::os::unix::fs::MetadataExt;
+            // A root that is a file (`--rw repo/.envrc`) is no directory to search.
+            if let Some(m) = std::fs::symlink_metadata(&dir).ok().filter(|m| m.is_dir()) {
+                let ctime = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
+                out.unreadable.insert(dir, ctime);
+            }
             continue;
         };
         out.visited.insert(dir.clone());
