@@ -245,7 +245,8 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         Some(r) => r.planted(),
         None => planted(&policy),
     };
-    let quarantined = result.is_ok() && quarantine_created_protected(&policy, &planted);
+    // Also after jail's own failure: the command may have run before it.
+    let quarantined = quarantine_created_protected(&policy, &planted);
     if let Some(r) = recorder {
         r.finish(
             &policy,
