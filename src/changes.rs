@@ -32,11 +32,6 @@ pub const MAX_CHANGES: usize = 100_000;
 /// 100,000 paths of 30 KB each would take gigabytes of memory and report.
 pub const MAX_CHANGE_BYTES: usize = 32 << 20;
 
-/// Created `.git` entries, and created or changed directories that cannot be listed, are
-/// collected apart from the list (its limits must not hide one), up to this many each; beyond,
-/// [`Changes::new_git_overflow`] is set.
-const MAX_NEW_GIT: usize = 100_000;
-
 /// The bounds of one snapshot.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -174,6 +169,8 @@ pub struct Snapshot {
     roots: Vec<RootSnap>,
     elapsed: Duration,
     truncated: bool,
+    /// The entry bound was hit (not only the depth bound): entries anywhere may be missing.
+    full: bool,
 }
 
 impl fmt::Debug for Snapshot {
@@ -199,6 +196,12 @@ impl Snapshot {
     /// A limit was hit: some entries were not recorded.
     pub fn truncated(&self) -> bool {
         self.truncated
+    }
+
+    /// The entry bound was hit: where entries are missing is not known. (At the depth bound,
+    /// the directories not listed are recorded as such.)
+    pub fn full(&self) -> bool {
+        self.full
     }
 
     /// How long taking the snapshot took.
@@ -293,15 +296,6 @@ pub struct Change {
 pub struct Changes {
     /// Sorted by path.
     pub changes: Vec<Change>,
-    /// `.git` entries created during the run, whatever the list's limits left out.
-    #[serde(skip)]
-    pub new_git: Vec<PathBuf>,
-    /// Directories created or changed during the run that cannot be listed.
-    #[serde(skip)]
-    pub new_unreadable: Vec<PathBuf>,
-    /// More of either than could be collected.
-    #[serde(skip)]
-    pub new_git_overflow: bool,
     /// A snapshot hit a limit or there were more than [`MAX_CHANGES`]: the list is incomplete.
     pub truncated: bool,
     /// Directories not readable in either snapshot: what is inside is not known.
@@ -319,6 +313,52 @@ pub struct Changes {
     pub baseline_ms: f64,
     pub after_ms: f64,
     pub compare_ms: f64,
+}
+
+/// One root of a snapshot, for looking entries up by key (relative path, components separated
+/// by NUL).
+#[derive(Clone, Copy)]
+pub struct Tree<'a>(&'a RootSnap);
+
+/// What a snapshot recorded of one entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Node {
+    /// `S_IFMT` bits.
+    pub file_type: u32,
+    pub ino: u64,
+}
+
+impl Tree<'_> {
+    /// The root's absolute path.
+    pub fn path(&self) -> &Path {
+        &self.0.path
+    }
+
+    /// The entry at `key` (the root itself for an empty key).
+    pub fn get(&self, key: &[u8]) -> Option<Node> {
+        self.0.find(key).map(|e| Node {
+            file_type: e.mode & libc::S_IFMT,
+            ino: e.ino,
+        })
+    }
+
+    /// The absolute path of `key`.
+    pub fn abs_path(&self, key: &[u8]) -> PathBuf {
+        self.0.abs_path(key)
+    }
+}
+
+/// One change, as [`compare_with`]'s visitor sees it.
+pub struct Touched<'a> {
+    pub before: Tree<'a>,
+    pub after: Tree<'a>,
+    /// Relative to the root, components separated by NUL; empty for the root itself.
+    pub key: &'a [u8],
+    pub kind: ChangeKind,
+    pub is_dir: bool,
+    /// A directory the after-snapshot recorded but did not list (it could not be read, or it
+    /// lies at the depth limit): what it holds is unknown.
+    pub unlisted: bool,
 }
 
 /// Paths that are not UTF-8 (a sandboxed command chooses the names) must not make the report
@@ -481,6 +521,57 @@ fn open_file(dir: RawFd, name: &CStr) -> Result<OwnedFd, i32> {
 }
 const OPEN_DIR: i32 = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
 
+/// A directory that is ours but not readable and searchable by us (the command can `chmod 000`
+/// what it created, to hide what is inside): as its owner, add `u+rx` for the walk and record
+/// the old mode, restored when the walk ends. Through an `O_PATH` descriptor, so the mode
+/// changes on the inode that was opened, never on what a name points to later.
+fn open_relaxed(at: RawFd, name: &CStr, relaxed: &Mutex<Vec<(OwnedFd, u32)>>) -> Option<OwnedFd> {
+    let path = open_at(
+        at,
+        name,
+        libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+    )
+    .ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is a writable stat buffer and the descriptor is open.
+    if unsafe { libc::fstat(path.as_raw_fd(), st.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: fstat succeeded.
+    let st = unsafe { st.assume_init() };
+    // SAFETY: geteuid cannot fail.
+    if st.st_uid != unsafe { libc::geteuid() } || st.st_mode & 0o500 == 0o500 {
+        return None;
+    }
+    let mode = st.st_mode & 0o7777;
+    chmod_fd(&path, mode | 0o500).ok()?;
+    let reopened = open_at(
+        libc::AT_FDCWD,
+        &proc_fd_path(&path),
+        libc::O_RDONLY | libc::O_DIRECTORY,
+    );
+    relaxed
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((path, mode));
+    reopened.ok()
+}
+
+/// `/proc/self/fd/N`: the inode a descriptor holds, as a path the kernel resolves to it alone.
+fn proc_fd_path(fd: &OwnedFd) -> CString {
+    CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("no NUL")
+}
+
+/// chmod of the inode an `O_PATH` descriptor holds (fchmod refuses such descriptors).
+pub(crate) fn chmod_fd(fd: &OwnedFd, mode: u32) -> Result<(), i32> {
+    let path = proc_fd_path(fd);
+    // SAFETY: `path` is NUL-terminated.
+    if unsafe { libc::chmod(path.as_ptr(), mode) } != 0 {
+        return Err(errno());
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // The walk
 
@@ -494,6 +585,10 @@ struct Budget<'a> {
     bytes: AtomicUsize,
     hashed: AtomicU64,
     truncated: AtomicBool,
+    full: AtomicBool,
+    /// Directories of ours that were made listable for the walk, with their modes, restored
+    /// when it ends.
+    relaxed: Mutex<Vec<(OwnedFd, u32)>>,
 }
 
 impl Budget<'_> {
@@ -505,6 +600,7 @@ impl Budget<'_> {
             self.entries.fetch_sub(1, Ordering::Relaxed);
             self.bytes.fetch_sub(bytes, Ordering::Relaxed);
             self.truncated.store(true, Ordering::Relaxed);
+            self.full.store(true, Ordering::Relaxed);
             return false;
         }
         true
@@ -642,6 +738,13 @@ impl Walker<'_> {
             .map_or(libc::AT_FDCWD, |p| p.as_raw_fd());
         let fd = match open_at(at, &job.open, OPEN_DIR) {
             Ok(fd) => Arc::new(fd),
+            Err(libc::EACCES) => match open_relaxed(at, &job.open, &b.relaxed) {
+                Some(fd) => Arc::new(fd),
+                None => {
+                    out.push(&job.key, &[], &job.st, 0, UNREADABLE);
+                    return;
+                }
+            },
             Err(_) => {
                 out.push(&job.key, &[], &job.st, 0, UNREADABLE);
                 return;
@@ -869,6 +972,8 @@ pub fn snapshot(roots: &[PathBuf], limits: &Limits) -> Snapshot {
         bytes: AtomicUsize::new(0),
         hashed: AtomicU64::new(0),
         truncated: AtomicBool::new(false),
+        full: AtomicBool::new(false),
+        relaxed: Mutex::new(Vec::new()),
     };
     let threads = match limits.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
@@ -878,10 +983,15 @@ pub fn snapshot(roots: &[PathBuf], limits: &Limits) -> Snapshot {
         .iter()
         .map(|r| walk_root(r, &budget, threads))
         .collect();
+    let relaxed = std::mem::take(&mut *budget.relaxed.lock().unwrap_or_else(|e| e.into_inner()));
+    for (fd, mode) in relaxed.into_iter().rev() {
+        let _ = chmod_fd(&fd, mode);
+    }
     Snapshot {
         roots,
         elapsed: start.elapsed(),
         truncated: budget.truncated.load(Ordering::Relaxed),
+        full: budget.full.load(Ordering::Relaxed),
     }
 }
 
@@ -940,33 +1050,22 @@ struct Comparer<'a> {
     /// Bytes of paths and details listed so far, against `byte_cap`.
     byte_cap: usize,
     bytes: usize,
-    new_git: Vec<PathBuf>,
-    new_unreadable: Vec<PathBuf>,
-    new_git_overflow: bool,
+    /// Sees every change before the list's limits apply.
+    visit: &'a mut dyn FnMut(&Touched<'_>),
     unverified: Vec<PathBuf>,
     truncated: bool,
 }
 
 impl Comparer<'_> {
     fn add(&mut self, key: &[u8], kind: ChangeKind, e: &Entry, detail: Option<String>) {
-        // Keys separate their components with NUL (so that a directory sorts before its
-        // entries).
-        let is_git = key == b".git" || key.ends_with(b"\0.git");
-        if kind == ChangeKind::Created && is_git {
-            if self.new_git.len() < MAX_NEW_GIT {
-                self.new_git.push(self.after.abs_path(key));
-            } else {
-                self.new_git_overflow = true;
-            }
-        }
-        // A directory created or changed that cannot be listed: a .git could hide inside.
-        if kind != ChangeKind::Deleted && e.flags & UNREADABLE != 0 {
-            if self.new_unreadable.len() < MAX_NEW_GIT {
-                self.new_unreadable.push(self.after.abs_path(key));
-            } else {
-                self.new_git_overflow = true;
-            }
-        }
+        (self.visit)(&Touched {
+            before: Tree(self.before),
+            after: Tree(self.after),
+            key,
+            kind,
+            is_dir: e.is_dir(),
+            unlisted: e.is_dir() && e.flags & (LISTED | MOUNT) == 0,
+        });
         let cost =
             self.after.path.as_os_str().len() + key.len() + detail.as_ref().map_or(0, String::len);
         if self.out.len() >= self.cap || self.bytes + cost > self.byte_cap {
@@ -1137,16 +1236,29 @@ impl Comparer<'_> {
 
 /// What changed between two snapshots of the same roots.
 pub fn compare(before: &Snapshot, after: &Snapshot) -> Changes {
-    compare_capped(before, after, MAX_CHANGES, MAX_CHANGE_BYTES)
+    compare_with(before, after, &mut |_| {})
 }
 
-fn compare_capped(before: &Snapshot, after: &Snapshot, cap: usize, byte_cap: usize) -> Changes {
+/// [`compare`], with `visit` called for every change, before the list's limits apply (in key
+/// order within each root).
+pub fn compare_with(
+    before: &Snapshot,
+    after: &Snapshot,
+    visit: &mut dyn FnMut(&Touched<'_>),
+) -> Changes {
+    compare_capped(before, after, MAX_CHANGES, MAX_CHANGE_BYTES, visit)
+}
+
+fn compare_capped(
+    before: &Snapshot,
+    after: &Snapshot,
+    cap: usize,
+    byte_cap: usize,
+    visit: &mut dyn FnMut(&Touched<'_>),
+) -> Changes {
     let start = Instant::now();
     let mut changes = Vec::new();
     let mut unverified = Vec::new();
-    let mut new_git = Vec::new();
-    let mut new_unreadable = Vec::new();
-    let mut new_git_overflow = false;
     let mut bytes = 0;
     let mut truncated = before.truncated || after.truncated;
     let mut paths: Vec<&Path> = before.roots.iter().map(|r| r.path.as_path()).collect();
@@ -1164,9 +1276,7 @@ fn compare_capped(before: &Snapshot, after: &Snapshot, cap: usize, byte_cap: usi
             cap,
             byte_cap,
             bytes,
-            new_git: std::mem::take(&mut new_git),
-            new_unreadable: std::mem::take(&mut new_unreadable),
-            new_git_overflow,
+            visit: &mut *visit,
             unverified: std::mem::take(&mut unverified),
             truncated: false,
         };
@@ -1174,9 +1284,6 @@ fn compare_capped(before: &Snapshot, after: &Snapshot, cap: usize, byte_cap: usi
         truncated |= c.truncated;
         changes = c.out;
         bytes = c.bytes;
-        new_git = c.new_git;
-        new_unreadable = c.new_unreadable;
-        new_git_overflow = c.new_git_overflow;
         unverified = c.unverified;
     }
     // Nested roots list the same paths twice.
@@ -1190,15 +1297,8 @@ fn compare_capped(before: &Snapshot, after: &Snapshot, cap: usize, byte_cap: usi
         list.sort();
         list.dedup();
     }
-    for list in [&mut new_git, &mut new_unreadable] {
-        list.sort();
-        list.dedup();
-    }
     Changes {
         changes,
-        new_git,
-        new_unreadable,
-        new_git_overflow,
         truncated,
         unreadable,
         unverified,
@@ -1698,13 +1798,13 @@ mod tests {
         let c = compare(&before, &after);
         assert_eq!(c.changes.len(), 10);
         assert!(!c.truncated);
-        let c = compare_capped(&before, &after, 4, MAX_CHANGE_BYTES);
+        let c = compare_capped(&before, &after, 4, MAX_CHANGE_BYTES, &mut |_| {});
         assert_eq!(c.changes.len(), 4);
         assert!(c.truncated);
     }
 
     #[test]
-    fn long_names_truncate_by_bytes_and_new_git_entries_are_kept_apart() {
+    fn long_names_truncate_by_bytes_and_the_visitor_sees_every_change() {
         let t = Tree::new("bytes");
         let before = snapshot(&t.roots(), &Limits::default());
         let long = "L".repeat(200);
@@ -1715,14 +1815,18 @@ mod tests {
         let after = snapshot(&t.roots(), &Limits::default());
         let root_len = t.roots()[0].as_os_str().len();
         let per_change = root_len + long.len() + 1;
-        let c = compare_capped(&before, &after, MAX_CHANGES, per_change * 3);
+        let mut seen = Vec::new();
+        let c = compare_capped(&before, &after, MAX_CHANGES, per_change * 3, &mut |t| {
+            seen.push(t.after.abs_path(t.key))
+        });
         assert_eq!(c.changes.len(), 3);
         assert!(c.truncated);
         assert_eq!(
-            c.new_git,
-            vec![t.p("zz/.git")],
-            "kept apart from the capped list"
+            seen.len(),
+            13,
+            "every change, whatever the list's limits: {seen:?}"
         );
+        assert!(seen.contains(&t.p("zz/.git/config")));
     }
 
     #[test]

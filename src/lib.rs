@@ -15,6 +15,7 @@ pub mod report;
 #[cfg(target_os = "linux")]
 pub mod run_report;
 pub mod status;
+pub mod text;
 // Used where no sandbox exists; unit-tested everywhere.
 #[cfg_attr(target_os = "linux", allow(dead_code))]
 pub mod unconfined;
@@ -54,7 +55,7 @@ pub fn run_cli() -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("jail: {e}");
+            text::say(format!("jail: {e}"));
             EXIT_JAIL_ERROR
         }
     }
@@ -214,11 +215,21 @@ fn resolved_toml(r: &Resolved) -> String {
         for p in r
             .paths
             .iter()
-            .filter(|p| p.access == access && p.protect == protect)
+            .filter(|p| p.access == access && p.protect == protect && p.seed.is_none())
         {
             out.push_str(&format!("    {},  # {}\n", q(&p.template), p.profile));
         }
         out.push_str("]\n");
+    }
+    out.push_str("\n[paths.seed]\n");
+    for p in r.paths.iter().filter(|p| p.seed.is_some()) {
+        let content = p.seed.as_deref().unwrap_or_default();
+        out.push_str(&format!(
+            "{} = {}  # {}\n",
+            q(&p.template),
+            q(content),
+            p.profile
+        ));
     }
     out.push_str(&format!("\n[env]\nclear = {}\n", r.env.clear));
     for (key, list) in [("keep", &r.env.keep), ("deny", &r.env.deny)] {
@@ -313,6 +324,13 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
                 JailError::bad_path(&format!("profile {}", p.profile), &path, e.to_string())
             })?;
         }
+        if let (true, Some(content)) = (create_missing, &p.seed) {
+            if std::fs::symlink_metadata(&path).is_err() {
+                seed_file(&path, content).map_err(|e| {
+                    JailError::bad_path(&format!("profile {}", p.profile), &path, e.to_string())
+                })?;
+            }
+        }
         profile_paths.push(ProfilePathRule {
             path,
             access: p.access,
@@ -364,20 +382,29 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         profile_paths,
     };
     let mut policy = policy::resolve(&input)?;
-    // With a run report the snapshot of the writable trees finds new .git entries (deeper, in
-    // the same walk); otherwise a bounded search of its own now and after the run.
-    let recording = args.report.is_some() || args.summary;
-    policy.git_entries_at_start = policy
-        .writable_paths()
-        .filter(|p| *p != std::path::Path::new("/tmp") && !recording)
-        .map(|root| (root.to_path_buf(), policy::find_git_entries(root)))
-        .collect();
     let flags = EnvFlags::from_args(&args.env, &args.env_deny, args.env_clear)
         .map_err(JailError::BadInput)?;
     let caller: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     policy.env = child_env(&caller, &prof.env, &flags, &x)
         .map_err(|e| JailError::BadInput(format!("profile {}: {e}", prof.name)))?;
     Ok(policy)
+}
+
+/// A protected file the agent would otherwise create itself (and see moved aside after every
+/// run): written new, never over anything, readable by its owner only.
+fn seed_file(path: &std::path::Path, content: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(parent) = path.parent() {
+        create_private_dir(parent)?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?
+        .write_all(content.as_bytes())
 }
 
 fn create_private_dir(path: &std::path::Path) -> std::io::Result<()> {

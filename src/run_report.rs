@@ -344,19 +344,7 @@ impl RunReport {
     }
 }
 
-/// Names the command chose (its comm, the paths it touched) go to the user's terminal: control
-/// characters are shown escaped, never sent (an escape sequence could rewrite the screen).
-fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
+use crate::text::printable;
 
 fn layer_states(layers: &Layers, f: &Features) -> Vec<LayerState> {
     let state = |name: &'static str, on: bool, why_off: String| LayerState {

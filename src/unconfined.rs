@@ -29,7 +29,7 @@ pub fn run(policy: &Policy) -> Result<i32, JailError> {
                 std::io::ErrorKind::NotFound => (EXIT_NOT_FOUND, "command not found".to_string()),
                 _ => (EXIT_NOT_EXECUTABLE, format!("cannot execute: {e}")),
             };
-            eprintln!("jail: {shown}: {what}");
+            crate::text::say(format!("jail: {shown}: {what}"));
             return Ok(code);
         }
     };

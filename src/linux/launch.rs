@@ -4,19 +4,19 @@
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
 
 use serde::Serialize;
 
 use std::sync::Arc;
 
+use super::planted::Watch;
 use super::recorder::Recorder;
 use super::supervisor::{Confinement, NetSetup, Outcome, RunEnd};
 use super::{landlock, mounts, seccomp};
 use crate::cli::RunArgs;
 use crate::error::{EXIT_JAIL_ERROR, JailError};
 use crate::net::{self, NetPolicy};
-use crate::policy::{self, Policy};
+use crate::policy::Policy;
 use crate::probe::{self, Features};
 use crate::report::{self, Layers};
 use crate::{prepare, status};
@@ -211,6 +211,8 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         return Ok(0);
     }
     report::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
+    // Before anything runs: the baseline of the writable trees, for what the command plants.
+    let watch = Watch::start(&policy)?;
     let mut recorder = match (&args.report, args.summary) {
         (None, false) => None,
         (path, _) => Some(Recorder::start(
@@ -241,19 +243,16 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         &mut net,
         &mut recorder,
     );
-    let planted = match &mut recorder {
-        Some(r) => r.planted(),
-        None => planted(&policy),
-    };
     // Also after jail's own failure: the command may have run before it.
-    let quarantined = quarantine_created_protected(&policy, &planted);
+    let (changes, planted) = watch.finish();
+    let quarantined = super::quarantine::move_aside_all(&planted);
     if let Some(r) = recorder {
         r.finish(
             &policy,
             &run,
             &net,
             &result,
-            args.report.is_some(),
+            (watch.roots().to_vec(), changes),
             args.summary,
         )?;
     }
@@ -387,108 +386,6 @@ fn run_supervised(
                 Outcome::NoNamespaces(_) => unreachable!("no namespaces are requested"),
             }
         }
-    }
-}
-
-/// A protected name that did not exist at start could be created by the command: no layer can
-/// refuse one new name while allowing others in the same directory. After the run, what appeared
-/// is renamed aside (`NAME.jail-quarantine`), so that a planted `.git/commondir`, `.envrc` or
-/// `.mcp.json` takes no effect outside, and the user is told.
-fn quarantine_created_protected(policy: &Policy, planted: &Planted) -> bool {
-    let mut all_moved = planted.complete;
-    let created = policy.absent_protected.iter().chain(&planted.git);
-    let unsearchable = planted.unsearchable.iter();
-    let moves = created
-        .map(|p| (p, "created the protected path"))
-        .chain(unsearchable.map(|p| {
-            (
-                p,
-                "left a directory jail cannot search for planted .git entries (unreadable):",
-            )
-        }));
-    for (path, what) in moves {
-        if std::fs::symlink_metadata(path).is_err() {
-            continue;
-        }
-        match super::quarantine::rename_aside(path) {
-            Ok(aside) => eprintln!(
-                "jail: warning: the command {what} {}; moved it to {} (review it before putting \
-                 it back)",
-                path.display(),
-                aside.display()
-            ),
-            Err(e) => {
-                all_moved = false;
-                eprintln!(
-                    "jail: the command {what} {} and it could not be moved aside ({e}): do not \
-                     run git or an agent there before reviewing it",
-                    path.display()
-                )
-            }
-        }
-    }
-    if !planted.complete {
-        eprintln!(
-            "jail: too many .git entries were created to move them all aside: review the \
-             writable trees before running git or an agent there"
-        );
-    }
-    all_moved
-}
-
-/// What the command may have planted in the writable trees for git on the host to honour.
-pub struct Planted {
-    /// `.git` entries (directories, gitfiles, symlinks) that appeared.
-    pub git: Vec<PathBuf>,
-    /// Directories the command changed that jail cannot list: a `.git` could hide inside.
-    pub unsearchable: Vec<PathBuf>,
-    /// False when there were more than could be collected.
-    pub complete: bool,
-}
-
-/// `.git` entries (directories, gitfiles, symlinks) that appeared in the writable trees during the
-/// run: git on the host would honour their config and hooks (an embedded repository's fsmonitor
-/// runs on the user's next `git status`). Searched as deep as the protected names are.
-fn planted(policy: &Policy) -> Planted {
-    let mut out = Vec::new();
-    let mut unsearchable = Vec::new();
-    for (root, before) in &policy.git_entries_at_start {
-        let after = policy::find_git_entries(root);
-        // Unreadable now, and not (or not so) at the start: the command made it so.
-        for (dir, ctime) in &after.unreadable {
-            if before.unreadable.get(dir) != Some(ctime) {
-                unsearchable.push(dir.clone());
-            }
-        }
-        for git in after.entries {
-            if before.entries.contains(&git) {
-                continue;
-            }
-            let parent = git.parent().unwrap_or(root);
-            // When the first scan stopped at its bound, a .git in a directory it never looked
-            // at may be the user's own: say so rather than move it.
-            if before.truncated && !before.visited.contains(parent) && parent.exists() {
-                eprintln!(
-                    "jail: warning: {} may be new, but {} is too large to tell; review it",
-                    git.display(),
-                    root.display()
-                );
-                continue;
-            }
-            out.push(git);
-        }
-        if after.truncated {
-            eprintln!(
-                "jail: warning: {} is too large to search whole for .git entries the command may \
-                 have planted",
-                root.display()
-            );
-        }
-    }
-    Planted {
-        git: out,
-        unsearchable,
-        complete: true,
     }
 }
 

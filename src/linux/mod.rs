@@ -5,6 +5,7 @@ pub mod audit;
 pub mod landlock;
 pub mod launch;
 pub mod mounts;
+pub mod planted;
 pub mod privileges;
 pub mod quarantine;
 pub mod recorder;

@@ -12,9 +12,9 @@ use std::rc::Rc;
 use std::time::SystemTime;
 
 use super::audit::{self, AuditReader, AuditStream};
-use super::launch::{NetRuntime, Planted, RunState};
+use super::launch::{NetRuntime, RunState};
 use super::supervisor::{Confinement, RunEnd};
-use crate::changes::{self, Changes, Limits, Snapshot};
+use crate::changes::Changes;
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::probe::Features;
@@ -33,10 +33,6 @@ pub struct Recorder {
     /// The launch's working directory, for checking the report path again.
     base: PathBuf,
     started: SystemTime,
-    roots: Vec<PathBuf>,
-    baseline: Snapshot,
-    /// The comparison, once the command has ended.
-    changes: Option<Changes>,
     audit: Rc<RefCell<AuditPhase>>,
 }
 
@@ -83,8 +79,6 @@ impl Recorder {
                 Some((abs, file))
             }
         };
-        let roots = report_roots(policy);
-        let baseline = changes::snapshot(&roots, &Limits::default());
         let audit = match audit::open(features.landlock_abi) {
             Ok(stream) => AuditPhase::Waiting(stream),
             Err(why) => AuditPhase::Unavailable(why.0),
@@ -93,9 +87,6 @@ impl Recorder {
             file,
             base,
             started,
-            roots,
-            baseline,
-            changes: None,
             audit: Rc::new(RefCell::new(audit)),
         })
     }
@@ -151,46 +142,18 @@ impl Recorder {
         }));
     }
 
-    /// What the command changed (the second snapshot is taken on the first call).
-    fn changes(&mut self) -> &Changes {
-        let baseline = &self.baseline;
-        let roots = &self.roots;
-        self.changes.get_or_insert_with(|| {
-            let after = changes::snapshot(roots, &Limits::default());
-            changes::compare(baseline, &after)
-        })
-    }
-
-    /// `.git` entries (directories, gitfiles, symlinks) the command created in the writable
-    /// trees (git on the host would honour their config and hooks), and the directories it
-    /// created or changed that jail cannot list.
-    pub fn planted(&mut self) -> Planted {
-        let c = self.changes();
-        if c.truncated {
-            eprintln!(
-                "jail: warning: a writable tree is too large to search whole for .git entries the \
-                 command may have planted"
-            );
-        }
-        Planted {
-            git: c.new_git.clone(),
-            unsearchable: c.new_unreadable.clone(),
-            complete: !c.new_git_overflow,
-        }
-    }
-
     /// After the run (or jail's failure after the start): compares, collects, and writes the
     /// report and/or prints the summary.
     pub fn finish(
-        mut self,
+        self,
         policy: &Policy,
         run: &RunState,
         net: &NetRuntime,
         result: &Result<RunEnd, JailError>,
-        write_report: bool,
+        (roots, changes): (Vec<PathBuf>, Changes),
         summary: bool,
     ) -> Result<(), JailError> {
-        let changes = Ok(self.changes().clone());
+        let changes = Ok(changes);
         let phase = Rc::try_unwrap(self.audit)
             .map(RefCell::into_inner)
             .unwrap_or_else(|_| AuditPhase::Unavailable("audit reader still shared".into()));
@@ -252,14 +215,14 @@ impl Recorder {
                     p.decisions.dropped(),
                 )
             }),
-            roots: self.roots,
+            roots,
             changes,
             denials,
         });
         if summary {
-            eprintln!("{}", report.summary());
+            crate::text::say(report.summary());
         }
-        if let (true, Some((path, mut file))) = (write_report, self.file) {
+        if let Some((path, mut file)) = self.file {
             let mut text = serde_json::to_string_pretty(&report).expect("serializable");
             text.push('\n');
             file.write_all(text.as_bytes())
@@ -273,16 +236,6 @@ impl Recorder {
 /// Whether the command's /tmp is its own tmpfs, not the host's.
 fn private_tmp(policy: &Policy, layers: &Layers) -> bool {
     layers.mount && policy.tmp == crate::policy::TmpMode::Private
-}
-
-/// The writable paths whose changes are reported: every `--rw` tree, never the private /tmp
-/// (a tmpfs that disappears with the run) nor /tmp when shared (the whole machine's).
-fn report_roots(policy: &Policy) -> Vec<PathBuf> {
-    policy
-        .writable_paths()
-        .filter(|p| *p != Path::new("/tmp") && *p != Path::new("/dev/shm"))
-        .map(Path::to_path_buf)
-        .collect()
 }
 
 fn network_enforcement(run: &RunState, net: &NetRuntime) -> &'static str {

@@ -284,7 +284,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                 drop(fd_parent);
                 status = Some(ready_read);
                 if let Some(w) = &conf.warning {
-                    eprintln!("{w}");
+                    crate::text::say(w);
                 }
                 // Only now: a non-dumpable process's /proc files belong to root, and the maps
                 // above had to be written through them.
@@ -298,7 +298,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
         }
     } else {
         if let Some(w) = &conf.warning {
-            eprintln!("{w}");
+            crate::text::say(w);
         }
         // No pid namespace: become the reaper of every orphan in the tree so it can be killed.
         nix::sys::prctl::set_child_subreaper(true).map_err(|e| io("PR_SET_CHILD_SUBREAPER", &e))?;
@@ -647,7 +647,7 @@ fn kill_remaining_children() {
 /// Prints a one-line error and leaves with `code`. Only for the children, which must not unwind
 /// back into the supervisor's code.
 fn die(code: i32, message: &str) -> ! {
-    eprintln!("jail: {message}");
+    crate::text::say(format!("jail: {message}"));
     // SAFETY: _exit ends the process without running the parent's atexit handlers or destructors.
     unsafe { libc::_exit(code) }
 }

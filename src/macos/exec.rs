@@ -74,7 +74,7 @@ pub fn run(policy: &Policy, policy_json: &str) -> Result<i32, JailError> {
         .find(|(k, _)| k.as_os_str() == "PATH")
         .map(|(_, v)| v.as_os_str());
     if let Err(e) = find_command(name, path_var, &policy.cwd) {
-        eprintln!("jail: {}", e.message);
+        crate::text::say(format!("jail: {}", e.message));
         return Ok(e.code);
     }
 

@@ -69,10 +69,10 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         return crate::unconfined::run(&policy);
     }
     // Seatbelt is one layer: say once per run what it leaves open.
-    eprintln!(
+    crate::text::say(format!(
         "jail: note: macOS Seatbelt (level partial); gaps: {}",
         gaps.join("; ")
-    );
+    ));
     let file = status::PolicyFile::new(&policy, &layers, gaps);
     let json = serde_json::to_string_pretty(&file).expect("serializable");
     exec::run(&policy, &json)

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::seatbelt::{DATA_VOLUME, DNS_SOCKET, Params, profile, quote, real_path};
 use super::{NotRunnable, child_env, find_command};
 use crate::policy::profile::{Catalog, EMBEDDED, Expansion, TmpOption};
-use crate::policy::{Access, Kind, Origin, PROTECTED_UNDER_RW, PathRule, Policy, TmpMode};
+use crate::policy::{Access, Kind, Origin, PROTECTED, PathRule, Policy, TmpMode};
 
 const HOME: &str = "/Users/u";
 const CWD: &str = "/Users/u/repo";
@@ -124,9 +124,12 @@ fn fake_policy(name: &str) -> Policy {
         .collect();
     let mut absent = Vec::new();
     for root in roots {
-        for protected in PROTECTED_UNDER_RW {
+        for protected in PROTECTED.iter().map(|p| p.pattern) {
+            if protected.starts_with('*') {
+                continue;
+            }
             let path = root.join(protected);
-            let kind = match *protected {
+            let kind = match protected {
                 ".git/hooks" if root == Path::new(CWD) => Some(Kind::Dir),
                 ".git/config" if root == Path::new(CWD) => Some(Kind::File),
                 _ => None,
@@ -144,7 +147,7 @@ fn fake_policy(name: &str) -> Policy {
                     );
                 }
                 // resolve records no absent .git: a new one is caught after the run.
-                None if *protected != ".git" => absent.push(path),
+                None if protected != ".git" => absent.push(path),
                 None => {}
             }
         }

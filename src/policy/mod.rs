@@ -6,8 +6,10 @@ pub mod env;
 pub mod profile;
 mod resolve;
 
-pub use defaults::{PROTECTED_IN_GIT_SUBDIRS, PROTECTED_UNDER_RW};
-pub use resolve::{GitScan, PolicyInput, ProfilePathRule, find_git_entries, resolve};
+pub use defaults::{
+    PROTECTED, PROTECTED_IN_GIT_DIRS, ProtectedName, is_git_layout, pattern_matches, protected_name,
+};
+pub use resolve::{PolicyInput, ProfilePathRule, absolute, resolve};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -88,9 +90,9 @@ pub struct Policy {
     pub profile_rw_missing: Vec<PathBuf>,
     /// The profile the policy was built from.
     pub profile: String,
-    /// `.git` entries under each writable path when the run started.
-    #[serde(skip)]
-    pub git_entries_at_start: Vec<(PathBuf, GitScan)>,
+    /// The profiles' protected paths (present or not): read-only when they exist, moved aside
+    /// after the run when the command created or changed them.
+    pub profile_protected: Vec<PathBuf>,
     /// The command's environment (names only when serialized).
     pub env: env::ChildEnv,
     pub cwd: PathBuf,
@@ -122,7 +124,7 @@ impl Policy {
             protected_search_truncated: vec![],
             profile_rw_missing: vec![],
             profile: "default".into(),
-            git_entries_at_start: vec![],
+            profile_protected: vec![],
             env: Default::default(),
             cwd: "/".into(),
             tmp: TmpMode::Private,

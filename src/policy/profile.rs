@@ -51,6 +51,10 @@ struct PathsSection {
     /// agent's own settings inside its writable state directory.
     #[serde(default)]
     protect: Vec<String>,
+    /// Protected files the agent would create on its first run (so they would be moved aside
+    /// after every run): jail writes them first, with this content, and keeps them read-only.
+    #[serde(default)]
+    seed: BTreeMap<String, String>,
     #[serde(default)]
     rw: Vec<String>,
     #[serde(default)]
@@ -129,6 +133,9 @@ pub struct ProfilePath {
     /// From `protect`: read-only, and moved aside after the run if the command created it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub protect: bool,
+    /// From `seed`: created with this content before the run when missing (then protected).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -379,8 +386,19 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
                 access,
                 profile: name.to_string(),
                 protect,
+                seed: None,
             });
         }
+    }
+    for (template, content) in &file.paths.seed {
+        out.paths.retain(|p| &p.template != template);
+        out.paths.push(ProfilePath {
+            template: template.clone(),
+            access: Access::Ro,
+            profile: name.to_string(),
+            protect: true,
+            seed: Some(content.clone()),
+        });
     }
     if let Some(clear) = file.env.clear {
         out.env.clear = clear;

