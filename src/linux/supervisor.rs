@@ -524,7 +524,15 @@ fn supervise(
             match reap(child, reap_tree) {
                 Reaped::Exited(code, signal) => {
                     if reap_tree {
-                        kill_remaining_children();
+                        if !kill_remaining_children() {
+                            crate::text::say(
+                                "jail: processes of the command survived every kill (no pid \
+                                 namespace): the writable trees may still change; failing the run",
+                            );
+                            end.timed_out |= timed_out;
+                            end.code = crate::error::EXIT_JAIL_ERROR;
+                            return end;
+                        }
                         end.signal = signal;
                     } else if let Some(st) = &status {
                         // Init wrote how the command ended just before it exited.
@@ -622,26 +630,67 @@ fn reap(main: Pid, stops: bool) -> Reaped {
     }
 }
 
-/// Without a pid namespace: kill every process that was reparented to us, until none is left.
-fn kill_remaining_children() {
-    for _ in 0..1000 {
-        let me = std::process::id();
-        let list =
-            std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")).unwrap_or_default();
-        let pids: Vec<i32> = list
-            .split_whitespace()
-            .filter_map(|p| p.parse().ok())
-            .collect();
-        if pids.is_empty() {
-            return;
+/// Without a pid namespace: kill every process of the tree, until none is left. Orphans are
+/// reparented to us (we are the subreaper), but a chain of processes reaches us one generation
+/// at a time: every round kills all our descendants at once, found through /proc, so that no
+/// process survives to write into the writable trees after the check of what the command
+/// planted. False when some are still alive after the deadline (the run then fails).
+fn kill_remaining_children() -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let me = std::process::id() as i32;
+    loop {
+        let tree = descendants(me);
+        if tree.is_empty() {
+            return true;
         }
-        for p in &pids {
+        for p in &tree {
             let _ = kill(Pid::from_raw(*p), Signal::SIGKILL);
         }
-        for p in &pids {
-            let _ = waitpid(Pid::from_raw(*p), None);
+        // Reap what has reached us; the rest is reparented to us as its parents die.
+        while let Ok(st) = waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG)) {
+            if st == nix::sys::wait::WaitStatus::StillAlive {
+                break;
+            }
+        }
+        if std::time::Instant::now() > deadline {
+            return descendants(me).is_empty();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Every process below `root`, from the parent pids in /proc/*/stat (zombies included: they are
+/// reaped, not killed).
+fn descendants(root: i32) -> Vec<i32> {
+    let mut parent_of = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid …: comm may hold spaces and parentheses; the last ')' ends it.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let _state = fields.next();
+        if let Some(ppid) = fields.next().and_then(|p| p.parse::<i32>().ok()) {
+            parent_of.push((pid, ppid));
         }
     }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(child, parent) in &parent_of {
+            if parent == p && !out.contains(&child) {
+                out.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    out
 }
 
 /// Prints a one-line error and leaves with `code`. Only for the children, which must not unwind

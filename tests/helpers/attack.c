@@ -1052,6 +1052,46 @@ static void op_core_pattern(char **a)
 	allowed();
 }
 
+/*
+ * chain N FILE: a chain of N processes, each the child of the one before;
+ * the first exits once the last is running, the last writes FILE 3 s later
+ * (the in-between ones exit after 8 s). Without a pid namespace the orphans
+ * reach jail one generation at a time: the last must be dead before jail
+ * checks what was planted. Reports ALLOWED once the chain is built.
+ */
+static void op_chain(char **args)
+{
+	int n = atoi(args[0]);
+	int ready[2];
+	if (n < 1 || pipe(ready) != 0)
+		setup_fail("chain: bad N or pipe");
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			setup_fail("chain: fork");
+		if (pid > 0) {
+			if (i == 0) {
+				char c;
+				close(ready[1]);
+				if (read(ready[0], &c, 1) != 1)
+					setup_fail("chain: never ready");
+				allowed();
+			}
+			sleep(8);
+			_exit(0);
+		}
+	}
+	if (write(ready[1], "x", 1) != 1)
+		_exit(3);
+	sleep(3);
+	int fd = open(args[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0) {
+		(void)!write(fd, "planted\n", 8);
+		close(fd);
+	}
+	_exit(0);
+}
+
 /* ------------------------------------------------------------------ */
 
 struct cmd {
@@ -1092,6 +1132,7 @@ static const struct cmd cmds[] = {
 	{ "vm-write", 1, "PID", op_vm_write },
 	{ "proc-mem", 1, "PID", op_proc_mem },
 	{ "kill", 2, "PID SIG", op_kill },
+	{ "chain", 2, "N FILE", op_chain },
 	{ "tiocsti", 1, "FD|tty", op_tiocsti },
 	{ "tioclinux", 1, "FD|tty", op_tioclinux },
 	{ "ioctl-raw", 2, "FD HEXREQ", op_ioctl_raw },
