@@ -8,6 +8,9 @@
 //! code (a Makefile, a test, a `package.json` script): the copy-on-write workspace is the answer
 //! for those.
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 /// One protected entry: `pattern` is a relative path of one or more components, matched at any
 /// depth below a writable root (a path matches when its last components are the pattern's); a
 /// last component `*.ext` matches any name with that ending.
@@ -337,33 +340,73 @@ pub const PROTECTED_IN_GIT_DIRS: &[ProtectedName] = &[
 
 /// Whether the last components of a path (`names`, outermost first) match `pattern`.
 pub fn pattern_matches(pattern: &str, names: &[&[u8]]) -> bool {
-    let parts: Vec<&[u8]> = pattern.split('/').map(str::as_bytes).collect();
-    if parts.len() > names.len() {
+    let parts = pattern.split('/').count();
+    if parts > names.len() {
         return false;
     }
-    let tail = &names[names.len() - parts.len()..];
-    parts.iter().zip(tail).enumerate().all(|(i, (want, have))| {
-        if i + 1 == parts.len() {
-            if let Some(ext) = want.strip_prefix(b"*") {
-                return have.len() > ext.len() && have.ends_with(ext);
+    pattern
+        .rsplit('/')
+        .zip(names.iter().rev())
+        .enumerate()
+        .all(|(i, (want, have))| match want.strip_prefix('*') {
+            Some(ext) if i == 0 => have.len() > ext.len() && have.ends_with(ext.as_bytes()),
+            _ => want.as_bytes() == *have,
+        })
+}
+
+/// The list indexed by its last and first components (the walk asks for every entry it
+/// lists, so a lookup must not cost a pass over the list).
+struct Index {
+    by_last: HashMap<&'static [u8], Vec<&'static ProtectedName>>,
+    by_first: HashMap<&'static [u8], Vec<&'static ProtectedName>>,
+    /// `*.ext` last components: (ext, entry).
+    globs: Vec<(&'static [u8], &'static ProtectedName)>,
+}
+
+fn index() -> &'static Index {
+    static INDEX: OnceLock<Index> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut ix = Index {
+            by_last: HashMap::new(),
+            by_first: HashMap::new(),
+            globs: Vec::new(),
+        };
+        for p in PROTECTED {
+            let last = p.pattern.rsplit('/').next().unwrap_or_default();
+            match last.strip_prefix('*') {
+                Some(ext) => ix.globs.push((ext.as_bytes(), p)),
+                None => ix.by_last.entry(last.as_bytes()).or_default().push(p),
+            }
+            let first = p.pattern.split('/').next().unwrap_or_default();
+            if !first.starts_with('*') {
+                ix.by_first.entry(first.as_bytes()).or_default().push(p);
             }
         }
-        want == have
+        ix
     })
 }
 
 /// The protected entry that a path ending in `names` is, if any.
 pub fn protected_name(names: &[&[u8]]) -> Option<&'static ProtectedName> {
-    let last = names.last()?;
-    PROTECTED.iter().find(|p| {
-        // Cheap first test on the last component.
-        let want = p.pattern.rsplit('/').next().unwrap_or_default().as_bytes();
-        let first_ok = match want.strip_prefix(b"*") {
-            Some(ext) => last.ends_with(ext),
-            None => want == *last,
-        };
-        first_ok && pattern_matches(p.pattern, names)
-    })
+    let last = *names.last()?;
+    let ix = index();
+    if let Some(found) = ix.by_last.get(last).and_then(|v| {
+        v.iter()
+            .copied()
+            .find(|p| pattern_matches(p.pattern, names))
+    }) {
+        return Some(found);
+    }
+    ix.globs
+        .iter()
+        .find(|(ext, _)| last.len() > ext.len() && last.ends_with(ext))
+        .map(|(_, p)| *p)
+}
+
+/// The entries whose pattern starts with the component `name` (`.cargo` → `.cargo/config.toml`,
+/// `.cargo/config`).
+pub fn patterns_starting_with(name: &[u8]) -> &'static [&'static ProtectedName] {
+    index().by_first.get(name).map_or(&[], Vec::as_slice)
 }
 
 /// The files that make a directory a git directory for git (`is_git_directory`): a HEAD and
