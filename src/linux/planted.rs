@@ -52,6 +52,9 @@ pub struct Rules {
     /// Directories on the caller's PATH inside a writable tree: whatever appears or changes in
     /// one shadows a command the user runs.
     pub path_dirs: Vec<PathBuf>,
+    /// Directories `core.hooksPath` names (a repository's config, or the user's own): git runs
+    /// the hooks there.
+    pub hooks_dirs: Vec<PathBuf>,
 }
 
 impl Rules {
@@ -65,10 +68,12 @@ impl Rules {
             .map(|d| crate::policy::absolute(Path::new("/"), &d))
             .filter(|d| roots.iter().any(|r| d.starts_with(r) && d != r))
             .collect();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
         Rules {
             exempt: policy.writable_paths().map(Path::to_path_buf).collect(),
             exact: policy.profile_protected.clone(),
             path_dirs,
+            hooks_dirs: crate::policy::gitconfig::global_hooks_dirs(home.as_deref()),
         }
     }
 }
@@ -122,13 +127,46 @@ impl Watch {
     /// After the run: the second walk, the change list (for the report) and what was planted.
     pub fn finish(&self) -> (Changes, Planted) {
         let after = changes::snapshot(&self.roots, &Limits::default());
-        let mut finder = Finder::new(&self.rules);
+        let mut rules = self.rules.clone();
+        rules
+            .hooks_dirs
+            .extend(repository_hooks_dirs(&[&self.baseline, &after]));
+        let mut finder = Finder::new(&rules);
         let changes = changes::compare_with(&self.baseline, &after, &mut |t| finder.visit(t));
         let mut planted = finder.done();
         planted.complete &= !after.full();
         planted.not_entered = changes.mount_points.clone();
         (changes, planted)
     }
+}
+
+/// The directories `core.hooksPath` names in the config of every repository the snapshots hold
+/// (before or after the run; at most 10,000 configs are read).
+fn repository_hooks_dirs(snaps: &[&Snapshot]) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut out = Vec::new();
+    let mut read = 0;
+    for snap in snaps {
+        for config in snap.paths_named("config") {
+            let Some(dir) = config.parent() else { continue };
+            if read >= 10_000 || std::fs::symlink_metadata(dir.join("HEAD")).is_err() {
+                continue;
+            }
+            read += 1;
+            let worktree = match dir.file_name() {
+                Some(n) if n == ".git" => dir.parent().unwrap_or(dir),
+                _ => dir,
+            };
+            out.extend(crate::policy::gitconfig::hooks_path(
+                &config,
+                worktree,
+                home.as_deref(),
+            ));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// What a path prefix was found to be.
@@ -251,6 +289,11 @@ impl<'r> Finder<'r> {
         if let Some(x) = self.rules.exact.iter().find(|x| **x == abs && !exempt) {
             let why = "a protected path of the profile (the agent's settings or code)";
             self.unit(x.clone(), why.into());
+            return State::Unit;
+        }
+        if !exempt && self.rules.hooks_dirs.contains(&abs) {
+            let why = "the directory core.hooksPath names: git runs the hooks there";
+            self.unit(abs, why.into());
             return State::Unit;
         }
         if let Some(d) = abs

@@ -3,6 +3,7 @@
 
 mod defaults;
 pub mod env;
+pub mod gitconfig;
 pub mod profile;
 mod resolve;
 

@@ -374,6 +374,13 @@ fn find_protected(root: &Path) -> Protected {
             Err(_) if record_absent => out.absent.push(path),
             Err(_) => {}
         };
+    // The hooks directory the user's own git config names, for every repository.
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    for hooks in super::gitconfig::global_hooks_dirs(home.as_deref()) {
+        if hooks.starts_with(root) && hooks != root {
+            check(hooks, &mut out, false);
+        }
+    }
     let device = std::fs::metadata(root).map(|m| m.dev()).ok();
     let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0usize)]);
     let mut visited = 0usize;
@@ -391,6 +398,16 @@ fn find_protected(root: &Path) -> Protected {
         // submodules and worktrees it holds; never its objects (git must write them).
         let named_git_root = depth == 0 && dir.file_name().is_some_and(|n| n == ".git");
         if named_git_root || super::defaults::is_git_layout(has) {
+            let worktree = match dir.file_name() {
+                Some(n) if n == ".git" => dir.parent().unwrap_or(&dir).to_path_buf(),
+                _ => dir.clone(),
+            };
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            if let Some(hooks) =
+                super::gitconfig::hooks_path(&dir.join("config"), &worktree, home.as_deref())
+            {
+                check(hooks, &mut out, false);
+            }
             for git_dir in git_dirs_of(&dir) {
                 for part in PROTECTED_IN_GIT_DIRS {
                     check(
@@ -402,27 +419,21 @@ fn find_protected(root: &Path) -> Protected {
             }
             continue;
         }
-        for p in PROTECTED {
-            let first = p.pattern.split('/').next().unwrap_or_default();
-            // At the root every plain name is looked up (an absent one is a gap); below it only
-            // those whose first component the listing holds.
-            let wanted = if first.starts_with('*') {
-                false
-            } else if depth == 0 {
-                true
-            } else {
-                has(first)
-            };
-            if wanted {
-                check(dir.join(p.pattern), &mut out, depth == 0);
+        if depth == 0 {
+            // At the root every plain name is looked up: an absent one is a gap.
+            for p in PROTECTED.iter().filter(|p| !p.pattern.starts_with('*')) {
+                check(dir.join(p.pattern), &mut out, true);
             }
         }
         for (name, _) in &listing {
-            let n = [name.as_bytes()];
-            if let Some(p) = super::defaults::protected_name(&n) {
-                if p.pattern.starts_with('*') {
-                    check(dir.join(name), &mut out, false);
+            let n = name.as_bytes();
+            if depth > 0 {
+                for p in super::defaults::patterns_starting_with(n) {
+                    check(dir.join(p.pattern), &mut out, false);
                 }
+            }
+            if super::defaults::protected_name(&[n]).is_some_and(|p| p.pattern.starts_with('*')) {
+                check(dir.join(name), &mut out, false);
             }
         }
         // core.hooksPath in the repository's (read-only) config names where its hooks live.
@@ -507,31 +518,11 @@ fn git_dirs_of(dotgit: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The directory core.hooksPath names in `dir/.git/config`, when it is set (relative to `dir`).
+/// The directory core.hooksPath names in `dir/.git/config`, when it is set (relative to `dir`,
+/// the work tree), read as git reads it.
 fn hooks_path(dir: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(dir.join(".git/config")).ok()?;
-    let mut in_core = false;
-    let mut found = None;
-    for line in text.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            in_core = line.to_ascii_lowercase().starts_with("[core");
-        } else if in_core {
-            if let Some((k, v)) = line.split_once('=') {
-                if k.trim().eq_ignore_ascii_case("hookspath") {
-                    found = Some(v.trim().trim_matches('"').to_string());
-                }
-            }
-        }
-    }
-    let value = found?;
-    let path = PathBuf::from(&value);
-    let path = if path.is_absolute() {
-        path
-    } else {
-        dir.join(path)
-    };
-    Some(absolute(Path::new("/"), &path))
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    super::gitconfig::hooks_path(&dir.join(".git/config"), dir, home.as_deref())
 }
 
 fn refuse_view_owned(flag: &str, path: &Path) -> Result<(), JailError> {
