@@ -326,7 +326,12 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         }
         if let (true, Some(content)) = (create_missing, &p.seed) {
             if std::fs::symlink_metadata(&path).is_err() {
-                seed_file(&path, content).map_err(|e| {
+                let seeded = if p.template.ends_with('/') {
+                    create_private_dir(&path)
+                } else {
+                    seed_file(&path, content)
+                };
+                seeded.map_err(|e| {
                     JailError::bad_path(&format!("profile {}", p.profile), &path, e.to_string())
                 })?;
             }
@@ -338,6 +343,10 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
             protect: p.protect,
         });
     }
+    // A protected config may name a script inside the agent's writable state (a status line,
+    // a hook, a notify command): the host's agent runs it, so it is protected too.
+    let named = named_in_protected(&profile_paths, home.as_deref());
+    profile_paths.extend(named);
     let o = &prof.options;
     let timeout = match (args.timeout, &o.timeout) {
         (Some(t), _) => Some(t),
@@ -388,6 +397,48 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
     policy.env = child_env(&caller, &prof.env, &flags, &x)
         .map_err(|e| JailError::BadInput(format!("profile {}: {e}", prof.name)))?;
     Ok(policy)
+}
+
+/// The files that the profile's protected files name (as `/abs/path`, `~/path`, `$HOME/path`)
+/// inside one of the profile's writable directories: protected as well.
+fn named_in_protected(
+    paths: &[ProfilePathRule],
+    home: Option<&std::path::Path>,
+) -> Vec<ProfilePathRule> {
+    let writable: Vec<&PathBuf> = paths
+        .iter()
+        .filter(|p| p.access == Access::Rw)
+        .map(|p| &p.path)
+        .collect();
+    let mut out: Vec<ProfilePathRule> = Vec::new();
+    for rule in paths.iter().filter(|p| p.protect) {
+        let Ok(text) = policy::gitconfig::read_small(&rule.path) else {
+            continue;
+        };
+        let separators = |c: char| c.is_whitespace() || "\"'`,;=()[]{}<>|&".contains(c);
+        for token in text.split(separators) {
+            let rest = ["~/", "$HOME/", "${HOME}/"]
+                .iter()
+                .find_map(|p| token.strip_prefix(p));
+            let path = match (rest, home) {
+                (Some(rest), Some(h)) => h.join(rest),
+                (None, _) if token.starts_with('/') => PathBuf::from(token),
+                _ => continue,
+            };
+            let path = policy::absolute(std::path::Path::new("/"), &path);
+            let inside = writable.iter().any(|w| path.starts_with(w) && path != **w);
+            let known = paths.iter().chain(&out).any(|p| p.path == path);
+            if inside && !known && out.len() < 256 {
+                out.push(ProfilePathRule {
+                    path,
+                    access: Access::Ro,
+                    profile: rule.profile.clone(),
+                    protect: true,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// A protected file the agent would otherwise create itself (and see moved aside after every

@@ -12,7 +12,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use common::{Fixture, Layer, Who, full_level_or_skip, users};
+use common::{Fixture, Layer, full_level_or_skip, users};
 
 /// The layer sets every planting test runs with: all of them, and the fallback without the mount
 /// view (Docker's default profile), where the quarantine is all that stands.
@@ -407,7 +407,6 @@ fn a_name_given_exactly_with_rw_is_the_users_to_write() {
             run.describe()
         );
         assert_eq!(left(&fx, &[".envrc"]), Vec::<String>::new());
-        let _ = Who::Root;
     }
 }
 
@@ -428,6 +427,9 @@ fn agent_state_that_carries_code_does_not_survive_a_run() {
                 ".config/opencode/tools/evil.ts",
                 ".config/opencode/node_modules/p/index.js",
                 ".cache/opencode/node_modules/p/index.js",
+                ".config/opencode/config.json",
+                ".local/share/opencode/bin/rg",
+                ".cache/opencode/bin/rg",
             ],
         ),
         (
@@ -531,5 +533,168 @@ fn agent_state_that_carries_code_does_not_survive_a_run() {
             plugin.exists(),
             "control: without the profile the plugin stays"
         );
+    }
+}
+
+#[test]
+fn the_readme_names_every_protected_entry_with_its_reason() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for p in jail::policy::PROTECTED {
+        let row = format!("| `{}` | {} |", p.pattern, p.why);
+        assert!(readme.contains(&row), "README.md lacks the row {row}");
+    }
+    for p in jail::policy::PROTECTED_IN_GIT_DIRS {
+        assert!(
+            readme.contains(&format!("`{}`", p.pattern)),
+            "{}",
+            p.pattern
+        );
+    }
+}
+
+#[test]
+fn no_process_outlives_the_run_to_plant_after_the_check_without_a_pid_namespace() {
+    // Without a pid namespace (Docker's default profile) orphans reach jail, the subreaper, one
+    // generation at a time: a long chain of processes must still all be dead before the check
+    // of what was planted, or the last one writes after it.
+    if !full_level_or_skip("planted-survivor") {
+        return;
+    }
+    let a = common::attack_bin().display().to_string();
+    for who in users() {
+        let fx = Fixture::new(who, "survivor");
+        let target = fx.repo.join("sub/.envrc");
+        let t = target.display().to_string();
+        let repo = fx.p("repo");
+        let run = fx.jail_with(
+            &["--rw", &repo, "--", &a, "chain", "1100", &t],
+            &[Layer::Mount],
+            &[],
+        );
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        assert!(
+            run.code == Some(0) || run.code == Some(125),
+            "{who:?}: {}",
+            run.describe()
+        );
+        assert!(
+            !target.exists(),
+            "{who:?}: a survivor planted after the run\n{}",
+            run.describe()
+        );
+        // Control: the same helper without jail plants (a short chain: the mechanism is the
+        // point here).
+        if who != users()[0] {
+            continue;
+        }
+        let status = fx
+            .command(common::attack_bin(), &["chain", "50", &t])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::thread::sleep(std::time::Duration::from_secs(4));
+        assert!(target.exists(), "control: the chain plants without jail");
+        let _ = std::fs::remove_file(&target);
+    }
+}
+
+#[test]
+fn core_hooks_path_is_protected_however_the_config_spells_it_and_at_any_depth() {
+    // git reads `[core] hooksPath = x` on one line, comments after the value, any case; the
+    // repository may sit deeper than the start-time search or in a directory it skips. Wherever
+    // git would run the hooks from, a hook the command edits or adds must not stay.
+    if !full_level_or_skip("planted-hookspath") {
+        return;
+    }
+    let configs = [
+        ("one-line", "[core] hooksPath = .hooks\n"),
+        ("comment", "[core]\n\thooksPath = .hooks ; team hooks\n"),
+        ("a/b/c/d/e/f/deep", "[core]\n\thooksPath = .hooks\n"),
+        ("vendor/dep", "[CORE]\n\tHOOKSPATH = \".hooks\"\n"),
+    ];
+    for who in users() {
+        let fx = Fixture::new(who, "hookspath");
+        for (dir, config) in configs {
+            let d = fx.repo.join(dir);
+            let out = fx
+                .command("git".as_ref(), &["init", "-q", &d.display().to_string()])
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+            let mut text = std::fs::read_to_string(d.join(".git/config")).unwrap();
+            text.push_str(config);
+            std::fs::write(d.join(".git/config"), text).unwrap();
+            std::fs::create_dir_all(d.join(".hooks")).unwrap();
+            std::fs::write(d.join(".hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(
+                d.join(".hooks/pre-commit"),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .unwrap();
+        }
+        fx.give_to(who);
+        let script: String = configs
+            .iter()
+            .map(|(dir, _)| format!("echo 'echo PWNED' >> {dir}/.hooks/pre-commit; echo x > {dir}/.hooks/post-checkout; "))
+            .collect();
+        let run = plant(&fx, &[], &script, &[]);
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+        for (dir, _) in configs {
+            let hook = std::fs::read_to_string(fx.repo.join(dir).join(".hooks/pre-commit"))
+                .unwrap_or_default();
+            assert!(
+                !hook.contains("PWNED"),
+                "{who:?}: {dir}: the edited hook stayed\n{}",
+                run.describe()
+            );
+            assert!(
+                !fx.repo.join(dir).join(".hooks/post-checkout").exists(),
+                "{who:?}: {dir}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_script_the_agents_protected_settings_name_is_protected_too() {
+    // Claude Code's status line (or a hook) may run a script that lives in ~/.claude beside
+    // its state: the settings that name it are protected, so is the script.
+    if !full_level_or_skip("planted-named-script") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "named-script");
+        let claude = fx.home.join(".claude");
+        std::fs::create_dir_all(&claude).unwrap();
+        std::fs::write(
+            claude.join("statusline-command.sh"),
+            "#!/bin/bash\necho ok\n",
+        )
+        .unwrap();
+        std::fs::write(
+            claude.join("settings.json"),
+            "{\"statusLine\":{\"type\":\"command\",\"command\":\"bash ~/.claude/statusline-command.sh\"},\
+             \"hooks\":{\"Stop\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"$HOME/.claude/on-stop.sh\"}]}]}}",
+        )
+        .unwrap();
+        fx.give_to(who);
+        let script = format!(
+            "echo 'echo PWNED' >> {c}/statusline-command.sh; echo 'echo PWNED' > {c}/on-stop.sh; true",
+            c = claude.display()
+        );
+        let run = fx.jail(&["--profile", "claude-code", "--", "/bin/sh", "-c", &script]);
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+        for f in ["statusline-command.sh", "on-stop.sh"] {
+            let text = std::fs::read_to_string(claude.join(f)).unwrap_or_default();
+            assert!(
+                !text.contains("PWNED"),
+                "{who:?}: {f} stayed\n{}",
+                run.describe()
+            );
+        }
     }
 }
