@@ -1600,3 +1600,46 @@ fn notice_for_an_agent_profile_names_its_state_dir_before_the_first_run() {
         );
     }
 }
+
+#[test]
+fn the_readme_profile_example_loads_and_its_seed_is_created_read_only() {
+    if !full_level_or_skip("readme-profile") {
+        return;
+    }
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme
+        .find("```toml\ndescription = \"my reviewer\"")
+        .expect("the example")
+        + 8;
+    let text = &readme[start..start + readme[start..].find("```").unwrap()];
+    for who in users() {
+        let fx = Fixture::new(who, "readme-profile");
+        let cache = fx.p("cache");
+        let cfg = user_profiles(&fx, &[("mine", text)]);
+        let env = [
+            ("XDG_CONFIG_HOME", cfg.as_str()),
+            ("XDG_CACHE_HOME", cache.as_str()),
+        ];
+        let run = jail(&fx, &["profile", "show", "mine", "--resolved"], &env);
+        assert_ok(&run, "show");
+        assert!(run.stdout.contains("[paths.seed]"), "{}", run.stdout);
+        let run = jail(
+            &fx,
+            &[
+                "--profile",
+                "mine",
+                "--",
+                "/bin/sh",
+                "-c",
+                &format!("echo x >> {cache}/mytool/config.json"),
+            ],
+            &env,
+        );
+        assert!(!run.ok(), "the seed is read-only: {}", run.describe());
+        assert_eq!(
+            std::fs::read_to_string(fx.dir.join("cache/mytool/config.json")).unwrap(),
+            "{}\n"
+        );
+    }
+}

@@ -113,8 +113,14 @@ impl Watch {
                 limits.max_depth
             )));
         }
+        // Nothing writable to watch (--ro runs): no rules to gather.
+        let rules = if roots.is_empty() {
+            Rules::default()
+        } else {
+            Rules::of(policy, std::env::var_os("PATH").as_deref())
+        };
         Ok(Watch {
-            rules: Rules::of(policy, std::env::var_os("PATH").as_deref()),
+            rules,
             roots,
             baseline,
         })
@@ -126,6 +132,14 @@ impl Watch {
 
     /// After the run: the second walk, the change list (for the report) and what was planted.
     pub fn finish(&self) -> (Changes, Planted) {
+        if self.roots.is_empty() {
+            let changes = changes::compare(&self.baseline, &self.baseline);
+            let planted = Planted {
+                complete: true,
+                ..Default::default()
+            };
+            return (changes, planted);
+        }
         let after = changes::snapshot(&self.roots, &Limits::default());
         let mut rules = self.rules.clone();
         rules
