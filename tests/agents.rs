@@ -70,17 +70,7 @@ fn project(fx: &Fixture) {
     )
     .unwrap();
     fx.give_to(fx.who);
-    let git = |args: &[&str]| {
-        let out = fx
-            .command("git".as_ref(), &[&["-C", &fx.p("repo")], args].concat())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let git = |args: &[&str]| common::git(fx, args);
     git(&["init", "-q"]);
     git(&["add", "-A"]);
     git(&["commit", "-q", "-m", "init"]);

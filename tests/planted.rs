@@ -157,30 +157,21 @@ fn every_protected_name_is_moved_aside_when_created() {
 
 /// A git repository in the fixture's project, made by the fixture's user.
 fn git_project(fx: &Fixture) {
-    let git = |args: &[&str]| {
-        let out = fx
-            .command("git".as_ref(), &[&["-C", &fx.p("repo")], args].concat())
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    git(&["init", "-q"]);
-    git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "i",
-    ]);
+    common::git(fx, &["init", "-q"]);
+    common::git(
+        fx,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "i",
+        ],
+    );
 }
 
 #[test]

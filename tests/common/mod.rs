@@ -301,6 +301,19 @@ fn chown_tree(path: &Path, uid: u32) {
     }
 }
 
+/// Runs the host's git in the fixture's project as its user, and asserts that it worked.
+pub fn git(fx: &Fixture, args: &[&str]) {
+    let out = fx
+        .command("git".as_ref(), &[&["-C", &fx.p("repo")], args].concat())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Puts back what jail moved aside after a run (`NAME.jail-quarantine-*` → `NAME`), as a user
 /// who reviewed it would: attacks proved one after another on one fixture (the run with the
 /// layers off may plant) then find the tree as the next attack expects it.
