@@ -221,6 +221,16 @@ fn resolved_toml(r: &Resolved) -> String {
         }
         out.push_str("]\n");
     }
+    out.push_str("\n[paths.guard]\n");
+    for g in &r.guards {
+        let keys: Vec<String> = g.keys.iter().map(|k| q(k)).collect();
+        out.push_str(&format!(
+            "{} = [{}]  # {}\n",
+            q(&g.template),
+            keys.join(", "),
+            g.profile
+        ));
+    }
     out.push_str("\n[paths.seed]\n");
     for p in r.paths.iter().filter(|p| p.seed.is_some()) {
         let content = p.seed.as_deref().unwrap_or_default();
@@ -347,6 +357,15 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
     // a hook, a notify command): the host's agent runs it, so it is protected too.
     let named = named_in_protected(&profile_paths, home.as_deref());
     profile_paths.extend(named);
+    let mut guarded = Vec::new();
+    for g in &prof.guards {
+        let expanded = x
+            .expand(&g.template)
+            .map_err(|e| JailError::BadInput(format!("profile {}: {e}", g.profile)))?;
+        if let Some(path) = expanded.map(PathBuf::from).filter(|p| p.is_absolute()) {
+            guarded.push((path, g.keys.clone()));
+        }
+    }
     let o = &prof.options;
     let timeout = match (args.timeout, &o.timeout) {
         (Some(t), _) => Some(t),
@@ -389,6 +408,7 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         profile: prof.name.clone(),
         home: home.clone(),
         profile_paths,
+        guarded,
     };
     let mut policy = policy::resolve(&input)?;
     let flags = EnvFlags::from_args(&args.env, &args.env_deny, args.env_clear)

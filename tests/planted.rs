@@ -12,7 +12,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use common::{Fixture, Layer, full_level_or_skip, users};
+use common::{Fixture, Layer, Who, full_level_or_skip, users};
 
 /// The layer sets every planting test runs with: all of them, and the fallback without the mount
 /// view (Docker's default profile), where the quarantine is all that stands.
@@ -686,6 +686,178 @@ fn a_script_the_agents_protected_settings_name_is_protected_too() {
                 "{who:?}: {f} stayed\n{}",
                 run.describe()
             );
+        }
+    }
+}
+
+#[test]
+fn a_symlink_on_the_way_to_a_protected_path_is_moved_aside() {
+    // The rules spell paths; a symlink the command puts on the way (a PATH directory swapped
+    // for one, a hooks directory or .cargo reached through one) leads git, the shell or cargo
+    // somewhere the rules never named.
+    if !full_level_or_skip("planted-symlink-way") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "symlink-way");
+        git_project(&fx);
+        common::git(&fx, &["config", "core.hooksPath", "scripts/hooks"]);
+        std::fs::create_dir_all(fx.repo.join("tools/bin")).unwrap();
+        std::fs::create_dir_all(fx.repo.join("app")).unwrap();
+        fx.give_to(who);
+        let path = format!("{}:/usr/bin:/bin", fx.p("repo/tools/bin"));
+        let script = "mkdir -p sub/evil/hooks sub/c && echo x > sub/evil/ls && echo x > sub/evil/hooks/pre-commit && \
+            mv tools/bin tools/bin.old && ln -s ../sub/evil tools/bin && ln -s sub/evil scripts && \
+            echo '[build]' > sub/c/config.toml && ln -s ../sub/c app/.cargo";
+        let repo = fx.p("repo");
+        let run = fx.jail_with(
+            &["--rw", &repo, "--cwd", &repo, "--", "/bin/sh", "-c", script],
+            &[],
+            &[("PATH", &path)],
+        );
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+        for link in ["tools/bin", "scripts", "app/.cargo"] {
+            assert!(
+                std::fs::symlink_metadata(fx.repo.join(link)).is_err(),
+                "{who:?}: {link} left in place\n{}",
+                run.describe()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_file_a_repository_config_includes_is_protected() {
+    if !full_level_or_skip("planted-include") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "include");
+        git_project(&fx);
+        common::git(&fx, &["config", "include.path", "../project.gitconfig"]);
+        std::fs::write(fx.repo.join("project.gitconfig"), "[user]\n\tname = t\n").unwrap();
+        fx.give_to(who);
+        for disabled in MODES {
+            let run = plant(
+                &fx,
+                &[],
+                "printf '[core]\\n\\tfsmonitor = x\\n' >> project.gitconfig; true",
+                disabled,
+            );
+            assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+            let text =
+                std::fs::read_to_string(fx.repo.join("project.gitconfig")).unwrap_or_default();
+            assert!(
+                !text.contains("fsmonitor"),
+                "{who:?} {disabled:?}: the include was changed\n{}",
+                run.describe()
+            );
+            common::restore_quarantined(&fx.repo);
+            std::fs::write(fx.repo.join("project.gitconfig"), "[user]\n\tname = t\n").unwrap();
+        }
+    }
+}
+
+#[test]
+fn without_the_mount_view_a_filesystem_mounted_inside_fails_the_run() {
+    // Landlock alone lets the command write into another filesystem mounted in a writable tree,
+    // which the walk does not enter: the run cannot be called clean.
+    if !full_level_or_skip("planted-submount") {
+        return;
+    }
+    if !common::is_root() {
+        eprintln!("skipping planted-submount: mounting a tmpfs needs root");
+        return;
+    }
+    let fx = Fixture::new(Who::User, "submount");
+    let mnt = fx.repo.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let ok = std::process::Command::new("mount")
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            "mode=0777",
+            "tmpfs",
+            &mnt.display().to_string(),
+        ])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mount a tmpfs");
+    let script = format!("echo evil > {}/.envrc", mnt.display());
+    let full = plant(&fx, &[], &script, &[]);
+    let fallback = plant(&fx, &[], &script, &[Layer::Mount]);
+    let planted = mnt.join(".envrc").exists();
+    let _ = std::process::Command::new("umount").arg(&mnt).status();
+    assert!(full.code != Some(0) || !planted, "{}", full.describe());
+    assert_eq!(fallback.code, Some(125), "{}", fallback.describe());
+    assert!(
+        fallback.stderr.contains("another filesystem"),
+        "{}",
+        fallback.stderr
+    );
+}
+
+#[test]
+fn mcp_servers_added_to_the_agents_state_file_do_not_survive_the_run() {
+    // Claude Code's .claude.json is state it rewrites all the time, so it stays writable; the
+    // MCP servers and allowed tools in it start commands on the host: a run that changes them
+    // gets the file moved aside and the version from before put back.
+    if !full_level_or_skip("planted-guard") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "guard");
+        let state = fx.home.join(".claude/.claude.json");
+        std::fs::create_dir_all(state.parent().unwrap()).unwrap();
+        let before = "{\"numStartups\": 1, \"projects\": {\"/w\": {\"allowedTools\": []}}}\n";
+        std::fs::write(&state, before).unwrap();
+        fx.give_to(who);
+        // State changes: kept.
+        let run = fx.jail(&[
+            "--profile",
+            "claude-code",
+            "--",
+            "python3",
+            "-c",
+            &format!(
+                "import json; p='{}'; d=json.load(open(p)); d['numStartups']=2; json.dump(d, open(p,'w'))",
+                state.display()
+            ),
+        ]);
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+        assert!(
+            std::fs::read_to_string(&state)
+                .unwrap()
+                .contains("\"numStartups\": 2")
+        );
+        // An MCP server, at the top and for a project: moved aside, the old version back.
+        for key in [
+            "d['mcpServers']={'x':{'command':'sh'}}",
+            "d['projects']['/w']['mcpServers']={'x':{'command':'sh'}}",
+        ] {
+            std::fs::write(&state, before).unwrap();
+            let run = fx.jail(&[
+                "--profile",
+                "claude-code",
+                "--",
+                "python3",
+                "-c",
+                &format!(
+                    "import json; p='{}'; d=json.load(open(p)); {key}; json.dump(d, open(p,'w'))",
+                    state.display()
+                ),
+            ]);
+            assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+            assert_eq!(
+                std::fs::read_to_string(&state).unwrap(),
+                before,
+                "{who:?} {key}: {}",
+                run.describe()
+            );
+            assert!(run.stderr.contains("mcpServers"), "{}", run.stderr);
+            common::restore_quarantined(&fx.home);
         }
     }
 }

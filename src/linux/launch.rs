@@ -245,7 +245,7 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
     );
     // Also after jail's own failure: the command may have run before it.
     let (changes, planted) = watch.finish();
-    let quarantined = super::quarantine::move_aside_all(&planted);
+    let quarantined = super::quarantine::move_aside_all(&planted, !run.layers.mount);
     if let Some(r) = recorder {
         r.finish(
             &policy,

@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 
 use crate::changes::{self, ChangeKind, Changes, Limits, Snapshot, Touched, Tree};
 use crate::error::JailError;
-use crate::policy::{PROTECTED_IN_GIT_DIRS, Policy, is_git_layout, protected_name};
+use crate::policy::{
+    PROTECTED_IN_GIT_DIRS, Policy, is_git_layout, protected_name, protected_prefix,
+};
 
 /// At most this many units are collected; beyond, the result is incomplete (and the run fails).
 const MAX_UNITS: usize = 100_000;
@@ -30,11 +32,21 @@ pub struct Unit {
     pub why: String,
 }
 
+/// A guarded JSON file whose guarded keys the command changed: moved aside, and the version
+/// from before the run put back (`restore`; none when there was no file before).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuardHit {
+    pub path: PathBuf,
+    pub why: String,
+    pub restore: Option<Vec<u8>>,
+}
+
 /// What the command planted.
 #[derive(Debug, Default)]
 pub struct Planted {
     /// Sorted, none inside another.
     pub units: Vec<Unit>,
+    pub guards: Vec<GuardHit>,
     /// False when the after-walk hit its entry bound or there were more units than collected:
     /// something may be planted that was not found.
     pub complete: bool,
@@ -69,9 +81,26 @@ impl Rules {
             .filter(|d| roots.iter().any(|r| d.starts_with(r) && d != r))
             .collect();
         let home = std::env::var_os("HOME").map(PathBuf::from);
+        let mut exact = policy.profile_protected.clone();
+        // The files the user's own git configs include, where the run could write them.
+        let xdg = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| home.as_ref().map(|h| h.join(".config")));
+        let globals = home
+            .iter()
+            .map(|h| h.join(".gitconfig"))
+            .chain(xdg.map(|x| x.join("git/config")));
+        for g in globals {
+            exact.extend(
+                crate::policy::gitconfig::included_files(&g, home.as_deref())
+                    .into_iter()
+                    .filter(|f| roots.iter().any(|r| f.starts_with(r))),
+            );
+        }
         Rules {
             exempt: policy.writable_paths().map(Path::to_path_buf).collect(),
-            exact: policy.profile_protected.clone(),
+            exact,
             path_dirs,
             hooks_dirs: crate::policy::gitconfig::global_hooks_dirs(home.as_deref()),
         }
@@ -93,6 +122,125 @@ pub struct Watch {
     roots: Vec<PathBuf>,
     baseline: Snapshot,
     rules: Rules,
+    guards: Vec<Guard>,
+}
+
+/// A guarded JSON file as it was before the run.
+struct Guard {
+    path: PathBuf,
+    keys: Vec<String>,
+    /// Its bytes and guarded values, when it existed.
+    before: Option<(Vec<u8>, GuardedValues)>,
+}
+
+/// The values at a guarded file's keys, by concrete key path (`projects./w/repo.mcpServers`).
+type GuardedValues = std::collections::BTreeMap<String, serde_json::Value>;
+
+/// Guarded files are read up to this size; a larger one counts as changed.
+const MAX_GUARDED: u64 = 16 << 20;
+
+/// The bytes of a guarded file: a regular file only, not followed through a symlink.
+fn read_guarded(path: &Path) -> Option<Result<Vec<u8>, ()>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(_) => return Some(Err(())),
+    };
+    if !file
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.len() <= MAX_GUARDED)
+    {
+        return Some(Err(()));
+    }
+    let mut bytes = Vec::new();
+    Some(
+        file.take(MAX_GUARDED + 1)
+            .read_to_end(&mut bytes)
+            .map(|_| bytes)
+            .map_err(|_| ()),
+    )
+}
+
+/// The values at `keys` (dot-separated, `*` for any one key) in a JSON document; None when the
+/// bytes are not JSON.
+fn guarded_values(bytes: &[u8], keys: &[String]) -> Option<GuardedValues> {
+    let doc: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let mut out = GuardedValues::new();
+    for key in keys {
+        let parts: Vec<&str> = key.split('.').collect();
+        collect(&doc, &parts, String::new(), &mut out);
+    }
+    Some(out)
+}
+
+fn collect(v: &serde_json::Value, parts: &[&str], at: String, out: &mut GuardedValues) {
+    let Some((first, rest)) = parts.split_first() else {
+        // Empty is as absent: the agent writes empty defaults (`"mcpServers": {}`,
+        // `"hasTrustDialogAccepted": false`) for every new project.
+        let empty = match v {
+            serde_json::Value::Null | serde_json::Value::Bool(false) => true,
+            serde_json::Value::Object(o) => o.is_empty(),
+            serde_json::Value::Array(a) => a.is_empty(),
+            serde_json::Value::String(s) => s.is_empty(),
+            _ => false,
+        };
+        if !empty {
+            out.insert(at, v.clone());
+        }
+        return;
+    };
+    let Some(obj) = v.as_object() else { return };
+    let join = |k: &str| {
+        if at.is_empty() {
+            k.to_string()
+        } else {
+            format!("{at}.{k}")
+        }
+    };
+    if *first == "*" {
+        for (k, child) in obj {
+            collect(child, rest, join(k), out);
+        }
+    } else if let Some(child) = obj.get(*first) {
+        collect(child, rest, join(first), out);
+    }
+}
+
+impl Guard {
+    fn start(path: PathBuf, keys: Vec<String>) -> Guard {
+        let before = match read_guarded(&path) {
+            Some(Ok(bytes)) => guarded_values(&bytes, &keys).map(|v| (bytes, v)),
+            _ => None,
+        };
+        Guard { path, keys, before }
+    }
+
+    /// What the run did to it, if that touched a guarded key.
+    fn check(&self) -> Option<GuardHit> {
+        let now = read_guarded(&self.path)?;
+        let changed = match (&now, &self.before) {
+            (Ok(bytes), Some((old, values))) => {
+                bytes != old && guarded_values(bytes, &self.keys).as_ref() != Some(values)
+            }
+            // New: a concern only if it holds something at a guarded key (or is not JSON).
+            (Ok(bytes), None) => guarded_values(bytes, &self.keys).is_none_or(|v| !v.is_empty()),
+            (Err(()), _) => true,
+        };
+        changed.then(|| GuardHit {
+            path: self.path.clone(),
+            why: format!(
+                "it changed {} (settings that start commands on the host)",
+                self.keys.join(", ")
+            ),
+            restore: self.before.as_ref().map(|(bytes, _)| bytes.clone()),
+        })
+    }
 }
 
 impl Watch {
@@ -119,10 +267,17 @@ impl Watch {
         } else {
             Rules::of(policy, std::env::var_os("PATH").as_deref())
         };
+        let guards = policy
+            .guarded
+            .iter()
+            .filter(|(p, _)| roots.iter().any(|r| p.starts_with(r)))
+            .map(|(p, keys)| Guard::start(p.clone(), keys.clone()))
+            .collect();
         Ok(Watch {
             rules,
             roots,
             baseline,
+            guards,
         })
     }
 
@@ -142,12 +297,13 @@ impl Watch {
         }
         let after = changes::snapshot(&self.roots, &Limits::default());
         let mut rules = self.rules.clone();
-        rules
-            .hooks_dirs
-            .extend(repository_hooks_dirs(&[&self.baseline, &after]));
+        let (hooks, included) = repository_configs(&[&self.baseline, &after]);
+        rules.hooks_dirs.extend(hooks);
+        rules.exact.extend(included);
         let mut finder = Finder::new(&rules);
         let changes = changes::compare_with(&self.baseline, &after, &mut |t| finder.visit(t));
         let mut planted = finder.done();
+        planted.guards = self.guards.iter().filter_map(Guard::check).collect();
         planted.complete &= !after.full();
         planted.not_entered = changes.mount_points.clone();
         (changes, planted)
@@ -155,10 +311,12 @@ impl Watch {
 }
 
 /// The directories `core.hooksPath` names in the config of every repository the snapshots hold
-/// (before or after the run; at most 10,000 configs are read).
-fn repository_hooks_dirs(snaps: &[&Snapshot]) -> Vec<PathBuf> {
+/// (before or after the run; at most 10,000 configs are read), and the files those configs
+/// include (git reads them as config: the same commands).
+fn repository_configs(snaps: &[&Snapshot]) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut out = Vec::new();
+    let mut included = Vec::new();
     let mut read = 0;
     for snap in snaps {
         for config in snap.paths_named("config") {
@@ -176,11 +334,17 @@ fn repository_hooks_dirs(snaps: &[&Snapshot]) -> Vec<PathBuf> {
                 worktree,
                 home.as_deref(),
             ));
+            included.extend(crate::policy::gitconfig::included_files(
+                &config,
+                home.as_deref(),
+            ));
         }
     }
-    out.sort();
-    out.dedup();
-    out
+    for list in [&mut out, &mut included] {
+        list.sort();
+        list.dedup();
+    }
+    (out, included)
 }
 
 /// What a path prefix was found to be.
@@ -329,6 +493,39 @@ impl<'r> Finder<'r> {
             let (b, a) = (tree.get(kp), t.after.get(kp));
             b.is_some() && b == a
         };
+        // A symlink the run created or retargeted on the way to a protected path: the path git,
+        // the shell or the agent will follow is not the one the rules spell.
+        let is_link = t
+            .after
+            .get(kp)
+            .is_some_and(|n| n.file_type == libc::S_IFLNK);
+        if is_link && !exempt && !same_before(&t.before) {
+            let leads = self
+                .rules
+                .exact
+                .iter()
+                .chain(&self.rules.hooks_dirs)
+                .chain(&self.rules.path_dirs)
+                .any(|r| r.starts_with(&abs));
+            if leads {
+                self.unit(
+                    abs,
+                    "a symlink on the way to a protected path (hooks, PATH, the agent's settings)"
+                        .into(),
+                );
+                return State::Unit;
+            }
+            if let Some(p) = protected_prefix(&names) {
+                self.unit(
+                    abs,
+                    format!(
+                        "a symlink where {} begins: it leads to a protected name elsewhere",
+                        p.pattern
+                    ),
+                );
+                return State::Unit;
+            }
+        }
         if let Some(p) = protected_name(&names) {
             let kept_repository = p.pattern == ".git"
                 && t.after
@@ -387,6 +584,7 @@ impl<'r> Finder<'r> {
         }
         Planted {
             units: out,
+            guards: Vec::new(),
             complete: !self.overflow,
             not_entered: Vec::new(),
         }
@@ -553,14 +751,34 @@ mod tests {
     }
 
     #[test]
-    fn directories_it_cannot_list_are_units() {
-        if unsafe { libc::geteuid() } == 0 {
-            return; // root lists everything
-        }
+    fn guarded_values_ignore_empty_defaults_and_see_real_entries() {
+        let keys = vec![
+            "mcpServers".to_string(),
+            "projects.*.mcpServers".to_string(),
+        ];
+        let v = |t: &str| guarded_values(t.as_bytes(), &keys).unwrap();
+        assert_eq!(
+            v("{}"),
+            v(r#"{"projects":{"/w":{"mcpServers":{}}},"mcpServers":{}}"#)
+        );
+        assert_ne!(
+            v("{}"),
+            v(r#"{"projects":{"/w":{"mcpServers":{"x":{"command":"sh"}}}}}"#)
+        );
+        assert!(guarded_values(b"not json", &keys).is_none());
+    }
+
+    #[test]
+    fn what_a_directory_made_unreadable_hides_is_found_and_its_mode_put_back() {
+        use std::os::unix::fs::PermissionsExt;
         let t = T::new("unlisted");
         let got = planted(&t, rules(&t), || {
             t.w("hidden/inner/.envrc", "x");
+            fs::set_permissions(t.p("hidden"), fs::Permissions::from_mode(0o000)).unwrap();
         });
+        let mode = fs::metadata(t.p("hidden")).unwrap().permissions().mode() & 0o777;
+        fs::set_permissions(t.p("hidden"), fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(got, ["hidden/inner/.envrc"]);
+        assert_eq!(mode, 0, "the walk puts the mode back");
     }
 }

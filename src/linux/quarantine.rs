@@ -16,8 +16,9 @@ use crate::text::say;
 
 /// Moves every unit aside and says so; false when one could not be moved, or when the search was
 /// incomplete (the run must then fail: something may remain that nothing moved).
-pub fn move_aside_all(planted: &Planted) -> bool {
-    let mut all = planted.complete;
+pub fn move_aside_all(planted: &Planted, submounts_writable: bool) -> bool {
+    let unchecked_mounts = submounts_writable && !planted.not_entered.is_empty();
+    let mut all = planted.complete && !unchecked_mounts;
     for unit in &planted.units {
         // Not looked up first: a directory on the way may be unsearchable (that is handled).
         match rename_aside(&unit.path) {
@@ -48,18 +49,54 @@ pub fn move_aside_all(planted: &Planted) -> bool {
             }
         }
     }
+    for hit in &planted.guards {
+        match rename_aside(&hit.path) {
+            Ok(aside) => {
+                let restored = match &hit.restore {
+                    Some(bytes) => match restore(&hit.path, bytes) {
+                        Ok(()) => "; the version from before the run is back in its place",
+                        Err(_) => {
+                            all = false;
+                            "; the version from before the run could not be put back"
+                        }
+                    },
+                    None => "",
+                };
+                say(format!(
+                    "jail: warning: the command changed {}: {}; moved it to {}{restored}",
+                    hit.path.display(),
+                    hit.why,
+                    aside.display()
+                ))
+            }
+            Err(e) => {
+                all = false;
+                say(format!(
+                    "jail: the command changed {}: {}, and it could not be moved aside ({e}): \
+                     do not start the agent before reviewing it",
+                    hit.path.display(),
+                    hit.why
+                ))
+            }
+        }
+    }
     if !planted.complete {
         say(
             "jail: the writable trees hold more than jail could check after the run (too many \
              entries): review them before running git, a shell, an editor or an agent there",
         );
     }
-    for m in &planted.not_entered {
-        say(format!(
-            "jail: warning: {} is another filesystem mounted inside a writable tree; jail did not \
-             check it for planted files",
-            m.display()
-        ));
+    // With the mount view, other filesystems inside a writable tree are read-only in the jail;
+    // without it (Landlock alone) they were writable and were not checked.
+    if submounts_writable {
+        for m in &planted.not_entered {
+            say(format!(
+                "jail: {} is another filesystem mounted inside a writable tree; without the \
+                 mount view the command could write there and jail did not check it: review it \
+                 before running git, a shell or an agent there",
+                m.display()
+            ));
+        }
     }
     all
 }
@@ -105,6 +142,23 @@ fn rename_in(dir: &OwnedFd, name: &OsStr) -> nix::Result<OsString> {
         }
     }
     Err(last)
+}
+
+/// Writes `bytes` as a new file at `path` (never over anything, not through a symlink), owner
+/// read-write only.
+fn restore(path: &Path, bytes: &[u8]) -> nix::Result<()> {
+    let parent = path.parent().ok_or(Errno::EINVAL)?;
+    let name = path.file_name().ok_or(Errno::EINVAL)?;
+    let mut relaxed = Relaxed(Vec::new());
+    let dir = open_dir_nofollow(parent, &mut relaxed)?;
+    // An O_PATH descriptor serves as the directory of openat (no read permission needed);
+    // the parent may have lost its write permission to the command: add it back for this.
+    relaxed.add(&dir, 0o300);
+    let flags =
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let fd = openat(dir.as_fd(), name, flags, Mode::from_bits_truncate(0o600))?;
+    let mut file = std::fs::File::from(fd);
+    std::io::Write::write_all(&mut file, bytes).map_err(|_| Errno::EIO)
 }
 
 /// Where it cannot be moved: takes every permission from it, so that nothing run by the user

@@ -403,6 +403,22 @@ pub fn protected_name(names: &[&[u8]]) -> Option<&'static ProtectedName> {
         .map(|(_, p)| *p)
 }
 
+/// The multi-component entry whose first components the last components of `names` are
+/// (`app/.cargo` for `.cargo/config.toml`): a symlink there leads to a protected name that the
+/// path itself does not spell.
+pub fn protected_prefix(names: &[&[u8]]) -> Option<&'static ProtectedName> {
+    PROTECTED.iter().find(|p| {
+        let parts: Vec<&str> = p.pattern.split('/').collect();
+        (1..parts.len()).any(|j| {
+            j <= names.len()
+                && parts[..j]
+                    .iter()
+                    .zip(&names[names.len() - j..])
+                    .all(|(want, have)| want.as_bytes() == *have)
+        })
+    })
+}
+
 /// The entries whose pattern starts with the component `name` (`.cargo` → `.cargo/config.toml`,
 /// `.cargo/config`).
 pub fn patterns_starting_with(name: &[u8]) -> &'static [&'static ProtectedName] {
@@ -435,6 +451,9 @@ mod tests {
             Some(".git/hooks")
         );
         assert!(protected_name(&names("src/main.rs")).is_none());
+        assert!(protected_prefix(&names("app/.cargo")).is_some());
+        assert!(protected_prefix(&names("x/.jj/repo")).is_some());
+        assert!(protected_prefix(&names("x/.envrc")).is_none());
     }
 
     #[test]

@@ -211,6 +211,28 @@ pub fn hooks_path(config: &Path, worktree: &Path, home: Option<&Path>) -> Option
     found
 }
 
+/// The files `config` includes, and those they include (two levels deep): git reads them as
+/// part of the config, so they carry the same commands.
+pub fn included_files(config: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut files = vec![(config.to_path_buf(), 0)];
+    while let Some((file, depth)) = files.pop() {
+        let Ok(text) = read_small(&file) else {
+            continue;
+        };
+        if depth >= 2 {
+            continue;
+        }
+        for inc in includes(&parse(&text), &file, home) {
+            if !out.contains(&inc) && out.len() < 64 {
+                out.push(inc.clone());
+                files.push((inc, depth + 1));
+            }
+        }
+    }
+    out
+}
+
 /// A config file's text, at most 1 MiB (a planted one could be huge); a regular file only,
 /// opened without following a symlink or blocking on a FIFO.
 pub fn read_small(path: &Path) -> std::io::Result<String> {

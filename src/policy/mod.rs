@@ -8,7 +8,8 @@ pub mod profile;
 mod resolve;
 
 pub use defaults::{
-    PROTECTED, PROTECTED_IN_GIT_DIRS, ProtectedName, is_git_layout, pattern_matches, protected_name,
+    PROTECTED, PROTECTED_IN_GIT_DIRS, ProtectedName, is_git_layout, pattern_matches,
+    protected_name, protected_prefix,
 };
 pub use resolve::{PolicyInput, ProfilePathRule, absolute, resolve};
 
@@ -94,6 +95,8 @@ pub struct Policy {
     /// The profiles' protected paths (present or not): read-only when they exist, moved aside
     /// after the run when the command created or changed them.
     pub profile_protected: Vec<PathBuf>,
+    /// JSON files of the profiles whose named keys must not change in a run (path, keys).
+    pub guarded: Vec<(PathBuf, Vec<String>)>,
     /// The command's environment (names only when serialized).
     pub env: env::ChildEnv,
     pub cwd: PathBuf,
@@ -126,6 +129,7 @@ impl Policy {
             profile_rw_missing: vec![],
             profile: "default".into(),
             profile_protected: vec![],
+            guarded: vec![],
             env: Default::default(),
             cwd: "/".into(),
             tmp: TmpMode::Private,

@@ -55,6 +55,11 @@ struct PathsSection {
     /// after every run): jail writes them first, with this content, and keeps them read-only.
     #[serde(default)]
     seed: BTreeMap<String, String>,
+    /// JSON state files the agent must keep writable but that also hold settings that run
+    /// code (MCP servers): the keys named here (dot-separated, `*` for any one key) must not
+    /// change during a run, or the file is moved aside and its version from before is put back.
+    #[serde(default)]
+    guard: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     rw: Vec<String>,
     #[serde(default)]
@@ -165,8 +170,19 @@ pub struct Resolved {
     /// The profiles merged, parents first.
     pub chain: Vec<String>,
     pub paths: Vec<ProfilePath>,
+    /// From `[paths.guard]`: JSON files whose named keys must not change.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<ProfileGuard>,
     pub env: ProfileEnv,
     pub options: ProfileOptions,
+}
+
+/// A guarded JSON file, before `~` and `${…}` are expanded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProfileGuard {
+    pub template: String,
+    pub keys: Vec<String>,
+    pub profile: String,
 }
 
 impl Catalog {
@@ -267,6 +283,7 @@ impl Catalog {
             description: None,
             chain: Vec::new(),
             paths: Vec::new(),
+            guards: Vec::new(),
             env: ProfileEnv::default(),
             options: ProfileOptions::default(),
         };
@@ -389,6 +406,14 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
                 seed: None,
             });
         }
+    }
+    for (template, keys) in &file.paths.guard {
+        out.guards.retain(|g| &g.template != template);
+        out.guards.push(ProfileGuard {
+            template: template.clone(),
+            keys: keys.clone(),
+            profile: name.to_string(),
+        });
     }
     for (template, content) in &file.paths.seed {
         out.paths.retain(|p| &p.template != template);

@@ -40,6 +40,8 @@ pub struct PolicyInput {
     /// path wins. Lenient: a missing ro or hide path is skipped, a missing rw path too (the
     /// launcher creates them before a real run).
     pub profile_paths: Vec<ProfilePathRule>,
+    /// The profiles' guarded JSON files, expanded (absolute), with their keys.
+    pub guarded: Vec<(PathBuf, Vec<String>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -282,6 +284,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         protected_search_truncated: search_notes,
         profile_rw_missing: skipped,
         profile_protected,
+        guarded: input.guarded.clone(),
         profile: input.profile.clone(),
         env: Default::default(),
         cwd,
@@ -408,6 +411,12 @@ fn find_protected(root: &Path) -> Protected {
             {
                 check(hooks, &mut out, false);
             }
+            // What the config includes is config too (the same commands).
+            for inc in super::gitconfig::included_files(&dir.join("config"), home.as_deref()) {
+                if inc.starts_with(root) {
+                    check(inc, &mut out, false);
+                }
+            }
             for git_dir in git_dirs_of(&dir) {
                 for part in PROTECTED_IN_GIT_DIRS {
                     check(
@@ -436,9 +445,16 @@ fn find_protected(root: &Path) -> Protected {
                 check(dir.join(name), &mut out, false);
             }
         }
-        // core.hooksPath in the repository's (read-only) config names where its hooks live.
+        // core.hooksPath in the repository's (read-only) config names where its hooks live;
+        // the files it includes are config too.
         if let Some(hooks) = hooks_path(&dir) {
             check(hooks, &mut out, depth == 0);
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        for inc in super::gitconfig::included_files(&dir.join(".git/config"), home.as_deref()) {
+            if inc.starts_with(root) {
+                check(inc, &mut out, false);
+            }
         }
         // Every git directory of this repository: .git itself, each submodule's under
         // .git/modules (at any depth: a submodule at lib/foo lives in .git/modules/lib/foo) and
