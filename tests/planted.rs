@@ -419,6 +419,7 @@ fn agent_state_that_carries_code_does_not_survive_a_run() {
                 ".config/opencode/node_modules/p/index.js",
                 ".cache/opencode/node_modules/p/index.js",
                 ".config/opencode/config.json",
+                ".config/opencode/skills/x/SKILL.md",
                 ".local/share/opencode/bin/rg",
                 ".cache/opencode/bin/rg",
             ],
@@ -430,6 +431,8 @@ fn agent_state_that_carries_code_does_not_survive_a_run() {
                 ".claude/local/claude",
                 ".claude/shell-snapshots/snapshot-bash-1.sh",
                 ".claude/hooks/pre.sh",
+                ".claude/session-env/s1/sessionstart-hook-0.sh",
+                ".claude/.config.json",
             ],
         ),
         (
@@ -438,6 +441,8 @@ fn agent_state_that_carries_code_does_not_survive_a_run() {
                 ".codex/.env",
                 ".codex/config.toml",
                 ".codex/skills/x/SKILL.md",
+                ".codex/AGENTS.override.md",
+                ".codex/memories/memory_summary.md",
             ],
         ),
         (
@@ -446,6 +451,7 @@ fn agent_state_that_carries_code_does_not_survive_a_run() {
                 ".gemini/.env",
                 ".gemini/settings.json",
                 ".gemini/extensions/x/e.json",
+                ".gemini/trustedFolders.json",
             ],
         ),
         ("aider", &[".aider/oauth-keys.env"]),
@@ -858,6 +864,48 @@ fn mcp_servers_added_to_the_agents_state_file_do_not_survive_the_run() {
             );
             assert!(run.stderr.contains("mcpServers"), "{}", run.stderr);
             common::restore_quarantined(&fx.home);
+        }
+    }
+}
+
+#[test]
+fn a_hooks_path_the_users_own_config_names_is_protected_relative_or_included() {
+    // git resolves a relative core.hooksPath of ~/.gitconfig against each repository's work
+    // tree, and reads the files ~/.gitconfig includes.
+    if !full_level_or_skip("planted-global-hooks") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "global-hooks");
+        git_project(&fx);
+        std::fs::create_dir_all(fx.repo.join("sub/app")).unwrap();
+        std::fs::write(
+            fx.home.join(".gitconfig"),
+            "[core]\n\thooksPath = .hooks\n[include]\n\tpath = ~/.gitconfig.local\n",
+        )
+        .unwrap();
+        std::fs::write(
+            fx.home.join(".gitconfig.local"),
+            format!(
+                "[alias]\n\tx = status\n[core]\n\thooksPath = {}\n",
+                fx.p("repo/sub/app/hooks")
+            ),
+        )
+        .unwrap();
+        fx.give_to(who);
+        let run = plant(
+            &fx,
+            &[],
+            "mkdir -p .hooks sub/app/hooks && echo x > .hooks/pre-commit && echo x > sub/app/hooks/pre-commit",
+            &[],
+        );
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+        for hook in [".hooks/pre-commit", "sub/app/hooks/pre-commit"] {
+            assert!(
+                !fx.repo.join(hook).exists(),
+                "{who:?}: {hook} stayed\n{}",
+                run.describe()
+            );
         }
     }
 }

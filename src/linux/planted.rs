@@ -329,7 +329,7 @@ fn repository_configs(snaps: &[&Snapshot]) -> (Vec<PathBuf>, Vec<PathBuf>) {
                 Some(n) if n == ".git" => dir.parent().unwrap_or(dir),
                 _ => dir,
             };
-            out.extend(crate::policy::gitconfig::hooks_path(
+            out.extend(crate::policy::gitconfig::hooks_dirs_for(
                 &config,
                 worktree,
                 home.as_deref(),

@@ -187,10 +187,11 @@ pub fn expand(value: &str, base: &Path, home: Option<&Path>) -> Option<PathBuf> 
     Some(super::absolute(base, &p))
 }
 
-/// `core.hooksPath` of a config file, following its includes (two levels deep, as far as they
-/// can be read): the directory, relative values resolved against `worktree`.
-pub fn hooks_path(config: &Path, worktree: &Path, home: Option<&Path>) -> Option<PathBuf> {
-    let mut found = None;
+/// The raw `core.hooksPath` values of a config file and the files it includes (two levels
+/// deep, as far as they can be read). Git takes the last; every one is returned, which can
+/// only protect more.
+pub fn hooks_values(config: &Path, home: Option<&Path>) -> Vec<String> {
+    let mut found = Vec::new();
     let mut files = vec![(config.to_path_buf(), 0)];
     while let Some((file, depth)) = files.pop() {
         let Ok(text) = read_small(&file) else {
@@ -198,7 +199,7 @@ pub fn hooks_path(config: &Path, worktree: &Path, home: Option<&Path>) -> Option
         };
         let entries = parse(&text);
         if let Some(v) = last(&entries, "core", "hookspath") {
-            found = expand(v, worktree, home);
+            found.push(v.to_string());
         }
         if depth < 2 {
             files.extend(
@@ -209,6 +210,42 @@ pub fn hooks_path(config: &Path, worktree: &Path, home: Option<&Path>) -> Option
         }
     }
     found
+}
+
+/// The user's own git config files: the system's, the XDG one and `~/.gitconfig`.
+pub fn global_files(home: Option<&Path>) -> Vec<PathBuf> {
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| home.map(|h| h.join(".config")));
+    let mut files: Vec<PathBuf> = vec![PathBuf::from("/etc/gitconfig")];
+    files.extend(xdg.map(|x| x.join("git/config")));
+    files.extend(home.map(|h| h.join(".gitconfig")));
+    files
+}
+
+/// Every hooks directory git may use for the repository whose config is `config` and work tree
+/// `worktree`: its own `core.hooksPath` and the user's global ones, relative values against the
+/// work tree. (Git takes the last one set; each is protected, which can only protect more.)
+pub fn hooks_dirs_for(config: &Path, worktree: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    global_values(home)
+        .iter()
+        .cloned()
+        .chain(hooks_values(config, home))
+        .filter_map(|v| expand(&v, worktree, home))
+        .collect()
+}
+
+/// The raw `core.hooksPath` values of the user's own configs, read once per process (HOME
+/// does not change while jail runs).
+fn global_values(home: Option<&Path>) -> &'static [String] {
+    static VALUES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    VALUES.get_or_init(|| {
+        global_files(home)
+            .iter()
+            .flat_map(|f| hooks_values(f, home))
+            .collect()
+    })
 }
 
 /// The files `config` includes, and those they include (two levels deep): git reads them as
@@ -250,23 +287,13 @@ pub fn read_small(path: &Path) -> std::io::Result<String> {
     Ok(text)
 }
 
-/// The hooks directories the user's own git configs name (`~/.gitconfig`, the XDG one,
-/// `/etc/gitconfig`) with an absolute or `~/` path: git runs them for every repository.
+/// The hooks directories the user's own git configs name with an absolute or `~/` path
+/// (includes followed): git runs them for every repository, also one not seen yet.
 pub fn global_hooks_dirs(home: Option<&Path>) -> Vec<PathBuf> {
-    let xdg = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| home.map(|h| h.join(".config")));
-    let mut files: Vec<PathBuf> = vec![PathBuf::from("/etc/gitconfig")];
-    files.extend(home.map(|h| h.join(".gitconfig")));
-    files.extend(xdg.map(|x| x.join("git/config")));
-    files
+    global_values(home)
         .iter()
-        .filter_map(|f| {
-            let text = read_small(f).ok()?;
-            let v = last(&parse(&text), "core", "hookspath")?.to_string();
-            (v.starts_with('/') || v.starts_with("~/")).then(|| expand(&v, Path::new("/"), home))?
-        })
+        .filter(|v| v.starts_with('/') || v.starts_with("~/"))
+        .filter_map(|v| expand(v, Path::new("/"), home))
         .collect()
 }
 

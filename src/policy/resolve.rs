@@ -406,8 +406,8 @@ fn find_protected(root: &Path) -> Protected {
                 _ => dir.clone(),
             };
             let home = std::env::var_os("HOME").map(PathBuf::from);
-            if let Some(hooks) =
-                super::gitconfig::hooks_path(&dir.join("config"), &worktree, home.as_deref())
+            for hooks in
+                super::gitconfig::hooks_dirs_for(&dir.join("config"), &worktree, home.as_deref())
             {
                 check(hooks, &mut out, false);
             }
@@ -447,7 +447,7 @@ fn find_protected(root: &Path) -> Protected {
         }
         // core.hooksPath in the repository's (read-only) config names where its hooks live;
         // the files it includes are config too.
-        if let Some(hooks) = hooks_path(&dir) {
+        for hooks in hooks_dirs(&dir) {
             check(hooks, &mut out, depth == 0);
         }
         let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -534,11 +534,14 @@ fn git_dirs_of(dotgit: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The directory core.hooksPath names in `dir/.git/config`, when it is set (relative to `dir`,
-/// the work tree), read as git reads it.
-fn hooks_path(dir: &Path) -> Option<PathBuf> {
+/// The directories core.hooksPath names for the repository of the work tree `dir` (its own
+/// `.git/config` and the user's configs; relative to `dir`), read as git reads them.
+fn hooks_dirs(dir: &Path) -> Vec<PathBuf> {
+    if std::fs::symlink_metadata(dir.join(".git")).is_err() {
+        return Vec::new();
+    }
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    super::gitconfig::hooks_path(&dir.join(".git/config"), dir, home.as_deref())
+    super::gitconfig::hooks_dirs_for(&dir.join(".git/config"), dir, home.as_deref())
 }
 
 fn refuse_view_owned(flag: &str, path: &Path) -> Result<(), JailError> {
