@@ -87,12 +87,21 @@ struct Check<'a> {
     state: &'a [&'a str],
     /// Where in HOME it may write (relative).
     writable: &'a [&'a str],
+    /// Protected files (relative to HOME, with content) created before the run: the agent must
+    /// work with them read-only, and they must be unchanged after.
+    protected: &'a [(&'a str, &'a str)],
     env: &'a [(&'a str, &'a str)],
 }
 
 fn check(name: &str, bin: &str, c: &Check, who: Who) {
     let fx = Fixture::new(who, name);
     project(&fx);
+    for (rel, content) in c.protected {
+        let p = fx.home.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, content).unwrap();
+    }
+    fx.give_to(who);
     let home_before = snapshot(&fx.home);
     let repo_before = snapshot(&fx.repo);
     let git_config = std::fs::read(fx.repo.join(".git/config")).unwrap();
@@ -124,6 +133,13 @@ fn check(name: &str, bin: &str, c: &Check, who: Who) {
             !run.stderr.contains("jail: "),
             "{name} {args:?}: {}",
             run.stderr
+        );
+    }
+    for (rel, content) in c.protected {
+        assert_eq!(
+            std::fs::read_to_string(fx.home.join(rel)).ok().as_deref(),
+            Some(*content),
+            "{name} as {who:?}: protected {rel} changed"
         );
     }
     for f in c.state {
@@ -189,6 +205,10 @@ fn opencode_keeps_its_state_in_its_xdg_directories() {
                     ".local/state/opencode",
                     ".cache/opencode",
                 ],
+                protected: &[
+                    (".config/opencode/opencode.json", "{}\n"),
+                    (".config/opencode/plugins/README", "x\n"),
+                ],
                 env: &[("OPENCODE_DISABLE_MODELS_FETCH", "1")],
             },
             who,
@@ -216,6 +236,7 @@ fn claude_code_keeps_its_state_in_dot_claude() {
                 ],
                 state: &[".claude/.claude.json"],
                 writable: &[".claude"],
+                protected: &[(".claude/settings.json", "{}\n")],
                 env: &[("DISABLE_TELEMETRY", "1")],
             },
             who,
@@ -243,6 +264,7 @@ fn codex_keeps_its_state_in_codex_home() {
                 ],
                 state: &[".codex/tmp/arg0-linux"],
                 writable: &[".codex"],
+                protected: &[(".codex/config.toml", "\n"), (".codex/.env", "\n")],
                 env: &[],
             },
             who,
@@ -304,6 +326,7 @@ fn gemini_cli_keeps_its_state_in_dot_gemini() {
                 ],
                 state: &[".gemini/projects.json"],
                 writable: &[".gemini"],
+                protected: &[(".gemini/settings.json", "{}\n"), (".gemini/.env", "\n")],
                 env: &[],
             },
             who,
@@ -344,6 +367,7 @@ fn aider_keeps_its_state_in_dot_aider_and_cannot_touch_git_config() {
                 ],
                 state: &[".aider"],
                 writable: &[".aider"],
+                protected: &[(".aider/oauth-keys.env", "\n")],
                 env: &[("OPENAI_API_KEY", "sk-fake")],
             },
             who,
