@@ -909,3 +909,128 @@ fn a_hooks_path_the_users_own_config_names_is_protected_relative_or_included() {
         }
     }
 }
+
+#[test]
+fn with_home_writable_what_the_command_leaves_in_its_dot_entries_is_moved_aside() {
+    // No list names every file a tool runs from HOME (usercustomize.py, ~/.vim/plugin,
+    // ~/.config/tmux, systemd user units…): when a writable tree holds HOME, each dot entry of
+    // it — one level into .config, .cache and .local/{share,state,lib} — is one tool's
+    // configuration, moved aside when the run changed it.
+    if !full_level_or_skip("planted-home") {
+        return;
+    }
+    let planted = [
+        ".local/lib/python3.11",
+        ".vim",
+        ".config/tmux",
+        ".local/share/systemd",
+        ".bash_aliases",
+    ];
+    for who in users() {
+        let fx = Fixture::new(who, "home");
+        let home = fx.home.display().to_string();
+        let script = "mkdir -p ~/.local/lib/python3.11/site-packages ~/.vim/plugin ~/.config/tmux \
+            ~/.local/share/systemd/user && echo x > ~/.local/lib/python3.11/site-packages/usercustomize.py && \
+            echo x > ~/.vim/plugin/x.vim && echo x > ~/.config/tmux/tmux.conf && \
+            echo x > ~/.local/share/systemd/user/x.service && echo x > ~/.bash_aliases && \
+            mkdir -p ~/notes && echo x > ~/notes/todo.txt";
+        let run = fx.jail(&["--rw", &home, "--", "/bin/sh", "-c", script]);
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+        for p in planted {
+            assert!(
+                std::fs::symlink_metadata(fx.home.join(p)).is_err(),
+                "{who:?}: {p} stayed\n{}",
+                run.describe()
+            );
+        }
+        assert!(
+            fx.home.join("notes/todo.txt").exists(),
+            "plain files in HOME stay"
+        );
+    }
+}
+
+#[test]
+fn relative_hooks_paths_resolve_where_git_runs_the_hooks() {
+    // A linked worktree runs hooks from its own root; core.worktree moves the work tree; a
+    // writable tree inside a repository still holds the hooks that repository names.
+    if !full_level_or_skip("planted-hooks-where") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "hooks-where");
+        git_project(&fx);
+        common::git(&fx, &["config", "core.hooksPath", "tools/hooks"]);
+        common::git(&fx, &["worktree", "add", "-q", "../scratch/wt"]);
+        // A second repository whose work tree is elsewhere.
+        let other = fx.scratch.join("r3.git");
+        let out = fx
+            .command(
+                "git".as_ref(),
+                &["init", "-q", "--bare", &other.display().to_string()],
+            )
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::create_dir_all(fx.scratch.join("work3")).unwrap();
+        for (k, v) in [
+            ("core.bare", "false"),
+            ("core.worktree", "../work3"),
+            ("core.hooksPath", "hk"),
+        ] {
+            let out = fx
+                .command(
+                    "git".as_ref(),
+                    &["-C", &other.display().to_string(), "config", k, v],
+                )
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{k}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::fs::create_dir_all(fx.scratch.join("work3")).unwrap();
+        fx.give_to(who);
+        let s = fx.p("scratch");
+        let run = fx.jail(&[
+            "--rw",
+            &s,
+            "--",
+            "/bin/sh",
+            "-c",
+            &format!("mkdir -p {s}/wt/tools/hooks {s}/work3/hk && echo x > {s}/wt/tools/hooks/pre-commit && echo x > {s}/work3/hk/pre-commit"),
+        ]);
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+        for hook in ["wt/tools/hooks/pre-commit", "work3/hk/pre-commit"] {
+            assert!(
+                !fx.scratch.join(hook).exists(),
+                "{who:?}: {hook} stayed\n{}",
+                run.describe()
+            );
+        }
+        // A writable tree inside the repository: the hooks it names there.
+        std::fs::create_dir_all(fx.repo.join("tools")).unwrap();
+        fx.give_to(who);
+        let tools = fx.p("repo/tools");
+        let run = fx.jail(&[
+            "--rw",
+            &tools,
+            "--",
+            "/bin/sh",
+            "-c",
+            &format!("mkdir -p {tools}/hooks && echo x > {tools}/hooks/pre-commit"),
+        ]);
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+        assert!(
+            !fx.repo.join("tools/hooks/pre-commit").exists(),
+            "{who:?}: {}",
+            run.describe()
+        );
+    }
+}

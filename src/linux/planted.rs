@@ -67,6 +67,9 @@ pub struct Rules {
     /// Directories `core.hooksPath` names (a repository's config, or the user's own): git runs
     /// the hooks there.
     pub hooks_dirs: Vec<PathBuf>,
+    /// HOME, when a writable tree holds it: its dot entries are the configuration (and often
+    /// the code) of every tool the user runs, far more than any list names.
+    pub home: Option<PathBuf>,
 }
 
 impl Rules {
@@ -99,10 +102,20 @@ impl Rules {
             );
         }
         Rules {
+            home: home
+                .clone()
+                .filter(|h| h.is_absolute() && roots.iter().any(|r| h.starts_with(r))),
             exempt: policy.writable_paths().map(Path::to_path_buf).collect(),
             exact,
             path_dirs,
-            hooks_dirs: crate::policy::gitconfig::global_hooks_dirs(home.as_deref()),
+            hooks_dirs: crate::policy::gitconfig::global_hooks_dirs(home.as_deref())
+                .into_iter()
+                .chain(
+                    roots
+                        .iter()
+                        .flat_map(|r| crate::policy::enclosing_repo_hooks_dirs(r)),
+                )
+                .collect(),
         }
     }
 }
@@ -325,13 +338,8 @@ fn repository_configs(snaps: &[&Snapshot]) -> (Vec<PathBuf>, Vec<PathBuf>) {
                 continue;
             }
             read += 1;
-            let worktree = match dir.file_name() {
-                Some(n) if n == ".git" => dir.parent().unwrap_or(dir),
-                _ => dir,
-            };
-            out.extend(crate::policy::gitconfig::hooks_dirs_for(
-                &config,
-                worktree,
+            out.extend(crate::policy::gitconfig::repo_hooks_dirs(
+                dir,
                 home.as_deref(),
             ));
             included.extend(crate::policy::gitconfig::included_files(
@@ -340,11 +348,46 @@ fn repository_configs(snaps: &[&Snapshot]) -> (Vec<PathBuf>, Vec<PathBuf>) {
             ));
         }
     }
+    // Gitfiles (linked worktrees, submodules) lead to git directories that may be outside the
+    // writable trees, whose hooks paths are resolved in the work trees inside them.
+    for snap in snaps {
+        for dotgit in snap.paths_named(".git").into_iter().take(10_000) {
+            for gitdir in crate::policy::git_dirs_behind(&dotgit) {
+                out.extend(crate::policy::gitconfig::repo_hooks_dirs(
+                    &gitdir,
+                    home.as_deref(),
+                ));
+            }
+        }
+    }
     for list in [&mut out, &mut included] {
         list.sort();
         list.dedup();
     }
     (out, included)
+}
+
+/// Whether `path` is one tool's configuration in `home`: a dot entry of HOME, or one entry of
+/// the shared containers (`.config/X`, `.cache/X`, `.local/share/X`, `.local/state/X`,
+/// `.local/lib/X`) — the unit moved aside when the run changed something there.
+fn home_config(home: &Path, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix(home) else {
+        return false;
+    };
+    let c: Vec<&OsStr> = rel.iter().collect();
+    let dot = |n: &OsStr| n.as_bytes().first() == Some(&b'.');
+    match c.as_slice() {
+        [a] => dot(a) && !matches!(a.as_bytes(), b".config" | b".cache" | b".local"),
+        [a, _] => {
+            matches!(a.as_bytes(), b".config" | b".cache")
+                || (a.as_bytes() == b".local"
+                    && !matches!(c[1].as_bytes(), b"share" | b"state" | b"lib"))
+        }
+        [a, b, _] => {
+            a.as_bytes() == b".local" && matches!(b.as_bytes(), b"share" | b"state" | b"lib")
+        }
+        _ => false,
+    }
 }
 
 /// What a path prefix was found to be.
@@ -467,6 +510,18 @@ impl<'r> Finder<'r> {
         if let Some(x) = self.rules.exact.iter().find(|x| **x == abs && !exempt) {
             let why = "a protected path of the profile (the agent's settings or code)";
             self.unit(x.clone(), why.into());
+            return State::Unit;
+        }
+        if !exempt
+            && self
+                .rules
+                .home
+                .as_deref()
+                .is_some_and(|h| home_config(h, &abs))
+        {
+            let why = "a dot entry of your home directory: tools read their configuration, and \
+                       often code, there";
+            self.unit(abs, why.into());
             return State::Unit;
         }
         if !exempt && self.rules.hooks_dirs.contains(&abs) {
@@ -748,6 +803,33 @@ mod tests {
         let p = f.done();
         assert_eq!(p.units.len(), 1, "{:?}", p.units);
         assert_eq!(p.units[0].path, t.p("r.git/hooks"));
+    }
+
+    #[test]
+    fn home_configuration_is_one_unit_per_tool() {
+        let h = Path::new("/h");
+        for yes in [
+            "/h/.bashrc",
+            "/h/.vim",
+            "/h/.config/tmux",
+            "/h/.cache/pip",
+            "/h/.local/share/nvim",
+            "/h/.local/lib/python3.11",
+            "/h/.local/bin",
+        ] {
+            assert!(home_config(h, Path::new(yes)), "{yes}");
+        }
+        for no in [
+            "/h/projects",
+            "/h/.config",
+            "/h/.local",
+            "/h/.local/share",
+            "/h/.vim/plugin",
+            "/h/.config/tmux/x",
+            "/elsewhere/.bashrc",
+        ] {
+            assert!(!home_config(h, Path::new(no)), "{no}");
+        }
     }
 
     #[test]

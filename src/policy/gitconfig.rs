@@ -212,6 +212,43 @@ pub fn hooks_values(config: &Path, home: Option<&Path>) -> Vec<String> {
     found
 }
 
+/// Every hooks directory git may use for the repository whose git directory is `gitdir`: its
+/// own and the user's `core.hooksPath`, relative values resolved against every directory the
+/// hooks may run in — the work tree (`gitdir`'s parent for a `.git`, `core.worktree` when set,
+/// the git directory itself when bare) and each linked worktree (`worktrees/*/gitdir`).
+pub fn repo_hooks_dirs(gitdir: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let config = gitdir.join("config");
+    let mut trees = vec![match gitdir.file_name() {
+        Some(n) if n == ".git" => gitdir.parent().unwrap_or(gitdir).to_path_buf(),
+        _ => gitdir.to_path_buf(),
+    }];
+    if let Ok(text) = read_small(&config) {
+        if let Some(wt) = last(&parse(&text), "core", "worktree") {
+            trees.extend(expand(wt, gitdir, home));
+        }
+    }
+    for e in std::fs::read_dir(gitdir.join("worktrees"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .take(256)
+    {
+        // worktrees/NAME/gitdir holds the path of the worktree's `.git` file.
+        if let Ok(text) = read_small(&e.path().join("gitdir")) {
+            if let Some(dotgit) = expand(text.trim(), &e.path(), home) {
+                trees.extend(dotgit.parent().map(Path::to_path_buf));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for tree in &trees {
+        out.extend(hooks_dirs_for(&config, tree, home));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The user's own git config files: the system's, the XDG one and `~/.gitconfig`.
 pub fn global_files(home: Option<&Path>) -> Vec<PathBuf> {
     let xdg = std::env::var_os("XDG_CONFIG_HOME")

@@ -11,7 +11,9 @@ pub use defaults::{
     PROTECTED, PROTECTED_IN_GIT_DIRS, ProtectedName, is_git_layout, pattern_matches,
     protected_name, protected_prefix,
 };
-pub use resolve::{PolicyInput, ProfilePathRule, absolute, resolve};
+pub use resolve::{
+    PolicyInput, ProfilePathRule, absolute, enclosing_repo_hooks_dirs, git_dirs_behind, resolve,
+};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

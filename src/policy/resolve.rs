@@ -377,9 +377,12 @@ fn find_protected(root: &Path) -> Protected {
             Err(_) if record_absent => out.absent.push(path),
             Err(_) => {}
         };
-    // The hooks directory the user's own git config names, for every repository.
+    // The hooks directory the user's own git config names, for every repository, and those of
+    // the repositories that hold this tree.
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    for hooks in super::gitconfig::global_hooks_dirs(home.as_deref()) {
+    let mut outside = super::gitconfig::global_hooks_dirs(home.as_deref());
+    outside.extend(enclosing_repo_hooks_dirs(root));
+    for hooks in outside {
         if hooks.starts_with(root) && hooks != root {
             check(hooks, &mut out, false);
         }
@@ -401,15 +404,11 @@ fn find_protected(root: &Path) -> Protected {
         // submodules and worktrees it holds; never its objects (git must write them).
         let named_git_root = depth == 0 && dir.file_name().is_some_and(|n| n == ".git");
         if named_git_root || super::defaults::is_git_layout(has) {
-            let worktree = match dir.file_name() {
-                Some(n) if n == ".git" => dir.parent().unwrap_or(&dir).to_path_buf(),
-                _ => dir.clone(),
-            };
             let home = std::env::var_os("HOME").map(PathBuf::from);
-            for hooks in
-                super::gitconfig::hooks_dirs_for(&dir.join("config"), &worktree, home.as_deref())
-            {
-                check(hooks, &mut out, false);
+            for hooks in super::gitconfig::repo_hooks_dirs(&dir, home.as_deref()) {
+                if hooks.starts_with(root) {
+                    check(hooks, &mut out, false);
+                }
             }
             // What the config includes is config too (the same commands).
             for inc in super::gitconfig::included_files(&dir.join("config"), home.as_deref()) {
@@ -447,7 +446,7 @@ fn find_protected(root: &Path) -> Protected {
         }
         // core.hooksPath in the repository's (read-only) config names where its hooks live;
         // the files it includes are config too.
-        for hooks in hooks_dirs(&dir) {
+        for hooks in hooks_dirs(&dir).into_iter().filter(|h| h.starts_with(root)) {
             check(hooks, &mut out, depth == 0);
         }
         let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -535,13 +534,58 @@ fn git_dirs_of(dotgit: &Path) -> Vec<PathBuf> {
 }
 
 /// The directories core.hooksPath names for the repository of the work tree `dir` (its own
-/// `.git/config` and the user's configs; relative to `dir`), read as git reads them.
+/// `.git/config` and the user's configs), read as git reads them.
 fn hooks_dirs(dir: &Path) -> Vec<PathBuf> {
-    if std::fs::symlink_metadata(dir.join(".git")).is_err() {
-        return Vec::new();
-    }
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    super::gitconfig::hooks_dirs_for(&dir.join(".git/config"), dir, home.as_deref())
+    git_dirs_behind(&dir.join(".git"))
+        .iter()
+        .flat_map(|g| super::gitconfig::repo_hooks_dirs(g, home.as_deref()))
+        .collect()
+}
+
+/// The git directories a `.git` entry leads to: itself when it is a directory; for a gitfile
+/// (linked worktree, submodule) the directory its `gitdir:` line names, and the main
+/// repository's when that one has a `commondir`.
+pub fn git_dirs_behind(dotgit: &Path) -> Vec<PathBuf> {
+    let Some(dir) = dotgit.parent() else {
+        return Vec::new();
+    };
+    let gitdir = match std::fs::symlink_metadata(dotgit) {
+        Ok(m) if m.is_dir() => dotgit.to_path_buf(),
+        Ok(m) if m.is_file() => {
+            let Some(target) = super::gitconfig::read_small(dotgit).ok().and_then(|t| {
+                t.trim()
+                    .strip_prefix("gitdir:")
+                    .map(|p| p.trim().to_string())
+            }) else {
+                return Vec::new();
+            };
+            super::absolute(dir, Path::new(&target))
+        }
+        _ => return Vec::new(),
+    };
+    let mut out = vec![gitdir.clone()];
+    if let Ok(common) = super::gitconfig::read_small(&gitdir.join("commondir")) {
+        out.push(super::absolute(&gitdir, Path::new(common.trim())));
+    }
+    out
+}
+
+/// The hooks directories of the repositories that hold `root` (`--rw repo/scripts`): their
+/// config is outside the writable tree, but the hooks they name may be inside it.
+pub fn enclosing_repo_hooks_dirs(root: &Path) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut out = Vec::new();
+    for dir in root.ancestors().skip(1) {
+        for gitdir in git_dirs_behind(&dir.join(".git")) {
+            out.extend(
+                super::gitconfig::repo_hooks_dirs(&gitdir, home.as_deref())
+                    .into_iter()
+                    .filter(|h| h.starts_with(root)),
+            );
+        }
+    }
+    out
 }
 
 fn refuse_view_owned(flag: &str, path: &Path) -> Result<(), JailError> {
