@@ -305,9 +305,13 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         .map_err(|e| JailError::Io(format!("cannot read the current directory: {e}")))?;
     let cat = catalog()?;
     let prof = cat.resolve(&args.profile)?;
+    // Its real path: a HOME spelled through a symlink must still be refused as a writable
+    // root and recognised under one.
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
-        .map(PathBuf::from);
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .map(|h| policy::real_path(&h));
     let vars = |name: &str| std::env::var(name).ok();
     let x = Expansion {
         home: home.as_deref(),

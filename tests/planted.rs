@@ -1034,3 +1034,70 @@ fn relative_hooks_paths_resolve_where_git_runs_the_hooks() {
         );
     }
 }
+
+#[test]
+fn rules_hold_when_home_path_or_hooks_are_spelled_through_symlinks_and_links_lead_out() {
+    // The rules compare paths; HOME, a PATH entry or a global hooksPath may be spelled through
+    // a symlink, and a new symlink may lead the host's tools out of the walked tree.
+    if !full_level_or_skip("planted-spelled") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "spelled");
+        let link = fx.dir.join("link");
+        std::os::unix::fs::symlink(&fx.dir, &link).unwrap();
+        std::fs::create_dir_all(fx.repo.join("bin")).unwrap();
+        std::fs::write(
+            fx.home.join(".gitconfig"),
+            format!(
+                "[core]\n\thooksPath = {}\n",
+                link.join("repo/hooks").display()
+            ),
+        )
+        .unwrap();
+        fx.give_to(who);
+        let outside = fx.dir.join("outside");
+        std::fs::create_dir_all(outside.join(".git/objects")).unwrap();
+        std::fs::create_dir_all(outside.join(".git/refs")).unwrap();
+        std::fs::write(outside.join(".git/HEAD"), "ref: refs/heads/m\n").unwrap();
+        fx.give_to(who);
+        let path = format!("{}:/usr/bin:/bin", link.join("repo/bin").display());
+        let home = link.join("home").display().to_string();
+        let repo = fx.p("repo");
+        let script = format!(
+            "mkdir -p hooks && echo x > hooks/pre-commit && echo x > bin/ls && ln -s {} vendor",
+            outside.display()
+        );
+        let run = fx.jail_with(
+            &[
+                "--rw", &repo, "--cwd", &repo, "--", "/bin/sh", "-c", &script,
+            ],
+            &[],
+            &[("PATH", &path), ("HOME", &home)],
+        );
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.describe());
+        for p in ["hooks/pre-commit", "bin/ls", "vendor"] {
+            assert!(
+                std::fs::symlink_metadata(fx.repo.join(p)).is_err(),
+                "{who:?}: {p} stayed\n{}",
+                run.describe()
+            );
+        }
+        // HOME through a symlink is still refused as the workspace profile's writable root.
+        let run = fx
+            .command(
+                common::jail_bin(),
+                &["--profile", "workspace", "--", "true"],
+            )
+            .current_dir(&fx.home)
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        assert_eq!(
+            run.status.code(),
+            Some(125),
+            "{who:?}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+}

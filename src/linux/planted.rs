@@ -70,6 +70,24 @@ pub struct Rules {
     /// HOME, when a writable tree holds it: its dot entries are the configuration (and often
     /// the code) of every tool the user runs, far more than any list names.
     pub home: Option<PathBuf>,
+    /// The writable trees: a new symlink to a directory outside them leads the host's tools
+    /// into what this check never walked (the host's /tmp, with --tmp host or without the
+    /// mount view).
+    pub roots: Vec<PathBuf>,
+}
+
+impl Rules {
+    /// Every rule path also with its symlinks resolved: the trees are walked by their real
+    /// paths. The spelled form stays too (after the run, resolving may go through a symlink
+    /// the command planted, which the spelled form catches).
+    fn normalize(&mut self) {
+        for list in [&mut self.exact, &mut self.path_dirs, &mut self.hooks_dirs] {
+            let real: Vec<PathBuf> = list.iter().map(|p| crate::policy::real_path(p)).collect();
+            list.extend(real);
+            list.sort();
+            list.dedup();
+        }
+    }
 }
 
 impl Rules {
@@ -80,10 +98,13 @@ impl Rules {
             .into_iter()
             .flatten()
             .filter(|d| d.is_absolute())
-            .map(|d| crate::policy::absolute(Path::new("/"), &d))
+            .map(|d| crate::policy::real_path(&d))
             .filter(|d| roots.iter().any(|r| d.starts_with(r) && d != r))
             .collect();
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute())
+            .map(|h| crate::policy::real_path(&h));
         let mut exact = policy.profile_protected.clone();
         // The files the user's own git configs include, where the run could write them.
         let xdg = std::env::var_os("XDG_CONFIG_HOME")
@@ -101,7 +122,8 @@ impl Rules {
                     .filter(|f| roots.iter().any(|r| f.starts_with(r))),
             );
         }
-        Rules {
+        let mut rules = Rules {
+            roots: roots.clone(),
             home: home
                 .clone()
                 .filter(|h| h.is_absolute() && roots.iter().any(|r| h.starts_with(r))),
@@ -110,13 +132,16 @@ impl Rules {
             path_dirs,
             hooks_dirs: crate::policy::gitconfig::global_hooks_dirs(home.as_deref())
                 .into_iter()
+                .map(|h| crate::policy::real_path(&h))
                 .chain(
                     roots
                         .iter()
                         .flat_map(|r| crate::policy::enclosing_repo_hooks_dirs(r)),
                 )
                 .collect(),
-        }
+        };
+        rules.normalize();
+        rules
     }
 }
 
@@ -313,6 +338,7 @@ impl Watch {
         let (hooks, included) = repository_configs(&[&self.baseline, &after]);
         rules.hooks_dirs.extend(hooks);
         rules.exact.extend(included);
+        rules.normalize();
         let mut finder = Finder::new(&rules);
         let changes = changes::compare_with(&self.baseline, &after, &mut |t| finder.visit(t));
         let mut planted = finder.done();
@@ -568,6 +594,15 @@ impl<'r> Finder<'r> {
                     "a symlink on the way to a protected path (hooks, PATH, the agent's settings)"
                         .into(),
                 );
+                return State::Unit;
+            }
+            let outside = std::fs::canonicalize(&abs).is_ok_and(|target| {
+                target.is_dir() && !self.rules.roots.iter().any(|r| target.starts_with(r))
+            });
+            if outside {
+                let why = "a symlink to a directory outside the writable trees: what it leads to \
+                           was not checked";
+                self.unit(abs, why.into());
                 return State::Unit;
             }
             if let Some(p) = protected_prefix(&names) {

@@ -12,7 +12,8 @@ pub use defaults::{
     protected_name, protected_prefix,
 };
 pub use resolve::{
-    PolicyInput, ProfilePathRule, absolute, enclosing_repo_hooks_dirs, git_dirs_behind, resolve,
+    PolicyInput, ProfilePathRule, absolute, enclosing_repo_hooks_dirs, git_dirs_behind, real_path,
+    resolve,
 };
 
 use std::ffi::OsString;

@@ -142,7 +142,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         .profile_paths
         .iter()
         .filter(|r| r.protect)
-        .map(|r| existing_target(&r.path).unwrap_or_else(|| r.path.clone()))
+        .map(|r| real_path(&r.path))
         .collect();
     for rule in &input.profile_paths {
         if !rule.path.is_absolute() {
@@ -284,7 +284,11 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         protected_search_truncated: search_notes,
         profile_rw_missing: skipped,
         profile_protected,
-        guarded: input.guarded.clone(),
+        guarded: input
+            .guarded
+            .iter()
+            .map(|(p, keys)| (real_path(p), keys.clone()))
+            .collect(),
         profile: input.profile.clone(),
         env: Default::default(),
         cwd,
@@ -635,6 +639,31 @@ fn checked_path(flag: &str, raw: &Path, base: &Path) -> Result<PathBuf, JailErro
         }
     }
     Ok(abs)
+}
+
+/// `path` with every symlink in it resolved: the longest prefix that exists, canonicalized, and
+/// the rest as written. Rules compare paths as strings, and the tools follow links: a HOME,
+/// PATH entry or hooks path spelled through a symlink must match the real tree it names.
+pub fn real_path(path: &Path) -> PathBuf {
+    let abs = absolute(Path::new("/"), path);
+    let mut rest = Vec::new();
+    let mut prefix = abs.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(prefix) {
+            let mut out = real;
+            for c in rest.iter().rev() {
+                out.push(c);
+            }
+            return out;
+        }
+        match (prefix.parent(), prefix.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                prefix = parent;
+            }
+            _ => return abs,
+        }
+    }
 }
 
 /// `path` made absolute against `base`, with `.` and `..` removed lexically.
