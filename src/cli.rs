@@ -132,6 +132,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_unix_sockets: bool,
 
+    /// Let the command connect to this host unix socket (e.g. "$SSH_AUTH_SOCK" for git push);
+    /// implies --allow-unix-sockets. Repeatable. Every other connect reaches only sockets on
+    /// the jail's own filesystems (its /tmp, /dev/shm).
+    #[arg(long = "allow-socket", value_name = "PATH")]
+    pub allow_socket: Vec<PathBuf>,
+
     /// Network: `host` (default), `none` (loopback only), `connect=PORTS` / `bind=PORTS` (TCP
     /// ports, Landlock), `allow=DOMAINS` (only those names, through jail's proxy; `*.` wildcards)
     /// and `allow-host=IP:PORT`. Repeatable; replaces the profile's `net`.
@@ -184,6 +190,7 @@ impl RunArgs {
             timeout: None,
             allow_userns: false,
             allow_unix_sockets: false,
+            allow_socket: vec![],
             net: vec![],
             report: None,
             summary: false,

@@ -361,6 +361,15 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
     // a hook, a notify command): the host's agent runs it, so it is protected too.
     let named = named_in_protected(&profile_paths, home.as_deref());
     profile_paths.extend(named);
+    // The daemons the environment names are hidden wherever it says they are.
+    for path in policy::sockets::env_named_sockets(&vars, home.as_deref()) {
+        profile_paths.push(ProfilePathRule {
+            path,
+            access: Access::Hide,
+            profile: "environment".into(),
+            protect: false,
+        });
+    }
     let mut guarded = Vec::new();
     for g in &prof.guards {
         let expanded = x
@@ -402,6 +411,7 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         timeout,
         allow_userns: args.allow_userns || o.allow_userns.unwrap_or(false),
         allow_unix_sockets: args.allow_unix_sockets || o.allow_unix_sockets.unwrap_or(false),
+        allow_sockets: args.allow_socket.clone(),
         net: if args.net.is_empty() {
             net::NetPolicy::parse(o.net.as_deref().unwrap_or_default())
                 .map_err(|e| JailError::BadInput(format!("profile {}: net {e}", prof.name)))?
@@ -420,6 +430,7 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
     let caller: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     policy.env = child_env(&caller, &prof.env, &flags, &x)
         .map_err(|e| JailError::BadInput(format!("profile {}: {e}", prof.name)))?;
+    policy::sockets::strip_socket_variables(&mut policy.env, &caller, &policy.allow_sockets);
     Ok(policy)
 }
 

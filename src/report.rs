@@ -82,7 +82,8 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
         out.push("no private /dev/shm: the host's is closed".into());
         out.push("a killed jail leaves the command's children running (no pid namespace)".into());
     }
-    if policy.allow_unix_sockets || !layers.seccomp {
+    // With seccomp, allowed unix sockets are mediated by the supervisor (unix_connect.rs).
+    if !layers.seccomp {
         out.push(if layers.mount {
             "unix sockets not confined by path (known socket places are hidden)".into()
         } else {
@@ -112,13 +113,6 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
     }
     if layers.landlock && f.landlock_abi < 6 {
         out.push("signals and abstract unix sockets not scoped (Landlock ABI < 6)".into());
-    }
-    if policy.allow_unix_sockets && f.landlock_abi < 9 {
-        out.push(
-            "unix socket connect not confined by path (Landlock ABI < 9); known socket places \
-             are hidden"
-                .into(),
-        );
     }
     match &policy.net {
         crate::net::NetPolicy::Ports { .. } => out.push(

@@ -33,6 +33,29 @@ struct DryRun<'a> {
     mount: Option<&'a mounts::MountPlan>,
     landlock: Option<&'a landlock::LandlockPlan>,
     seccomp: Option<&'a seccomp::SeccompPlan>,
+    unix_sockets: UnixSockets<'a>,
+}
+
+/// How unix sockets are handled in a run.
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case", tag = "mode")]
+enum UnixSockets<'a> {
+    /// socket(AF_UNIX) refused (socketpair stays).
+    Refused,
+    /// Every connect checked by the supervisor: the jail's own filesystems and these sockets.
+    Mediated { allowed: &'a [std::path::PathBuf] },
+    /// No seccomp layer: nothing confines them but the hidden places.
+    NotConfined,
+}
+
+fn unix_sockets<'a>(policy: &'a Policy, layers: &Layers) -> UnixSockets<'a> {
+    match (layers.seccomp, policy.allow_unix_sockets) {
+        (false, _) => UnixSockets::NotConfined,
+        (true, false) => UnixSockets::Refused,
+        (true, true) => UnixSockets::Mediated {
+            allowed: &policy.allow_sockets,
+        },
+    }
 }
 
 struct Plans {
@@ -203,6 +226,7 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
             mount: plans.mount.as_ref(),
             landlock: plans.landlock.as_ref(),
             seccomp: plans.seccomp.as_ref(),
+            unix_sockets: unix_sockets(&policy, &layers),
         };
         println!(
             "{}",
@@ -448,9 +472,33 @@ fn confinement(
         envp,
         policy_json,
         warning: degraded_warning(policy, layers, features),
+        unix: unix_mediation(policy, layers)?,
         net: net.setup(net_plan)?,
         command_started: None,
     })
+}
+
+/// With unix sockets allowed and a seccomp layer, every connect is mediated: the channels are
+/// made now, and the `--allow-socket` sockets identified as the host shows them.
+fn unix_mediation(
+    policy: &Policy,
+    layers: &Layers,
+) -> Result<Option<super::supervisor::UnixMediation>, JailError> {
+    if !policy.allow_unix_sockets || !layers.seccomp {
+        return Ok(None);
+    }
+    let mut allowed = std::collections::BTreeSet::new();
+    for path in &policy.allow_sockets {
+        let id = super::unix_connect::allowed_socket(path)
+            .map_err(|e| JailError::bad_path("--allow-socket", path, e))?;
+        allowed.insert(id);
+    }
+    let channels = super::unix_connect::Channels::new()
+        .map_err(|e| JailError::layer("unix sockets", "socketpair", e))?;
+    Ok(Some(super::supervisor::UnixMediation {
+        channels: std::cell::RefCell::new(Some(channels)),
+        allowed,
+    }))
 }
 
 /// Never run half-confined without saying so: the line the supervisor prints once the layers

@@ -13,3 +13,4 @@ pub mod rights;
 pub mod seccomp;
 pub mod supervisor;
 pub mod sys;
+pub mod unix_connect;

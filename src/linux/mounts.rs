@@ -48,6 +48,9 @@ pub enum Step {
     /// tree, then given its own rule by a later step).
     HideDirExcept(PathBuf, Vec<PathBuf>),
     HideFile(PathBuf),
+    /// A host socket named with `--allow-socket` shown at its own path inside the private /tmp
+    /// (held open before /tmp is covered, bound onto a file made for it).
+    ShowSocket(PathBuf),
     /// Remove jail's helper file from /dev and make /dev read-only.
     SealDev,
 }
@@ -98,6 +101,13 @@ pub fn compile(policy: &Policy) -> MountPlan {
                                 && o.access != Access::Hide
                         })
                         .map(|o| o.path.clone())
+                        .chain(
+                            policy
+                                .allow_sockets
+                                .iter()
+                                .filter(|s| s.starts_with(&rule.path))
+                                .cloned(),
+                        )
                         .collect();
                     if reveal.is_empty() {
                         Step::HideDir(rule.path.clone())
@@ -130,6 +140,15 @@ pub fn compile(policy: &Policy) -> MountPlan {
     // Parents first, so that a more specific rule is placed on top of a less specific one.
     placed.sort_by(|a, b| (depth(&a.0), &a.0).cmp(&(depth(&b.0), &b.0)));
     steps.extend(placed.into_iter().map(|(_, step)| step));
+    if policy.tmp == TmpMode::Private {
+        steps.extend(
+            policy
+                .allow_sockets
+                .iter()
+                .filter(|s| s.starts_with("/tmp"))
+                .map(|s| Step::ShowSocket(s.clone())),
+        );
+    }
     steps.push(Step::SealDev);
     MountPlan {
         steps,
@@ -144,9 +163,23 @@ fn fail(step: &str, path: &Path, e: impl std::fmt::Display) -> JailError {
 /// Applies the plan. Runs as pid 1 of the new pid namespace, with full capabilities in the new
 /// user namespace and before any confinement of its own.
 pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<(), MountError> {
+    // Sockets to show in the private /tmp, held before it covers them.
+    let mut held = Vec::new();
+    for step in &plan.steps {
+        if let Step::ShowSocket(p) = step {
+            let fd =
+                sys::open_path_nofollow(p).map_err(|e| MountError::Failed(fail("open", p, e)))?;
+            held.push((p, fd));
+        }
+    }
     for (i, step) in plan.steps.iter().enumerate() {
         if *step == Step::SealDev {
             write_policy_file(policy_json).map_err(MountError::Failed)?;
+        }
+        if let Step::ShowSocket(p) = step {
+            let (_, fd) = held.iter().find(|(h, _)| *h == p).expect("held above");
+            show_at(p, fd, false).map_err(MountError::Failed)?;
+            continue;
         }
         apply_step(step).map_err(|e| {
             // The very first mount refused: this process may not mount at all (it is already in
@@ -220,6 +253,7 @@ fn apply_step(step: &Step) -> Result<(), JailError> {
         }
         Step::HideDirExcept(p, reveal) => hide_dir_except(p, reveal),
         Step::HideFile(p) => hide_file(p),
+        Step::ShowSocket(_) => unreachable!("applied with its held descriptor"),
         Step::SealDev => {
             std::fs::remove_file(EMPTY_FILE)
                 .map_err(|e| fail("remove", Path::new(EMPTY_FILE), e))?;
@@ -306,28 +340,33 @@ fn hide_dir_except(path: &Path, reveal: &[PathBuf]) -> Result<(), JailError> {
     )
     .map_err(|e| fail("hide", path, e))?;
     for (r, fd, is_dir) in &held {
-        if let Some(parent) = r.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| fail("mkdir", parent, e))?;
-        }
-        let made = if *is_dir {
-            std::fs::create_dir(r)
-        } else {
-            std::fs::File::create(r).map(|_| ())
-        };
-        made.map_err(|e| fail("create", r, e))?;
-        let src = fd_path(fd.as_raw_fd());
-        mount(
-            Some(src.as_str()),
-            r.as_path(),
-            None::<&str>,
-            MsFlags::MS_BIND | MsFlags::MS_REC,
-            None::<&str>,
-        )
-        .map_err(|e| fail("show", r, e))?;
+        show_at(r, fd, *is_dir)?;
     }
     let top = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
     sys::mount_setattr(top.as_raw_fd(), false, sys::MOUNT_ATTR_RDONLY, 0)
         .map_err(|e| fail("hide read-only", path, e))
+}
+
+/// Binds what `fd` holds at `path`, making the mount point (and its parents) first.
+fn show_at(path: &Path, fd: &std::os::fd::OwnedFd, is_dir: bool) -> Result<(), JailError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| fail("mkdir", parent, e))?;
+    }
+    let made = if is_dir {
+        std::fs::create_dir(path)
+    } else {
+        std::fs::File::create(path).map(|_| ())
+    };
+    made.map_err(|e| fail("create", path, e))?;
+    let src = fd_path(fd.as_raw_fd());
+    mount(
+        Some(src.as_str()),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(|e| fail("show", path, e))
 }
 
 fn hide_file(path: &Path) -> Result<(), JailError> {

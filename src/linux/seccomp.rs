@@ -67,6 +67,7 @@ const AF_INET6: u32 = 10;
 const AF_NETLINK: u32 = 16;
 const AF_VSOCK: u32 = 40;
 const SOCK_STREAM: u32 = 1;
+const SOCK_DGRAM: u32 = 2;
 /// The socket type is the low four bits of socket()'s second argument (the rest are flags).
 const SOCK_TYPE_MASK: u32 = 0xf;
 const IPPROTO_TCP: u32 = 6;
@@ -207,6 +208,29 @@ pub fn compile(policy: &Policy, net: NetFilter) -> SeccompPlan {
                 value: AF_UNIX,
             },
         });
+    } else {
+        // Allowed unix sockets are mediated by the supervisor at connect() (unix_connect.rs),
+        // but a datagram socket sends to any path with sendto()/sendmsg(), whose address the
+        // filter cannot read, even once connected: no unix datagram sockets, named or paired.
+        for call in ["socket", "socketpair"] {
+            deny.push(Deny {
+                syscall: call,
+                when: When::All(vec![
+                    Cond {
+                        arg: 0,
+                        mask: u32::MAX,
+                        value: AF_UNIX,
+                        ne: false,
+                    },
+                    Cond {
+                        arg: 1,
+                        mask: SOCK_TYPE_MASK,
+                        value: SOCK_DGRAM,
+                        ne: false,
+                    },
+                ]),
+            });
+        }
     }
     if net.tcp_only {
         deny.extend(non_tcp_inet_sockets());
@@ -364,6 +388,7 @@ pub fn syscall_number(name: &str) -> Option<i64> {
         SYS_unshare,
         SYS_ioctl,
         SYS_socket,
+        SYS_socketpair,
         SYS_sendto,
         SYS_sendmsg,
         SYS_sendmmsg,

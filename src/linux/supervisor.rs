@@ -30,7 +30,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::{landlock, mounts, privileges, seccomp};
+use super::{landlock, mounts, privileges, seccomp, unix_connect};
 use crate::error::{EXIT_JAIL_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_TIMEOUT, JailError};
 use crate::policy::Policy;
 
@@ -103,6 +103,60 @@ pub struct Confinement {
     /// Printed once this confinement is known to be built, before the command runs: what a
     /// degraded run lacks.
     pub warning: Option<String>,
+    /// Unix sockets allowed: every connect goes through the supervisor (unix_connect.rs).
+    pub unix: Option<UnixMediation>,
+}
+
+/// What a mediated run needs before the command is forked.
+pub struct UnixMediation {
+    /// Taken by each process that uses its ends (the parent's copies close once the command runs).
+    pub channels: std::cell::RefCell<Option<unix_connect::Channels>>,
+    /// The `--allow-socket` sockets as the host shows them.
+    pub allowed: std::collections::BTreeSet<unix_connect::SocketId>,
+}
+
+impl UnixMediation {
+    /// Drops this process's copies of every end (init, and the parent after a failure).
+    fn close(&self) {
+        drop(self.channels.borrow_mut().take());
+    }
+
+    /// In the supervisor, once the command is forked: wait for its listener and serve it.
+    /// `init` is pid 1 of the namespaces, whose mount table tells the jail's own filesystems.
+    fn start(&self, init: Option<Pid>) -> Result<(), JailError> {
+        let err = |e: &dyn std::fmt::Display| JailError::layer("unix sockets", "mediation", e);
+        let Some(channels) = self.channels.borrow_mut().take() else {
+            return Err(err(&"started twice"));
+        };
+        let unix_connect::Channels {
+            listener: (listener_end, command_end),
+            requests: (requests_end, connector_end),
+        } = channels;
+        drop((command_end, connector_end));
+        let Some(listener) = unix_connect::receive_listener(&listener_end).map_err(|e| err(&e))?
+        else {
+            tracing::info!("unix connects are mediated by an enclosing jail");
+            return Ok(());
+        };
+        let own_filesystems = match init {
+            Some(init) => {
+                let read =
+                    |p: String| std::fs::read_to_string(&p).map_err(|e| err(&format!("{p}: {e}")));
+                unix_connect::own_filesystems(
+                    &read(format!("/proc/{init}/mountinfo"))?,
+                    &read("/proc/self/mountinfo".into())?,
+                )
+            }
+            None => Default::default(),
+        };
+        let rules = unix_connect::Rules {
+            own_filesystems,
+            allowed: self.allowed.clone(),
+        };
+        unix_connect::Mediator::new(listener, requests_end, rules)
+            .spawn()
+            .map_err(|e| err(&e))
+    }
 }
 
 /// What init does to the network before the command starts.
@@ -282,6 +336,9 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                     }
                 }
                 drop(fd_parent);
+                if let Some(unix) = &conf.unix {
+                    unix.start(Some(pid)).map_err(abandon)?;
+                }
                 status = Some(ready_read);
                 if let Some(w) = &conf.warning {
                     crate::text::say(w);
@@ -321,6 +378,12 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                 }
                 if let Some(hook) = &conf.command_started {
                     hook(child.as_raw());
+                }
+                if let Some(unix) = &conf.unix {
+                    if let Err(e) = unix.start(None) {
+                        let _ = kill(child, Signal::SIGKILL);
+                        return Err(e);
+                    }
                 }
                 // Threads only after the fork: the child allocates before it execs.
                 if let NetSetup::HostProxy { listener, serve } = &conf.net {
@@ -766,6 +829,10 @@ fn init_main(
         Ok(nix::unistd::ForkResult::Parent { child }) => child,
         Err(e) => die(EXIT_JAIL_ERROR, &format!("init: fork: {e}")),
     };
+    // The supervisor must see the command's end of the channel close if it dies unarmed.
+    if let Some(unix) = &conf.unix {
+        unix.close();
+    }
     if conf.command_started.is_some() {
         // Still holding CAP_SYS_ADMIN over this pid namespace: allowed to name another pid.
         let _ = super::sys::send_pid(
@@ -982,6 +1049,13 @@ fn confine(conf: &Confinement, policy: &Policy) -> Result<(), JailError> {
     }
     if let Some(program) = &conf.seccomp {
         seccomp::apply(program)?;
+    }
+    // Last: the connector it forks must carry every layer above, and no notifying filter.
+    if let Some(unix) = &conf.unix {
+        let channels = unix.channels.borrow_mut().take();
+        let channels =
+            channels.ok_or_else(|| JailError::layer("unix sockets", "arm", "no channels"))?;
+        unix_connect::arm(&channels).map_err(|e| JailError::layer("unix sockets", "arm", e))?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ pub mod env;
 pub mod gitconfig;
 pub mod profile;
 mod resolve;
+pub mod sockets;
 
 pub use defaults::{
     PROTECTED, PROTECTED_IN_GIT_DIRS, ProtectedName, is_git_layout, pattern_matches,
@@ -110,6 +111,9 @@ pub struct Policy {
     pub timeout: Option<Duration>,
     pub allow_userns: bool,
     pub allow_unix_sockets: bool,
+    /// Host unix sockets the command may connect to (`--allow-socket`); every other connect
+    /// reaches only the jail's own filesystems.
+    pub allow_sockets: Vec<PathBuf>,
     /// The network the command gets.
     pub net: crate::net::NetPolicy,
     #[serde(serialize_with = "serialize_command")]
@@ -141,6 +145,7 @@ impl Policy {
             timeout: None,
             allow_userns: false,
             allow_unix_sockets: false,
+            allow_sockets: vec![],
             net: crate::net::NetPolicy::Host,
             command: vec![],
         }

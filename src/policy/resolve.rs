@@ -30,6 +30,8 @@ pub struct PolicyInput {
     pub timeout: Option<Duration>,
     pub allow_userns: bool,
     pub allow_unix_sockets: bool,
+    /// `--allow-socket`: unix sockets the command may connect to although they are the host's.
+    pub allow_sockets: Vec<PathBuf>,
     pub net: crate::net::NetPolicy,
     pub command: Vec<OsString>,
     /// The profile's name.
@@ -51,6 +53,36 @@ pub struct ProfilePathRule {
     pub profile: String,
     /// Moved aside after the run if it did not exist and the command created it.
     pub protect: bool,
+}
+
+/// `--allow-socket` paths: absolute, with no symlink on the way (the identity the supervisor
+/// checks is the inode the path names), each a unix socket now.
+fn allowed_sockets(raw: &[PathBuf], base: &Path) -> Result<Vec<PathBuf>, JailError> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut out = Vec::new();
+    for p in raw {
+        let path = checked_path("--allow-socket", p, base)?;
+        let meta = std::fs::metadata(&path)
+            .map_err(|e| JailError::bad_path("--allow-socket", &path, e.to_string()))?;
+        if !meta.file_type().is_socket() {
+            return Err(JailError::bad_path(
+                "--allow-socket",
+                &path,
+                "is not a unix socket; name the socket file itself",
+            ));
+        }
+        if VIEW_OWNED.iter().any(|v| path.starts_with(v)) {
+            return Err(JailError::bad_path(
+                "--allow-socket",
+                &path,
+                "lies in a place the mount view builds itself (/proc, /dev, /sys)",
+            ));
+        }
+        if !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    Ok(out)
 }
 
 /// Places whose contents the mount view builds itself: user rules there would be silently
@@ -278,6 +310,9 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         return Err(JailError::bad_path("--cwd", &cwd, "is not a directory"));
     }
     absent_protected.extend(profile_absent);
+    let allow_sockets = allowed_sockets(&input.allow_sockets, &input.base_dir)?;
+    // A socket the command is given on purpose is not hidden (the profile hides SSH_AUTH_SOCK).
+    rules.retain(|path, rule| rule.access != Access::Hide || !allow_sockets.contains(path));
     let policy = Policy {
         rules: rules.into_values().collect(),
         absent_protected,
@@ -301,7 +336,8 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         keep_fds: input.keep_fds.clone(),
         timeout: input.timeout,
         allow_userns: input.allow_userns,
-        allow_unix_sockets: input.allow_unix_sockets,
+        allow_unix_sockets: input.allow_unix_sockets || !allow_sockets.is_empty(),
+        allow_sockets,
         net: input.net.clone(),
         command: input.command.clone(),
     };

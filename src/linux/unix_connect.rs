@@ -1,0 +1,823 @@
+//! Unix-socket mediation: with AF_UNIX sockets allowed, every `connect()` of the command goes to
+//! the supervisor (seccomp user notification), which lets a unix connect through only to a
+//! socket on one of the jail's own filesystems (its private /tmp, /dev/shm, the tmpfs over hidden
+//! paths) or to one named with `--allow-socket`. Everything else is refused with EACCES.
+//!
+//! Kernel facts behind the shape:
+//! - Landlock before ABI 9 has no right for a unix connect, a read-only mount does not stop it,
+//!   and the filter cannot read the address (it is behind a pointer). A hide list never names
+//!   every socket (a host tmux server, a Colima docker socket, gpg-agent under $GNUPGHOME).
+//! - `SECCOMP_USER_NOTIF_FLAG_CONTINUE` re-runs the call with the process's own memory and
+//!   descriptor table, which another thread can change after the check: it is never used. The
+//!   connect is performed on a duplicate of the command's socket (pidfd_getfd: the same open
+//!   file), to the socket inode that was checked, through `/proc/self/fd/N` of an O_PATH
+//!   descriptor: no path is looked up twice, so nothing can be swapped in between.
+//! - The filter cannot tell a unix socket from a TCP one either, so every connect is sent over;
+//!   a connect the supervisor does itself would escape Landlock's TCP port rules and its
+//!   abstract-socket scope (both judge the calling task). So the connect is made by the
+//!   *connector*: a process forked by the command after Landlock and the main filter (same
+//!   domain, same namespaces, same credentials) and before the notifying filter. The supervisor
+//!   decides; the connector only connects.
+//! - A datagram socket sends to any path with sendto() without connecting, and the filter cannot
+//!   read that address either: unix datagram sockets are refused by the main filter while
+//!   sockets are mediated (seccomp.rs).
+//! - Addresses are resolved in the command's own view: `openat2(/proc/PID/root, path,
+//!   RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`, so absolute symlinks stay inside the jail's root
+//!   and no /proc magic link leads into another process's view.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+/// A socket file's identity: the inode that a path resolved to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct SocketId {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// What the supervisor lets a unix connect reach.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Rules {
+    /// Devices of the filesystems the jail mounted itself: mounted in its view and nowhere in the
+    /// host's, so no host process has a socket there.
+    pub own_filesystems: BTreeSet<u64>,
+    /// The sockets named with `--allow-socket`, as the host showed them at the start.
+    pub allowed: BTreeSet<SocketId>,
+}
+
+impl Rules {
+    /// Whether a connect may reach the file `mode`/`id`; the errno to answer otherwise.
+    pub fn permits(&self, mode: u32, id: SocketId) -> Result<(), i32> {
+        if mode & libc::S_IFMT != libc::S_IFSOCK {
+            // What the kernel answers for a path that is not a socket.
+            return Err(libc::ECONNREFUSED);
+        }
+        if self.allowed.contains(&id) || self.own_filesystems.contains(&id.dev) {
+            Ok(())
+        } else {
+            Err(libc::EACCES)
+        }
+    }
+}
+
+/// The `st_dev` of every filesystem a mountinfo text lists (field 3, "major:minor").
+fn mountinfo_devices(text: &str) -> BTreeSet<u64> {
+    text.lines()
+        .filter_map(|line| {
+            let (major, minor) = line.split_whitespace().nth(2)?.split_once(':')?;
+            Some(libc::makedev(major.parse().ok()?, minor.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The jail's own filesystems: those in its mount table that the host's does not have. A bind of
+/// a host directory keeps the host filesystem's device, so it is never counted; a filesystem
+/// whose files report another device than its mount (btrfs subvolumes) is never counted either.
+pub fn own_filesystems(jail_mountinfo: &str, host_mountinfo: &str) -> BTreeSet<u64> {
+    let host = mountinfo_devices(host_mountinfo);
+    mountinfo_devices(jail_mountinfo)
+        .into_iter()
+        .filter(|d| !host.contains(d))
+        .collect()
+}
+
+/// A unix socket address as the kernel reads it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum UnixAddress {
+    /// Not AF_UNIX, too short, or no name: the kernel refuses it (or disconnects) without
+    /// looking anything up.
+    NoLookup,
+    /// Abstract (leading NUL): judged by the namespaces and Landlock's scope, in the connector.
+    Abstract,
+    /// A filesystem path: up to the first NUL or the end.
+    Path(Vec<u8>),
+}
+
+/// offsetof(struct sockaddr_un, sun_path).
+const SUN_PATH_OFFSET: usize = 2;
+
+pub fn parse_unix_address(addr: &[u8]) -> UnixAddress {
+    if addr.len() <= SUN_PATH_OFFSET
+        || u16::from_ne_bytes([addr[0], addr[1]]) != libc::AF_UNIX as u16
+    {
+        return UnixAddress::NoLookup;
+    }
+    let path = &addr[SUN_PATH_OFFSET..];
+    if path[0] == 0 {
+        return UnixAddress::Abstract;
+    }
+    let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
+    UnixAddress::Path(path[..end].to_vec())
+}
+
+/// The descriptor number of a `/proc/self/fd/N` (or thread-self, or `/dev/fd/N`) path: the
+/// command's own descriptor, which the supervisor fetches instead of resolving a magic link.
+pub fn own_descriptor_path(path: &[u8]) -> Option<i32> {
+    let text = std::str::from_utf8(path).ok()?;
+    let n = ["/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/"]
+        .iter()
+        .find_map(|p| text.strip_prefix(p))?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    n.parse().ok()
+}
+
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xC000_00B7;
+
+/// The second filter: connect() of the native architecture goes to the supervisor, everything
+/// else passes to the main filter (which kills foreign architectures and refuses the rest).
+pub fn notify_filter() -> Vec<libc::sock_filter> {
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const RET_K: u16 = 0x06;
+    let stmt = |code, k| libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jump = |k, jt, jf| libc::sock_filter {
+        code: JEQ_K,
+        jt,
+        jf,
+        k,
+    };
+    vec![
+        stmt(LD_W_ABS, 4), // seccomp_data.arch
+        jump(AUDIT_ARCH, 0, 3),
+        stmt(LD_W_ABS, 0), // seccomp_data.nr
+        jump(libc::SYS_connect as u32, 0, 1),
+        stmt(RET_K, libc::SECCOMP_RET_USER_NOTIF),
+        stmt(RET_K, libc::SECCOMP_RET_ALLOW),
+    ]
+}
+
+/// The descriptors of one mediated run: two socket pairs, made before the command is forked.
+pub struct Channels {
+    /// The command sends its listener over this (supervisor end, command end).
+    pub listener: (OwnedFd, OwnedFd),
+    /// Requests to the connector and its answers (supervisor end, connector end).
+    pub requests: (OwnedFd, OwnedFd),
+}
+
+impl Channels {
+    pub fn new() -> io::Result<Channels> {
+        Ok(Channels {
+            listener: seqpacket_pair()?,
+            requests: seqpacket_pair()?,
+        })
+    }
+
+    /// Closes the ends that belong to the command and the connector (in the supervisor once the
+    /// command is forked, and in init), so that their loss is seen as end of file.
+    pub fn child_ends(&self) -> [RawFd; 2] {
+        [self.listener.1.as_raw_fd(), self.requests.1.as_raw_fd()]
+    }
+}
+
+fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: socketpair writes two descriptors into `fds` on success.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by no one else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// In the command, after Landlock and the main filter: fork the connector, install the
+/// notifying filter and send its listener to the supervisor. On EBUSY (an enclosing jail's
+/// filter already notifies: the kernel allows one listener per process), the enclosing jail's
+/// mediation holds, and no listener is sent.
+pub fn arm(channels: &Channels) -> Result<(), String> {
+    start_connector(channels.requests.1.as_raw_fd())
+        .map_err(|e| format!("unix sockets: starting the connector: {e}"))?;
+    let filter = notify_filter();
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: `prog` points at `filter`, alive for the call; the kernel copies the program.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    let channel = channels.listener.1.as_raw_fd();
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EBUSY) {
+            send_plain(channel, b"B").map_err(|e| format!("unix sockets: {e}"))?;
+            return Ok(());
+        }
+        return Err(format!(
+            "unix sockets: installing the notifying seccomp filter: {e}"
+        ));
+    }
+    // SAFETY: the kernel returned a new descriptor for the listener; owned here.
+    let listener = unsafe { OwnedFd::from_raw_fd(rc as RawFd) };
+    super::sys::send_fd(channel, listener.as_raw_fd())
+        .map_err(|e| format!("unix sockets: handing the listener over: {e}"))
+}
+
+fn send_plain(sock: RawFd, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: `bytes` is valid for its length.
+    let rc = unsafe { libc::send(sock, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Forks the connector twice removed, so that it is reparented to init (or the supervisor, its
+/// subreaper) and never shows up as a child the command could wait for.
+fn start_connector(requests: RawFd) -> io::Result<()> {
+    // SAFETY: the command's process is single-threaded (forked from single-threaded init or
+    // supervisor); the children only call async-signal-safe code until they exit or loop.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            // SAFETY: as above.
+            match unsafe { libc::fork() } {
+                0 => connector_main(requests),
+                // SAFETY: _exit runs no destructors of the parent's state.
+                _ => unsafe { libc::_exit(0) },
+            }
+        }
+        pid => {
+            let mut status = 0;
+            // SAFETY: waits for the intermediate child just forked.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            Ok(())
+        }
+    }
+}
+
+/// Request to the connector: id (u64), kind, then the address bytes; descriptors: the socket,
+/// and for [`KIND_PINNED`] the O_PATH descriptor of the checked socket file.
+const KIND_ADDRESS: u8 = 0;
+const KIND_PINNED: u8 = 1;
+const HEADER: usize = 9;
+
+fn connector_main(requests: RawFd) -> ! {
+    // Nothing of the command's but the channel: not its terminal, not its pipes (a reader of
+    // jail's output must see end of file when the command ends).
+    // SAFETY: dup2/close_range/open only manage this process's descriptor table.
+    unsafe {
+        libc::dup2(requests, 3);
+        libc::syscall(libc::SYS_close_range, 0u32, 2u32, 0u32);
+        libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
+        for _ in 0..3 {
+            libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        }
+        // Jailed processes share its uid and domain: not dumpable keeps /proc/PID/mem closed.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+    let channel = Arc::new(3);
+    loop {
+        let Some((header, addr, fds)) = recv_request(*channel) else {
+            // SAFETY: the supervisor is gone: nothing is left to do.
+            unsafe { libc::_exit(0) };
+        };
+        let chan = Arc::clone(&channel);
+        let work = move || {
+            let errno = connect_for(header[8], &addr, &fds);
+            let mut reply = header[..8].to_vec();
+            reply.extend(errno.to_ne_bytes());
+            let _ = send_plain(*chan, &reply);
+        };
+        // A slow TCP handshake must not hold up the next connect.
+        if let Err(e) = std::thread::Builder::new().spawn(work) {
+            tracing::debug!("connector thread: {e}");
+        }
+    }
+}
+
+fn recv_request(sock: RawFd) -> Option<([u8; HEADER], Vec<u8>, Vec<OwnedFd>)> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut buf = [0u8; HEADER + 128];
+    let mut iov = [io::IoSliceMut::new(&mut buf)];
+    let mut space = nix::cmsg_space!([RawFd; 2]);
+    let msg = loop {
+        match recvmsg::<()>(sock, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            other => break other.ok()?,
+        }
+    };
+    let n = msg.bytes;
+    let mut fds = Vec::new();
+    for cmsg in msg.cmsgs().ok()? {
+        if let ControlMessageOwned::ScmRights(list) = cmsg {
+            // SAFETY: the kernel just installed these descriptors for us.
+            fds.extend(
+                list.into_iter()
+                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+            );
+        }
+    }
+    if n < HEADER {
+        return None;
+    }
+    let mut header = [0u8; HEADER];
+    header.copy_from_slice(&buf[..HEADER]);
+    Some((header, buf[HEADER..n].to_vec(), fds))
+}
+
+/// The connect itself, in the jail's domain; returns 0 or the errno.
+fn connect_for(kind: u8, addr: &[u8], fds: &[OwnedFd]) -> i32 {
+    let Some(sock) = fds.first() else {
+        return libc::EBADF;
+    };
+    let pinned;
+    let addr = if kind == KIND_PINNED {
+        let Some(file) = fds.get(1) else {
+            return libc::EBADF;
+        };
+        pinned = sockaddr_un(format!("/proc/self/fd/{}", file.as_raw_fd()).as_bytes());
+        pinned.as_slice()
+    } else {
+        addr
+    };
+    // SAFETY: `addr` is valid for its length; connect only reads it.
+    let rc = unsafe {
+        libc::connect(
+            sock.as_raw_fd(),
+            addr.as_ptr().cast(),
+            addr.len() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        0
+    } else {
+        io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    }
+}
+
+fn sockaddr_un(path: &[u8]) -> Vec<u8> {
+    let mut out = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+    out.extend_from_slice(path);
+    out.push(0);
+    out
+}
+
+/// The supervisor's side: receives the command's listener, then answers every connect.
+pub struct Mediator {
+    listener: Arc<OwnedFd>,
+    requests: Arc<OwnedFd>,
+    rules: Rules,
+}
+
+/// Receives what the command sent: its listener, or `None` when an enclosing jail mediates.
+pub fn receive_listener(channel: &OwnedFd) -> Result<Option<OwnedFd>, String> {
+    let mut byte = [0u8; 1];
+    // SAFETY: peeks one byte into `byte`.
+    let n = unsafe {
+        libc::recv(
+            channel.as_raw_fd(),
+            byte.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK,
+        )
+    };
+    if n == 1 && byte[0] == b'B' {
+        return Ok(None);
+    }
+    match super::sys::recv_fd(channel.as_raw_fd()) {
+        Ok(Some(fd)) => Ok(Some(fd)),
+        Ok(None) => Err("the command ended before it armed unix-socket mediation".into()),
+        Err(e) => Err(format!("receiving the unix-socket listener: {e}")),
+    }
+}
+
+impl Mediator {
+    pub fn new(listener: OwnedFd, requests: OwnedFd, rules: Rules) -> Mediator {
+        Mediator {
+            listener: Arc::new(listener),
+            requests: Arc::new(requests),
+            rules,
+        }
+    }
+
+    /// Two threads: one takes notifications and forwards what passes, one relays the
+    /// connector's answers. When either side goes away, every pending and later connect fails
+    /// (a listener with no reader answers ENOSYS; a lost connector ECONNREFUSED).
+    pub fn spawn(self) -> io::Result<()> {
+        let Mediator {
+            listener,
+            requests,
+            rules,
+        } = self;
+        let (l2, r2) = (Arc::clone(&listener), Arc::clone(&requests));
+        std::thread::Builder::new()
+            .name("jail-unix-replies".into())
+            .spawn(move || relay_replies(&l2, &r2))?;
+        std::thread::Builder::new()
+            .name("jail-unix-connect".into())
+            .spawn(move || serve(&listener, &requests, &rules))?;
+        Ok(())
+    }
+}
+
+fn relay_replies(listener: &OwnedFd, requests: &OwnedFd) {
+    let mut buf = [0u8; 12];
+    loop {
+        // SAFETY: reads at most 12 bytes into `buf`.
+        let n = unsafe { libc::recv(requests.as_raw_fd(), buf.as_mut_ptr().cast(), 12, 0) };
+        if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        if n != 12 {
+            return;
+        }
+        let id = u64::from_ne_bytes(buf[..8].try_into().expect("8 bytes"));
+        let errno = i32::from_ne_bytes(buf[8..].try_into().expect("4 bytes"));
+        respond(listener, id, errno);
+    }
+}
+
+fn serve(listener: &OwnedFd, requests: &OwnedFd, rules: &Rules) {
+    loop {
+        let mut pfd = libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polls one descriptor.
+        let rc = unsafe { libc::poll(&mut pfd, 1, -1) };
+        if rc < 0 {
+            continue;
+        }
+        if pfd.revents & libc::POLLIN == 0 {
+            // POLLHUP: every process that could notify is gone.
+            return;
+        }
+        // SAFETY: seccomp_notif is plain data; zeroed as the kernel requires.
+        let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+        // SAFETY: NOTIF_RECV fills `req`.
+        let rc = unsafe {
+            libc::ioctl(
+                listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_RECV as _,
+                &mut req,
+            )
+        };
+        if rc < 0 {
+            // ENOENT: the caller was interrupted before we read it.
+            continue;
+        }
+        match prepare(listener, &req, rules) {
+            Ok((kind, addr, fds)) => {
+                let mut msg = req.id.to_ne_bytes().to_vec();
+                msg.push(kind);
+                msg.extend(addr);
+                let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
+                if send_request(requests.as_raw_fd(), &msg, &raw).is_err() {
+                    respond(listener, req.id, libc::ECONNREFUSED);
+                }
+            }
+            Err(errno) => {
+                if errno == libc::EACCES {
+                    tracing::info!("unix connect refused (pid {})", req.pid);
+                }
+                respond(listener, req.id, errno)
+            }
+        }
+    }
+}
+
+fn send_request(sock: RawFd, msg: &[u8], fds: &[RawFd]) -> io::Result<()> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    let iov = [io::IoSlice::new(msg)];
+    sendmsg::<()>(
+        sock,
+        &iov,
+        &[ControlMessage::ScmRights(fds)],
+        MsgFlags::MSG_NOSIGNAL,
+        None,
+    )
+    .map(|_| ())
+    .map_err(io::Error::from)
+}
+
+fn respond(listener: &OwnedFd, id: u64, errno: i32) {
+    let resp = libc::seccomp_notif_resp {
+        id,
+        val: 0,
+        error: -errno,
+        flags: 0,
+    };
+    // SAFETY: NOTIF_SEND reads `resp`; ENOENT (the caller is gone) needs no handling.
+    unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SEND as _,
+            &resp,
+        )
+    };
+}
+
+/// Whether notification `id` still waits (its process was not replaced since it was read).
+fn still_valid(listener: &OwnedFd, id: u64) -> Result<(), i32> {
+    // SAFETY: NOTIF_ID_VALID only reads the id.
+    let rc = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID as _,
+            &id,
+        )
+    };
+    if rc == 0 { Ok(()) } else { Err(libc::ENOENT) }
+}
+
+fn errno_of(e: io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// Checks one connect; returns what to hand the connector, or the errno to answer.
+fn prepare(
+    listener: &OwnedFd,
+    req: &libc::seccomp_notif,
+    rules: &Rules,
+) -> Result<(u8, Vec<u8>, Vec<OwnedFd>), i32> {
+    let fd = req.data.args[0] as i32;
+    let len = req.data.args[2] as u32 as i32;
+    // As the kernel: an address longer than sockaddr_storage, or negative, is invalid.
+    if !(0..=128).contains(&len) {
+        return Err(libc::EINVAL);
+    }
+    let pid = req.pid as libc::pid_t;
+    let pidfd = pidfd_of(pid).map_err(errno_of)?;
+    still_valid(listener, req.id)?;
+    let addr = read_memory(pid, req.data.args[1], len as usize).map_err(|_| libc::EFAULT)?;
+    still_valid(listener, req.id)?;
+    let sock = pidfd_getfd(&pidfd, fd).map_err(errno_of)?;
+    if socket_domain(&sock).map_err(errno_of)? != libc::AF_UNIX {
+        return Ok((KIND_ADDRESS, addr, vec![sock]));
+    }
+    let path = match parse_unix_address(&addr) {
+        UnixAddress::NoLookup | UnixAddress::Abstract => {
+            return Ok((KIND_ADDRESS, addr, vec![sock]));
+        }
+        UnixAddress::Path(p) => p,
+    };
+    let file = match own_descriptor_path(&path) {
+        Some(n) => pidfd_getfd(&pidfd, n).map_err(|_| libc::ENOENT)?,
+        None => resolve_in_view(pid, &path).map_err(errno_of)?,
+    };
+    still_valid(listener, req.id)?;
+    let st = fstat(&file).map_err(errno_of)?;
+    rules.permits(
+        st.st_mode,
+        SocketId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        },
+    )?;
+    Ok((KIND_PINNED, Vec::new(), vec![sock, file]))
+}
+
+/// A pidfd for thread `tid` (the notification names the calling thread).
+fn pidfd_of(tid: libc::pid_t) -> io::Result<OwnedFd> {
+    const PIDFD_THREAD: libc::c_int = libc::O_EXCL;
+    let open = |pid: libc::pid_t, flags: libc::c_int| {
+        // SAFETY: pidfd_open returns a new descriptor or -1.
+        let rc = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, flags) };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            // SAFETY: a new descriptor, owned here.
+            Ok(unsafe { OwnedFd::from_raw_fd(rc as RawFd) })
+        }
+    };
+    open(tid, PIDFD_THREAD).or_else(|_| {
+        // Kernels before 6.9: the thread group's leader shares the descriptor table.
+        let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
+        let tgid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Tgid:"))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+        open(tgid, 0)
+    })
+}
+
+fn pidfd_getfd(pidfd: &OwnedFd, fd: i32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_getfd returns a new descriptor (a duplicate of the target's) or -1.
+    let rc = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor, owned here.
+    Ok(unsafe { OwnedFd::from_raw_fd(rc as RawFd) })
+}
+
+fn read_memory(pid: libc::pid_t, addr: u64, len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    if len == 0 {
+        return Ok(buf);
+    }
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: len,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: len,
+    };
+    // SAFETY: reads `len` bytes of the other process into `buf`, which has room for them.
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    if n != len as isize {
+        return Err(io::Error::from_raw_os_error(libc::EFAULT));
+    }
+    Ok(buf)
+}
+
+fn socket_domain(sock: &OwnedFd) -> io::Result<i32> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes one int into `value`.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_DOMAIN,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(value)
+}
+
+fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat fills `st` on success.
+    let rc = unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: initialised by the successful fstat.
+    Ok(unsafe { st.assume_init() })
+}
+
+/// The file `path` names for process `pid`: absolute paths from its root, relative ones from its
+/// working directory; never above either, never through a magic link.
+fn resolve_in_view(pid: libc::pid_t, path: &[u8]) -> io::Result<OwnedFd> {
+    let base = if path.first() == Some(&b'/') {
+        "root"
+    } else {
+        "cwd"
+    };
+    let dir = super::sys::open_path(std::path::Path::new(&format!("/proc/{pid}/{base}")))?;
+    let c = std::ffi::CString::new(path).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: open_how is plain data; zero is its "nothing asked" value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: openat2 reads `c` and `how`, valid for the call; returns a new descriptor or -1.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor, owned here.
+    Ok(unsafe { OwnedFd::from_raw_fd(rc as RawFd) })
+}
+
+/// The identity of a `--allow-socket` path on the host, checked to be a socket.
+pub fn allowed_socket(path: &std::path::Path) -> Result<SocketId, String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.file_type().is_socket() {
+        return Err("not a unix socket".into());
+    }
+    Ok(SocketId {
+        dev: meta.dev(),
+        ino: meta.ino(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(path: &[u8]) -> Vec<u8> {
+        let mut a = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        a.extend_from_slice(path);
+        a
+    }
+
+    #[test]
+    fn addresses_parse_as_the_kernel_reads_them() {
+        assert_eq!(
+            parse_unix_address(&addr(b"/tmp/a.sock\0junk")),
+            UnixAddress::Path(b"/tmp/a.sock".to_vec())
+        );
+        // No terminating NUL: the name runs to the end of the given length.
+        assert_eq!(
+            parse_unix_address(&addr(b"rel.sock")),
+            UnixAddress::Path(b"rel.sock".to_vec())
+        );
+        assert_eq!(
+            parse_unix_address(&addr(b"\0abstract")),
+            UnixAddress::Abstract
+        );
+        assert_eq!(parse_unix_address(&addr(b"")), UnixAddress::NoLookup);
+        let mut inet = (libc::AF_INET as u16).to_ne_bytes().to_vec();
+        inet.extend_from_slice(b"/tmp/a.sock");
+        assert_eq!(parse_unix_address(&inet), UnixAddress::NoLookup);
+        assert_eq!(parse_unix_address(&[1]), UnixAddress::NoLookup);
+    }
+
+    #[test]
+    fn own_descriptor_paths_are_recognised_exactly() {
+        assert_eq!(own_descriptor_path(b"/proc/self/fd/7"), Some(7));
+        assert_eq!(own_descriptor_path(b"/proc/thread-self/fd/12"), Some(12));
+        assert_eq!(own_descriptor_path(b"/dev/fd/3"), Some(3));
+        assert_eq!(own_descriptor_path(b"/proc/self/fd/7/x"), None);
+        assert_eq!(own_descriptor_path(b"/proc/self/fd/"), None);
+        assert_eq!(own_descriptor_path(b"/proc/1/fd/7"), None);
+    }
+
+    #[test]
+    fn own_filesystems_are_the_jails_mounts_the_host_lacks() {
+        let host = "22 1 254:0 / / rw - ext4 /dev/vda rw\n\
+                    30 22 0:25 / /tmp rw - tmpfs tmpfs rw\n";
+        let jail = "100 99 254:0 / / ro - ext4 /dev/vda rw\n\
+                    101 100 0:25 / /run/shared ro - tmpfs tmpfs rw\n\
+                    102 100 0:61 / /tmp rw - tmpfs tmpfs rw\n\
+                    103 100 0:62 / /dev rw - tmpfs tmpfs rw\n";
+        let own = own_filesystems(jail, host);
+        assert_eq!(
+            own,
+            [libc::makedev(0, 61), libc::makedev(0, 62)]
+                .into_iter()
+                .collect()
+        );
+    }
+
+    #[test]
+    fn only_sockets_on_own_filesystems_or_allowed_pass() {
+        let rules = Rules {
+            own_filesystems: [5].into_iter().collect(),
+            allowed: [SocketId { dev: 9, ino: 42 }].into_iter().collect(),
+        };
+        let sock = libc::S_IFSOCK | 0o755;
+        assert_eq!(rules.permits(sock, SocketId { dev: 5, ino: 1 }), Ok(()));
+        assert_eq!(rules.permits(sock, SocketId { dev: 9, ino: 42 }), Ok(()));
+        assert_eq!(
+            rules.permits(sock, SocketId { dev: 9, ino: 43 }),
+            Err(libc::EACCES)
+        );
+        assert_eq!(
+            rules.permits(libc::S_IFREG | 0o644, SocketId { dev: 5, ino: 1 }),
+            Err(libc::ECONNREFUSED)
+        );
+    }
+
+    #[test]
+    fn the_notifying_filter_sends_only_native_connects() {
+        let f = notify_filter();
+        // Jumps land inside the program, and both ends return.
+        for (i, ins) in f.iter().enumerate() {
+            if ins.code == 0x15 {
+                assert!(i + 1 + (ins.jt.max(ins.jf) as usize) < f.len());
+            }
+        }
+        assert_eq!(f[4].k, libc::SECCOMP_RET_USER_NOTIF);
+        assert_eq!(f[5].k, libc::SECCOMP_RET_ALLOW);
+        assert_eq!(f[3].k, libc::SYS_connect as u32);
+        // A foreign architecture skips straight to ALLOW (the main filter kills it).
+        assert_eq!(1 + 1 + f[1].jf as usize, 5);
+    }
+}
