@@ -123,7 +123,17 @@ fn extras_text(f: &Features) -> String {
     };
     #[cfg(not(target_os = "linux"))]
     let denials = "no (Linux only)".to_string();
-    format!("network (--net):  {net}\nreport denials:   {denials}\n")
+    #[cfg(target_os = "linux")]
+    let unix = match (f.seccomp, linux::unix_connect::available()) {
+        (true, Ok(())) => "refused; when allowed, every connect mediated by the supervisor".into(),
+        (true, Err(why)) => format!("refused; allowing them fails to start: {why}"),
+        (false, _) => "not confined (no seccomp)".to_string(),
+    };
+    #[cfg(not(target_os = "linux"))]
+    let unix = "see the Seatbelt profile".to_string();
+    format!(
+        "network (--net):  {net}\nreport denials:   {denials}\nunix sockets:     {unix}\n"
+    )
 }
 
 /// $XDG_CONFIG_HOME/jail/profiles, or ~/.config/jail/profiles: never anything in the project.

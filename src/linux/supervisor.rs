@@ -133,21 +133,28 @@ impl UnixMediation {
             requests: (requests_end, connector_end),
         } = channels;
         drop((command_end, connector_end));
+        // Read before waiting for the listener: init lives at least until the command has armed
+        // and run. A command that ended already leaves nothing to connect: an empty set refuses.
+        let own_filesystems = match init {
+            Some(init) => {
+                let read = |p: String| std::fs::read_to_string(p).ok();
+                match (
+                    read(format!("/proc/{init}/mountinfo")),
+                    read("/proc/self/mountinfo".into()),
+                ) {
+                    (Some(jail), Some(host)) => unix_connect::own_filesystems(&jail, &host),
+                    _ => {
+                        tracing::info!("unix sockets: the jail's mount table could not be read");
+                        Default::default()
+                    }
+                }
+            }
+            None => Default::default(),
+        };
         let Some(listener) = unix_connect::receive_listener(&listener_end).map_err(|e| err(&e))?
         else {
             tracing::info!("unix connects are mediated by an enclosing jail");
             return Ok(());
-        };
-        let own_filesystems = match init {
-            Some(init) => {
-                let read =
-                    |p: String| std::fs::read_to_string(&p).map_err(|e| err(&format!("{p}: {e}")));
-                unix_connect::own_filesystems(
-                    &read(format!("/proc/{init}/mountinfo"))?,
-                    &read("/proc/self/mountinfo".into())?,
-                )
-            }
-            None => Default::default(),
         };
         let rules = unix_connect::Rules {
             own_filesystems,

@@ -714,6 +714,35 @@ fn resolve_in_view(pid: libc::pid_t, path: &[u8]) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(rc as RawFd) })
 }
 
+/// Whether this kernel has what mediation needs: user notification (5.0), pidfd_getfd and
+/// openat2 (5.6). Probed with calls that fail harmlessly: ENOSYS means missing.
+pub fn available() -> Result<(), String> {
+    let mut sizes = [0u16; 3];
+    // SAFETY: GET_NOTIF_SIZES writes three u16 into `sizes`.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_GET_NOTIF_SIZES,
+            0,
+            sizes.as_mut_ptr(),
+        )
+    };
+    if rc < 0 {
+        return Err("no seccomp user notification (Linux 5.0)".into());
+    }
+    for (name, nr) in [
+        ("pidfd_getfd", libc::SYS_pidfd_getfd),
+        ("openat2", libc::SYS_openat2),
+    ] {
+        // SAFETY: invalid descriptors and null pointers: the call fails without effect.
+        let rc = unsafe { libc::syscall(nr, -1, 0, 0, 0) };
+        if rc < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            return Err(format!("no {name} (Linux 5.6)"));
+        }
+    }
+    Ok(())
+}
+
 /// The identity of a `--allow-socket` path on the host, checked to be a socket.
 pub fn allowed_socket(path: &std::path::Path) -> Result<SocketId, String> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
