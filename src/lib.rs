@@ -131,9 +131,7 @@ fn extras_text(f: &Features) -> String {
     };
     #[cfg(not(target_os = "linux"))]
     let unix = "see the Seatbelt profile".to_string();
-    format!(
-        "network (--net):  {net}\nreport denials:   {denials}\nunix sockets:     {unix}\n"
-    )
+    format!("network (--net):  {net}\nreport denials:   {denials}\nunix sockets:     {unix}\n")
 }
 
 /// $XDG_CONFIG_HOME/jail/profiles, or ~/.config/jail/profiles: never anything in the project.

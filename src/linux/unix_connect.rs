@@ -278,12 +278,15 @@ const KIND_ADDRESS: u8 = 0;
 const KIND_PINNED: u8 = 1;
 const HEADER: usize = 9;
 
+/// The connector's end of the request channel, moved to this number at its start.
+const CHANNEL: RawFd = 3;
+
 fn connector_main(requests: RawFd) -> ! {
     // Nothing of the command's but the channel: not its terminal, not its pipes (a reader of
     // jail's output must see end of file when the command ends).
     // SAFETY: dup2/close_range/open only manage this process's descriptor table.
     unsafe {
-        libc::dup2(requests, 3);
+        libc::dup2(requests, CHANNEL);
         libc::syscall(libc::SYS_close_range, 0u32, 2u32, 0u32);
         libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
         for _ in 0..3 {
@@ -292,24 +295,32 @@ fn connector_main(requests: RawFd) -> ! {
         // Jailed processes share its uid and domain: not dumpable keeps /proc/PID/mem closed.
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
-    let channel = Arc::new(3);
     loop {
-        let Some((header, addr, fds)) = recv_request(*channel) else {
+        let Some((header, addr, fds)) = recv_request(CHANNEL) else {
             // SAFETY: the supervisor is gone: nothing is left to do.
             unsafe { libc::_exit(0) };
         };
-        let chan = Arc::clone(&channel);
+        let inline = fds.first().is_some_and(non_blocking);
         let work = move || {
             let errno = connect_for(header[8], &addr, &fds);
             let mut reply = header[..8].to_vec();
             reply.extend(errno.to_ne_bytes());
-            let _ = send_plain(*chan, &reply);
+            let _ = send_plain(CHANNEL, &reply);
         };
-        // A slow TCP handshake must not hold up the next connect.
-        if let Err(e) = std::thread::Builder::new().spawn(work) {
+        // A non-blocking socket's connect returns at once (EINPROGRESS at worst): made here.
+        // A blocking one may wait for a slow TCP handshake, which must not hold up the next.
+        if inline {
+            work();
+        } else if let Err(e) = std::thread::Builder::new().spawn(work) {
             tracing::debug!("connector thread: {e}");
         }
     }
+}
+
+fn non_blocking(fd: &OwnedFd) -> bool {
+    // SAFETY: F_GETFL only reads the file status flags.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_NONBLOCK != 0
 }
 
 fn recv_request(sock: RawFd) -> Option<([u8; HEADER], Vec<u8>, Vec<OwnedFd>)> {
