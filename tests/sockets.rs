@@ -199,7 +199,7 @@ fn a_path_swapped_while_connecting_never_reaches_the_host() {
              def flip():\n    while not stop:\n        for t in ('/tmp/own.sock', sys.argv[1]):\n            try:\n                os.symlink(t, '/tmp/l.new'); os.replace('/tmp/l.new', '/tmp/l')\n            except OSError:\n                pass\n\
              threading.Thread(target=flip,daemon=True).start()\n\
              seen={{}}\n\
-             for i in range(3000):\n    r=connect('/tmp/l'); seen[r]=seen.get(r,0)+1\n\
+             for i in range(1500):\n    r=connect('/tmp/l'); seen[r]=seen.get(r,0)+1\n\
              stop=True\nprint('HOST' in seen, 'OWN' in seen, seen)\n"
         );
         let argv = python(&body, &[&host.to_string_lossy()]);
@@ -300,5 +300,77 @@ fn tcp_connects_keep_their_landlock_rules_when_mediated() {
             &port,
         ]);
         assert!(run.stdout.contains("ALLOWED"), "{}", run.describe());
+    });
+}
+
+#[test]
+fn the_jails_own_daemon_outside_its_own_filesystems_connects() {
+    each_user("unix-held", |fx| {
+        // The host's daemon in the host's /tmp: what a jail without the mount view shares.
+        let host_dir = PathBuf::from(format!(
+            "/tmp/jail-test-hostd-{}-{:?}",
+            std::process::id(),
+            fx.who
+        ));
+        let host = host_dir.join("d.sock");
+        host_daemon(&host);
+        let serve = |path: &str| {
+            format!(
+                "import os,socket,sys,threading\n\
+                 srv=socket.socket(socket.AF_UNIX); srv.bind({path:?}); srv.listen(8)\n\
+                 def acc():\n    while True:\n        c,_=srv.accept(); c.sendall(b'OWN'); c.close()\n\
+                 threading.Thread(target=acc,daemon=True).start()\n\
+                 def connect(p):\n    s=socket.socket(socket.AF_UNIX)\n    try:\n        s.connect(p); return s.recv(4).decode()\n    except OSError as e:\n        return 'refused:%d' % e.errno\n\
+                 print('own', connect({path:?}))\nprint('host', connect(sys.argv[1]))\n"
+            )
+        };
+        let host_s = host.to_string_lossy().into_owned();
+        // In a writable project (a host filesystem), with and without a network namespace.
+        let in_project = fx.scratch.join("lsp.sock").to_string_lossy().into_owned();
+        for net in ["host", "none"] {
+            let script = serve(&in_project);
+            let run = fx.jail(&[
+                "--rw",
+                &fx.p("scratch"),
+                "--net",
+                net,
+                "--allow-unix-sockets",
+                "--",
+                "python3",
+                "-c",
+                &script,
+                &host_s,
+            ]);
+            let _ = std::fs::remove_file(&in_project);
+            assert!(
+                run.stdout.contains("own OWN"),
+                "--net {net}: {}",
+                run.describe()
+            );
+        }
+        // Without the mount view: the host's /tmp is shared, the jail's daemon there works and
+        // the host's does not.
+        let shared = format!(
+            "{}/jail-own-{}.sock",
+            host_dir.display(),
+            std::process::id()
+        );
+        std::fs::set_permissions(&host_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let script = serve(&shared);
+        let run = fx.jail_with(
+            &[
+                "--allow-unix-sockets",
+                "--",
+                "python3",
+                "-c",
+                &script,
+                &host_s,
+            ],
+            &[M],
+            &[],
+        );
+        let _ = std::fs::remove_dir_all(&host_dir);
+        assert!(run.stdout.contains("own OWN"), "{}", run.describe());
+        assert!(run.stdout.contains("host refused:13"), "{}", run.describe());
     });
 }

@@ -14,3 +14,4 @@ pub mod seccomp;
 pub mod supervisor;
 pub mod sys;
 pub mod unix_connect;
+pub mod unix_diag;

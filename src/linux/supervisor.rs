@@ -731,7 +731,7 @@ fn kill_remaining_children() -> bool {
 
 /// Every process below `root`, from the parent pids in /proc/*/stat (zombies included: they are
 /// reaped, not killed).
-fn descendants(root: i32) -> Vec<i32> {
+pub(super) fn descendants(root: i32) -> Vec<i32> {
     let mut parent_of = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {

@@ -295,6 +295,16 @@ fn connector_main(requests: RawFd) -> ! {
         // Jailed processes share its uid and domain: not dumpable keeps /proc/PID/mem closed.
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
+    // First message: a socket-diagnostics socket of the command's network namespace, with which
+    // the supervisor tells the jail's listening sockets from the host's.
+    let sent = match super::unix_diag::open() {
+        Ok(diag) => super::sys::send_fd(CHANNEL, diag.as_raw_fd()),
+        Err(_) => send_plain(CHANNEL, b"N"),
+    };
+    if sent.is_err() {
+        // SAFETY: the supervisor is gone: nothing is left to do.
+        unsafe { libc::_exit(0) };
+    }
     loop {
         let Some((header, addr, fds)) = recv_request(CHANNEL) else {
             // SAFETY: the supervisor is gone: nothing is left to do.
@@ -397,6 +407,8 @@ pub struct Mediator {
     listener: Arc<OwnedFd>,
     requests: Arc<OwnedFd>,
     rules: Rules,
+    /// The connector's socket-diagnostics socket (unix_diag.rs), when it could make one.
+    diag: Option<OwnedFd>,
 }
 
 /// Receives what the command sent: its listener, or `None` when an enclosing jail mediates.
@@ -422,11 +434,14 @@ pub fn receive_listener(channel: &OwnedFd) -> Result<Option<OwnedFd>, String> {
 }
 
 impl Mediator {
+    /// Takes the connector's first message (its diagnostics socket) off `requests`.
     pub fn new(listener: OwnedFd, requests: OwnedFd, rules: Rules) -> Mediator {
+        let diag = super::sys::recv_fd(requests.as_raw_fd()).ok().flatten();
         Mediator {
             listener: Arc::new(listener),
             requests: Arc::new(requests),
             rules,
+            diag,
         }
     }
 
@@ -438,6 +453,7 @@ impl Mediator {
             listener,
             requests,
             rules,
+            diag,
         } = self;
         let (l2, r2) = (Arc::clone(&listener), Arc::clone(&requests));
         std::thread::Builder::new()
@@ -445,7 +461,7 @@ impl Mediator {
             .spawn(move || relay_replies(&l2, &r2))?;
         std::thread::Builder::new()
             .name("jail-unix-connect".into())
-            .spawn(move || serve(&listener, &requests, &rules))?;
+            .spawn(move || serve(&listener, &requests, &rules, diag.as_ref()))?;
         Ok(())
     }
 }
@@ -467,7 +483,7 @@ fn relay_replies(listener: &OwnedFd, requests: &OwnedFd) {
     }
 }
 
-fn serve(listener: &OwnedFd, requests: &OwnedFd, rules: &Rules) {
+fn serve(listener: &OwnedFd, requests: &OwnedFd, rules: &Rules, diag: Option<&OwnedFd>) {
     loop {
         let mut pfd = libc::pollfd {
             fd: listener.as_raw_fd(),
@@ -497,7 +513,7 @@ fn serve(listener: &OwnedFd, requests: &OwnedFd, rules: &Rules) {
             // ENOENT: the caller was interrupted before we read it.
             continue;
         }
-        match prepare(listener, &req, rules) {
+        match prepare(listener, &req, rules, diag) {
             Ok((kind, addr, fds)) => {
                 let mut msg = req.id.to_ne_bytes().to_vec();
                 msg.push(kind);
@@ -570,6 +586,7 @@ fn prepare(
     listener: &OwnedFd,
     req: &libc::seccomp_notif,
     rules: &Rules,
+    diag: Option<&OwnedFd>,
 ) -> Result<(u8, Vec<u8>, Vec<OwnedFd>), i32> {
     let fd = req.data.args[0] as i32;
     let len = req.data.args[2] as u32 as i32;
@@ -598,14 +615,35 @@ fn prepare(
     };
     still_valid(listener, req.id)?;
     let st = fstat(&file).map_err(errno_of)?;
-    rules.permits(
-        st.st_mode,
-        SocketId {
-            dev: st.st_dev,
-            ino: st.st_ino,
-        },
-    )?;
+    let id = SocketId {
+        dev: st.st_dev,
+        ino: st.st_ino,
+    };
+    match rules.permits(st.st_mode, id) {
+        Ok(()) => {}
+        // Outside the jail's own filesystems, the jail's own daemon still passes: a process of
+        // the jail holds the socket listening on that file.
+        Err(libc::EACCES) if diag.is_some_and(|d| held_by_jail(d, id)) => {}
+        Err(errno) => return Err(errno),
+    }
     Ok((KIND_PINNED, Vec::new(), vec![sock, file]))
+}
+
+/// Whether the socket listening on file `id` is held by a process of the jail (a descendant of
+/// the supervisor). The pinned file makes this race-free: a listener that closes leaves the file
+/// dead (ECONNREFUSED), and a new bind makes a new file.
+fn held_by_jail(diag: &OwnedFd, id: SocketId) -> bool {
+    match super::unix_diag::listeners(diag, id) {
+        Ok(sockets) if !sockets.is_empty() => {
+            let jail = super::supervisor::descendants(std::process::id() as i32);
+            super::unix_diag::held_by(&jail, &sockets)
+        }
+        Ok(_) => false,
+        Err(e) => {
+            tracing::info!("socket diagnostics: {e}");
+            false
+        }
+    }
 }
 
 /// A pidfd for thread `tid` (the notification names the calling thread).
