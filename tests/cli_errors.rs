@@ -429,3 +429,29 @@ fn following_the_advice_for_a_symlinked_protected_name_works() {
         );
     }
 }
+
+#[test]
+fn allow_socket_names_only_an_existing_socket() {
+    if !full_level_or_skip("allow_socket_names_only_an_existing_socket") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "allowsock");
+        let run = attempt(&fx, &["--allow-socket", &fx.p("repo/file.txt")]);
+        assert_refused(
+            &run,
+            &format!("--allow-socket a file as {who:?}"),
+            &[
+                "--allow-socket",
+                &fx.p("repo/file.txt"),
+                "not a unix socket",
+            ],
+        );
+        let run = attempt(&fx, &["--allow-socket", "nope.sock"]);
+        assert_refused(
+            &run,
+            &format!("--allow-socket missing as {who:?}"),
+            &["--allow-socket", &fx.p("nope.sock"), "does not exist"],
+        );
+    }
+}
