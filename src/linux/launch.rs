@@ -206,6 +206,10 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
                 "--keep-fd {fd}: not an open descriptor"
             )));
         }
+        if let Some(why) = super::unix_connect::kept_descriptor_risk(*fd, policy.allow_unix_sockets)
+        {
+            return Err(JailError::BadInput(format!("--keep-fd {fd}: {why}")));
+        }
     }
     // A dry run tries the namespaces for real (a throwaway child, ~1 ms), so that it shows what a
     // run would get; a real run tries them by running, and falls back if it must.
@@ -488,16 +492,19 @@ fn unix_mediation(
         return Ok(None);
     }
     let mut allowed = std::collections::BTreeSet::new();
+    let mut pins = Vec::new();
     for path in &policy.allow_sockets {
-        let id = super::unix_connect::allowed_socket(path)
+        let (id, pin) = super::unix_connect::allowed_socket(path)
             .map_err(|e| JailError::bad_path("--allow-socket", path, e))?;
         allowed.insert(id);
+        pins.push(pin);
     }
     let channels = super::unix_connect::Channels::new()
         .map_err(|e| JailError::layer("unix sockets", "socketpair", e))?;
     Ok(Some(super::supervisor::UnixMediation {
         channels: std::cell::RefCell::new(Some(channels)),
         allowed,
+        pins,
     }))
 }
 

@@ -67,7 +67,7 @@ const AF_INET6: u32 = 10;
 const AF_NETLINK: u32 = 16;
 const AF_VSOCK: u32 = 40;
 const SOCK_STREAM: u32 = 1;
-const SOCK_DGRAM: u32 = 2;
+const SOCK_SEQPACKET: u32 = 5;
 /// The socket type is the low four bits of socket()'s second argument (the rest are flags).
 const SOCK_TYPE_MASK: u32 = 0xf;
 const IPPROTO_TCP: u32 = 6;
@@ -199,7 +199,7 @@ pub fn compile(policy: &Policy, net: NetFilter) -> SeccompPlan {
     if !policy.allow_unix_sockets {
         // A filesystem socket's connect() is confined by no layer on this kernel class (Landlock
         // before ABI 9 has no right for it, a read-only mount does not stop it, seccomp cannot
-        // see the path): refuse creating AF_UNIX sockets; socketpair() stays allowed.
+        // see the path): refuse creating AF_UNIX sockets; stream socketpairs stay allowed.
         deny.push(Deny {
             syscall: "socket",
             when: When::ArgMasked {
@@ -211,26 +211,19 @@ pub fn compile(policy: &Policy, net: NetFilter) -> SeccompPlan {
     } else {
         // Allowed unix sockets are mediated by the supervisor at connect() (unix_connect.rs),
         // but a datagram socket sends to any path with sendto()/sendmsg(), whose address the
-        // filter cannot read, even once connected: no unix datagram sockets, named or paired.
-        for call in ["socket", "socketpair"] {
-            deny.push(Deny {
-                syscall: call,
-                when: When::All(vec![
-                    Cond {
-                        arg: 0,
-                        mask: u32::MAX,
-                        value: AF_UNIX,
-                        ne: false,
-                    },
-                    Cond {
-                        arg: 1,
-                        mask: SOCK_TYPE_MASK,
-                        value: SOCK_DGRAM,
-                        ne: false,
-                    },
-                ]),
-            });
-        }
+        // filter cannot read: only stream and seqpacket unix sockets.
+        deny.extend(unix_datagram_sockets("socket"));
+    }
+    // A datagram pair sends to any path as well (sendto() on a connected datagram socket names
+    // another peer), in every jail.
+    deny.extend(unix_datagram_sockets("socketpair"));
+    if policy.allow_unix_sockets {
+        // The connector makes every connect in the jail's Landlock domain; a nested domain's TCP
+        // port rules and abstract-socket scope would not be the connector's, so none is made.
+        deny.push(Deny {
+            syscall: "landlock_restrict_self",
+            when: When::Always,
+        });
     }
     if net.tcp_only {
         deny.extend(non_tcp_inet_sockets());
@@ -247,6 +240,31 @@ pub fn compile(policy: &Policy, net: NetFilter) -> SeccompPlan {
         enosys: vec!["clone3"],
         reject_x32: cfg!(target_arch = "x86_64"),
     }
+}
+
+/// `call` (socket or socketpair) making an AF_UNIX socket of any type but stream and seqpacket:
+/// the kernel makes a datagram socket of SOCK_DGRAM and of SOCK_RAW alike. Every type is listed
+/// (seccomp has no masked "not equal"), so that the flag bits of the argument do not matter.
+fn unix_datagram_sockets(call: &'static str) -> impl Iterator<Item = Deny> {
+    (0..=SOCK_TYPE_MASK)
+        .filter(|t| *t != SOCK_STREAM && *t != SOCK_SEQPACKET)
+        .map(move |ty| Deny {
+            syscall: call,
+            when: When::All(vec![
+                Cond {
+                    arg: 0,
+                    mask: u32::MAX,
+                    value: AF_UNIX,
+                    ne: false,
+                },
+                Cond {
+                    arg: 1,
+                    mask: SOCK_TYPE_MASK,
+                    value: ty,
+                    ne: false,
+                },
+            ]),
+        })
 }
 
 /// socket() calls that make anything but a TCP socket over IPv4 or IPv6 (unix sockets have their
@@ -389,6 +407,7 @@ pub fn syscall_number(name: &str) -> Option<i64> {
         SYS_ioctl,
         SYS_socket,
         SYS_socketpair,
+        SYS_landlock_restrict_self,
         SYS_sendto,
         SYS_sendmsg,
         SYS_sendmmsg,

@@ -113,6 +113,10 @@ pub struct UnixMediation {
     pub channels: std::cell::RefCell<Option<unix_connect::Channels>>,
     /// The `--allow-socket` sockets as the host shows them.
     pub allowed: std::collections::BTreeSet<unix_connect::SocketId>,
+    /// Their files, held open for the run: an inode in use is never handed to a new file, so
+    /// another socket cannot come to carry an allowed identity (the socket removed and the
+    /// number reused).
+    pub pins: Vec<OwnedFd>,
 }
 
 impl UnixMediation {
@@ -153,7 +157,6 @@ impl UnixMediation {
         };
         let Some(listener) = unix_connect::receive_listener(&listener_end).map_err(|e| err(&e))?
         else {
-            tracing::info!("unix connects are mediated by an enclosing jail");
             return Ok(());
         };
         let rules = unix_connect::Rules {

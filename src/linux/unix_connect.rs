@@ -202,9 +202,9 @@ fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// In the command, after Landlock and the main filter: fork the connector, install the
-/// notifying filter and send its listener to the supervisor. On EBUSY (an enclosing jail's
-/// filter already notifies: the kernel allows one listener per process), the enclosing jail's
-/// mediation holds, and no listener is sent.
+/// notifying filter and send its listener to the supervisor. EBUSY (the kernel allows one
+/// listener per process, and one is there: an enclosing jail's, or a container runtime's syscall
+/// interception, which cannot be told apart) stops the launch: nothing would mediate.
 pub fn arm(channels: &Channels) -> Result<(), String> {
     start_connector(channels.requests.1.as_raw_fd())
         .map_err(|e| format!("unix sockets: starting the connector: {e}"))?;
@@ -226,8 +226,12 @@ pub fn arm(channels: &Channels) -> Result<(), String> {
     if rc < 0 {
         let e = io::Error::last_os_error();
         if e.raw_os_error() == Some(libc::EBUSY) {
-            send_plain(channel, b"B").map_err(|e| format!("unix sockets: {e}"))?;
-            return Ok(());
+            return Err(
+                "unix sockets: this process already has a notifying seccomp filter (an \
+                 enclosing jail's, or a container runtime's): connects cannot be mediated; run \
+                 without --allow-unix-sockets (or the profile that allows them)"
+                    .into(),
+            );
         }
         return Err(format!(
             "unix sockets: installing the notifying seccomp filter: {e}"
@@ -321,8 +325,22 @@ fn connector_main(requests: RawFd) -> ! {
         // A blocking one may wait for a slow TCP handshake, which must not hold up the next.
         if inline {
             work();
-        } else if let Err(e) = std::thread::Builder::new().spawn(work) {
-            tracing::debug!("connector thread: {e}");
+        } else {
+            // Shared so that a refused spawn (a process limit) still answers, made here.
+            let work = Arc::new(std::sync::Mutex::new(Some(work)));
+            let run = {
+                let work = Arc::clone(&work);
+                move || {
+                    if let Some(w) = work.lock().ok().and_then(|mut w| w.take()) {
+                        w();
+                    }
+                }
+            };
+            if std::thread::Builder::new().spawn(run).is_err() {
+                if let Some(w) = work.lock().ok().and_then(|mut w| w.take()) {
+                    w();
+                }
+            }
         }
     }
 }
@@ -411,24 +429,12 @@ pub struct Mediator {
     diag: Option<OwnedFd>,
 }
 
-/// Receives what the command sent: its listener, or `None` when an enclosing jail mediates.
+/// Receives the command's listener; `None` when the command closed its end without one: arming
+/// failed, and the command leaves (exit 125) with the reason, before it runs anything.
 pub fn receive_listener(channel: &OwnedFd) -> Result<Option<OwnedFd>, String> {
-    let mut byte = [0u8; 1];
-    // SAFETY: peeks one byte into `byte`.
-    let n = unsafe {
-        libc::recv(
-            channel.as_raw_fd(),
-            byte.as_mut_ptr().cast(),
-            1,
-            libc::MSG_PEEK,
-        )
-    };
-    if n == 1 && byte[0] == b'B' {
-        return Ok(None);
-    }
     match super::sys::recv_fd(channel.as_raw_fd()) {
         Ok(Some(fd)) => Ok(Some(fd)),
-        Ok(None) => Err("the command ended before it armed unix-socket mediation".into()),
+        Ok(None) => Ok(None),
         Err(e) => Err(format!("receiving the unix-socket listener: {e}")),
     }
 }
@@ -455,18 +461,27 @@ impl Mediator {
             rules,
             diag,
         } = self;
-        let (l2, r2) = (Arc::clone(&listener), Arc::clone(&requests));
+        let outstanding: Arc<Outstanding> = Arc::new(std::sync::Mutex::new(Some(BTreeSet::new())));
+        let (l2, r2, o2) = (
+            Arc::clone(&listener),
+            Arc::clone(&requests),
+            Arc::clone(&outstanding),
+        );
         std::thread::Builder::new()
             .name("jail-unix-replies".into())
-            .spawn(move || relay_replies(&l2, &r2))?;
+            .spawn(move || relay_replies(&l2, &r2, &o2))?;
         std::thread::Builder::new()
             .name("jail-unix-connect".into())
-            .spawn(move || serve(&listener, &requests, &rules, diag.as_ref()))?;
+            .spawn(move || serve(&listener, &requests, &rules, diag.as_ref(), &outstanding))?;
         Ok(())
     }
 }
 
-fn relay_replies(listener: &OwnedFd, requests: &OwnedFd) {
+/// The connects handed to the connector and not answered yet; `None` once the connector is gone
+/// (every later connect is refused at once).
+type Outstanding = std::sync::Mutex<Option<BTreeSet<u64>>>;
+
+fn relay_replies(listener: &OwnedFd, requests: &OwnedFd, outstanding: &Outstanding) {
     let mut buf = [0u8; 12];
     loop {
         // SAFETY: reads at most 12 bytes into `buf`.
@@ -475,15 +490,30 @@ fn relay_replies(listener: &OwnedFd, requests: &OwnedFd) {
             continue;
         }
         if n != 12 {
-            return;
+            break;
         }
         let id = u64::from_ne_bytes(buf[..8].try_into().expect("8 bytes"));
         let errno = i32::from_ne_bytes(buf[8..].try_into().expect("4 bytes"));
+        if let Some(set) = outstanding.lock().expect("not poisoned").as_mut() {
+            set.remove(&id);
+        }
         respond(listener, id, errno);
+    }
+    // The connector is gone (killed from inside, or the run is ending): what it held is refused.
+    let pending = outstanding.lock().expect("not poisoned").take();
+    for id in pending.into_iter().flatten() {
+        respond(listener, id, libc::ECONNREFUSED);
     }
 }
 
-fn serve(listener: &OwnedFd, requests: &OwnedFd, rules: &Rules, diag: Option<&OwnedFd>) {
+fn serve(
+    listener: &OwnedFd,
+    requests: &OwnedFd,
+    rules: &Rules,
+    diag: Option<&OwnedFd>,
+    outstanding: &Outstanding,
+) {
+    let mut reported = BTreeSet::new();
     loop {
         let mut pfd = libc::pollfd {
             fd: listener.as_raw_fd(),
@@ -519,15 +549,32 @@ fn serve(listener: &OwnedFd, requests: &OwnedFd, rules: &Rules, diag: Option<&Ow
                 msg.push(kind);
                 msg.extend(addr);
                 let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
-                if send_request(requests.as_raw_fd(), &msg, &raw).is_err() {
+                // Recorded before it is sent, so that the relay's answer always finds it.
+                let live = outstanding
+                    .lock()
+                    .expect("not poisoned")
+                    .as_mut()
+                    .map(|set| set.insert(req.id))
+                    .is_some();
+                if !live || send_request(requests.as_raw_fd(), &msg, &raw).is_err() {
+                    if let Some(set) = outstanding.lock().expect("not poisoned").as_mut() {
+                        set.remove(&req.id);
+                    }
                     respond(listener, req.id, libc::ECONNREFUSED);
                 }
             }
-            Err(errno) => {
-                if errno == libc::EACCES {
-                    tracing::info!("unix connect refused (pid {})", req.pid);
+            Err(Refusal::Errno(errno)) => respond(listener, req.id, errno),
+            Err(Refusal::NotOurs(path)) => {
+                // Said once per path: a connect that fails for this reason is otherwise a
+                // mystery to the person running the agent.
+                if reported.len() < 64 && reported.insert(path.clone()) {
+                    crate::text::say(format!(
+                        "jail: refused a unix connect to {}: not the jail's own socket \
+                         (--allow-socket PATH lets one through)",
+                        String::from_utf8_lossy(&path)
+                    ));
                 }
-                respond(listener, req.id, errno)
+                respond(listener, req.id, libc::EACCES)
             }
         }
     }
@@ -581,18 +628,35 @@ fn errno_of(e: io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
 
-/// Checks one connect; returns what to hand the connector, or the errno to answer.
+/// Why a connect is not handed to the connector.
+enum Refusal {
+    /// What the kernel would answer (a bad address, a missing path), or a vanished caller.
+    Errno(i32),
+    /// The rule: a socket that is not the jail's own and not allowed (EACCES), at this path.
+    NotOurs(Vec<u8>),
+}
+
+impl From<i32> for Refusal {
+    fn from(errno: i32) -> Refusal {
+        Refusal::Errno(errno)
+    }
+}
+
+/// sizeof(struct sockaddr_un): a unix address may not be longer (the kernel answers EINVAL).
+const SOCKADDR_UN_LEN: usize = 110;
+
+/// Checks one connect; returns what to hand the connector, or why not.
 fn prepare(
     listener: &OwnedFd,
     req: &libc::seccomp_notif,
     rules: &Rules,
     diag: Option<&OwnedFd>,
-) -> Result<(u8, Vec<u8>, Vec<OwnedFd>), i32> {
+) -> Result<(u8, Vec<u8>, Vec<OwnedFd>), Refusal> {
     let fd = req.data.args[0] as i32;
     let len = req.data.args[2] as u32 as i32;
     // As the kernel: an address longer than sockaddr_storage, or negative, is invalid.
     if !(0..=128).contains(&len) {
-        return Err(libc::EINVAL);
+        return Err(libc::EINVAL.into());
     }
     let pid = req.pid as libc::pid_t;
     let pidfd = pidfd_of(pid).map_err(errno_of)?;
@@ -607,6 +671,7 @@ fn prepare(
         UnixAddress::NoLookup | UnixAddress::Abstract => {
             return Ok((KIND_ADDRESS, addr, vec![sock]));
         }
+        UnixAddress::Path(_) if addr.len() > SOCKADDR_UN_LEN => return Err(libc::EINVAL.into()),
         UnixAddress::Path(p) => p,
     };
     let file = match own_descriptor_path(&path) {
@@ -624,7 +689,8 @@ fn prepare(
         // Outside the jail's own filesystems, the jail's own daemon still passes: a process of
         // the jail holds the socket listening on that file.
         Err(libc::EACCES) if diag.is_some_and(|d| held_by_jail(d, id)) => {}
-        Err(errno) => return Err(errno),
+        Err(libc::EACCES) => return Err(Refusal::NotOurs(path)),
+        Err(errno) => return Err(errno.into()),
     }
     Ok((KIND_PINNED, Vec::new(), vec![sock, file]))
 }
@@ -732,16 +798,29 @@ fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
     Ok(unsafe { st.assume_init() })
 }
 
-/// The file `path` names for process `pid`: absolute paths from its root, relative ones from its
-/// working directory; never above either, never through a magic link.
+/// The file `path` names for process `pid`, resolved from its root: a relative path is joined to
+/// its working directory as the process sees it (so `..` climbs as the kernel would, up to the
+/// root); never above the root, never through a magic link.
 fn resolve_in_view(pid: libc::pid_t, path: &[u8]) -> io::Result<OwnedFd> {
-    let base = if path.first() == Some(&b'/') {
-        "root"
-    } else {
-        "cwd"
-    };
+    use std::os::unix::ffi::OsStringExt;
+    let mut full = path.to_vec();
+    let mut base = "root";
+    if path.first() != Some(&b'/') {
+        // Read from outside, the link shows the working directory within the process's own
+        // root. A deleted one (or one outside the root) is resolved from the directory itself,
+        // with `..` stopping there.
+        match std::fs::read_link(format!("/proc/{pid}/cwd")).map(|p| p.into_os_string().into_vec())
+        {
+            Ok(cwd) if cwd.first() == Some(&b'/') && !cwd.ends_with(b" (deleted)") => {
+                full = cwd;
+                full.push(b'/');
+                full.extend_from_slice(path);
+            }
+            _ => base = "cwd",
+        }
+    }
     let dir = super::sys::open_path(std::path::Path::new(&format!("/proc/{pid}/{base}")))?;
-    let c = std::ffi::CString::new(path).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let c = std::ffi::CString::new(full).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: open_how is plain data; zero is its "nothing asked" value.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
@@ -761,6 +840,46 @@ fn resolve_in_view(pid: libc::pid_t, path: &[u8]) -> io::Result<OwnedFd> {
     }
     // SAFETY: a new descriptor, owned here.
     Ok(unsafe { OwnedFd::from_raw_fd(rc as RawFd) })
+}
+
+/// Why a descriptor handed in with `--keep-fd` would lead around the rules, if it would: a unix
+/// datagram socket sends to any path; an unconnected unix stream socket connects to any path
+/// unless connects are mediated.
+pub fn kept_descriptor_risk(fd: RawFd, mediated: bool) -> Option<&'static str> {
+    let opt = |name| {
+        let mut value: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes one int into `value`; fails harmlessly on a non-socket.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                name,
+                (&mut value as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        (rc == 0).then_some(value)
+    };
+    if opt(libc::SO_DOMAIN)? != libc::AF_UNIX {
+        return None;
+    }
+    if opt(libc::SO_TYPE)? == libc::SOCK_DGRAM {
+        return Some("a unix datagram socket sends to any socket path");
+    }
+    if mediated || opt(libc::SO_ACCEPTCONN) == Some(1) {
+        return None;
+    }
+    // SAFETY: getpeername writes at most `len` bytes into `addr`.
+    let connected = unsafe {
+        let mut addr: libc::sockaddr_un = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        libc::getpeername(fd, (&mut addr as *mut libc::sockaddr_un).cast(), &mut len) == 0
+    };
+    (!connected).then_some(
+        "an unconnected unix socket connects to any socket path (pass a connected one, or allow \
+         unix sockets, whose connects are mediated)",
+    )
 }
 
 /// Whether this kernel has what mediation needs: user notification (5.0), pidfd_getfd and
@@ -792,17 +911,21 @@ pub fn available() -> Result<(), String> {
     Ok(())
 }
 
-/// The identity of a `--allow-socket` path on the host, checked to be a socket.
-pub fn allowed_socket(path: &std::path::Path) -> Result<SocketId, String> {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    if !meta.file_type().is_socket() {
+/// The identity of a `--allow-socket` path on the host, checked to be a socket, and the O_PATH
+/// descriptor that holds that inode for the run.
+pub fn allowed_socket(path: &std::path::Path) -> Result<(SocketId, OwnedFd), String> {
+    let fd = super::sys::open_path_nofollow(path).map_err(|e| e.to_string())?;
+    let st = fstat(&fd).map_err(|e| e.to_string())?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
         return Err("not a unix socket".into());
     }
-    Ok(SocketId {
-        dev: meta.dev(),
-        ino: meta.ino(),
-    })
+    Ok((
+        SocketId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        },
+        fd,
+    ))
 }
 
 #[cfg(test)]
