@@ -293,6 +293,23 @@ fn the_file_a_credential_variable_names_is_unreadable_inside() {
             attack.prove(&fx);
         }
 
+        // A file inside a path hidden already (~/.aws): the launch works, the file stays hidden.
+        let creds = fx
+            .home
+            .join(".aws/credentials")
+            .to_string_lossy()
+            .into_owned();
+        let run = fx.jail_with(
+            &["--", &a, "read", &creds],
+            &[],
+            &[("AWS_SHARED_CREDENTIALS_FILE", &creds)],
+        );
+        assert_eq!(
+            common::verdict(&run),
+            common::Verdict::Blocked,
+            "as {who:?}"
+        );
+
         // Kept by name, the variable and its file are handed over on purpose.
         let run = fx.jail_with(
             &[

@@ -259,6 +259,25 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         );
     }
 
+    // A hidden path inside another with nothing opened in between (`~/.aws/credentials` named by
+    // AWS_SHARED_CREDENTIALS_FILE, under the hidden `~/.aws`) is hidden already; the mount view
+    // could not even place it, since the enclosing empty tmpfs does not hold it.
+    let nested_hides: Vec<PathBuf> = rules
+        .values()
+        .filter(|r| r.access == Access::Hide)
+        .filter(|r| {
+            rules
+                .values()
+                .filter(|o| o.path != r.path && r.path.starts_with(&o.path))
+                .max_by_key(|o| o.path.components().count())
+                .is_some_and(|o| o.access == Access::Hide)
+        })
+        .map(|r| r.path.clone())
+        .collect();
+    for path in nested_hides {
+        rules.remove(&path);
+    }
+
     // Protected names stay read-only under every writable path unless named exactly, including
     // in projects nested a few levels below it (`--rw ~/projects`).
     let mut absent_protected = Vec::new();
@@ -956,6 +975,7 @@ mod tests {
     fn files_credential_variables_name_are_hidden_unless_too_wide_or_no_store() {
         let t = Tree::new("credvars");
         fs::create_dir_all(t.p("keys/kube")).unwrap();
+        fs::write(t.p("keys/kube/config"), "x").unwrap();
         fs::create_dir_all(t.p("home")).unwrap();
         fs::write(t.p("keys/sa.json"), "{}").unwrap();
         fs::write(t.p("keys/open.pem"), "x").unwrap();
@@ -965,6 +985,7 @@ mod tests {
         i.credential_files = [
             ("GOOGLE_APPLICATION_CREDENTIALS", t.p("sa-link.json")),
             ("KUBECONFIG", t.p("keys/kube")),
+            ("KUBE_CREDENTIALS_FILE", t.p("keys/kube/config")),
             ("AWS_CONFIG_FILE", "/dev/null".into()),
             ("MISSING_KEY_FILE", t.p("keys/none")),
             ("OPEN_KEY_FILE", t.p("keys/open.pem")),
@@ -984,6 +1005,10 @@ mod tests {
             )
         );
         assert_eq!(rule(&p, &t.p("keys/kube")).unwrap().kind, Kind::Dir);
+        assert!(
+            rule(&p, &t.p("keys/kube/config")).is_none(),
+            "a hide inside a hide is the outer one's"
+        );
         assert!(
             rule(&p, Path::new("/dev/null")).is_none(),
             "a device is no store"

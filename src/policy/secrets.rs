@@ -260,6 +260,8 @@ mod tests {
             "npm_abcdefghijklmnopqrstuvwxyz0123456789",
             "--token=ghp_16C7e42F292c6912E7710c838347Ae178B4a",
             "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+            "pypi-AgEIcHlwaS5vcmcCJGE4ZjY0ZTYzLTRhNjItNDhhZC1iOGJjLTU3YmVmZDc4MjY2OQ",
+            "AGE-SECRET-KEY-1QQPQZRTN6GZ4EDWHUXMA0RT6VEG3LHDWEWY6Q6ZX0WQV5K7ZXY9QS3L2V9",
             "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MEFCQ0RFRkdISUpLTE1OT1A=",
             "8Kd2LmQ9xRvT4wYbN7pZsE1uJcH6gFa3",
             "dGhpc2lzYXZlcnlsb25nc2VjcmV0a2V5MTIzNDU2Nzg5MA",
