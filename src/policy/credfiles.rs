@@ -30,6 +30,15 @@ const NAMES: &[&str] = &[
     "VAULT_CONFIG_PATH",
     "SSL_KEY_FILE",
     "TLS_KEY_FILE",
+    "VAULT_CLIENT_KEY",
+    "DOCKER_CERT_PATH",
+    "HELM_REGISTRY_CONFIG",
+    "MYSQL_TEST_LOGIN_FILE",
+    "CLOUDSDK_AUTH_CREDENTIAL_FILE_OVERRIDE",
+    // Kerberos keytabs and the credential cache (`FILE:/tmp/krb5cc_0`).
+    "KRB5_KTNAME",
+    "KRB5_CLIENT_KTNAME",
+    "KRB5CCNAME",
 ];
 
 /// Name shapes of the same (any case), the `*_FILE` convention of container images included
@@ -43,6 +52,7 @@ const PATTERNS: &[&str] = &[
     "*_CREDENTIALS_PATH",
     "*_CREDENTIAL_FILE",
     "*_CREDS_FILE",
+    "*_CREDS_PATH",
     "*_TOKEN_FILE",
     "*_TOKEN_PATH",
     "*_PASSWORD_FILE",
@@ -51,6 +61,7 @@ const PATTERNS: &[&str] = &[
     "*_SECRET_FILE",
     "*_SECRETS_FILE",
     "*_PASSFILE",
+    "*_PASSPHRASE_FILE",
     "*_AUTH_FILE",
     "*_SSL_KEY",
     "*_TLS_KEY",
@@ -125,6 +136,11 @@ fn ssh_identity_files(cmd: &str) -> Vec<&str> {
 
 fn absolute(p: &str, home: Option<&Path>, base: &Path) -> Option<PathBuf> {
     let p = p.trim_matches(['"', '\'']);
+    // Kerberos spells a file as `FILE:PATH` (other cache types name no file).
+    let p = p.strip_prefix("FILE:").unwrap_or(p);
+    if p.contains(':') && !p.starts_with(['/', '.', '~']) {
+        return None;
+    }
     let path = match (p.strip_prefix("~/"), home) {
         (Some(rest), Some(h)) => h.join(rest),
         (Some(_), None) => return None,
@@ -166,6 +182,10 @@ mod tests {
         one("MY_APP_TLS_KEY", "/etc/app/tls.key", "/etc/app/tls.key");
         one("PGPASSFILE", "/home/u/.pgpass", "/home/u/.pgpass");
         one("NETRC", "../n/../netrc", "/netrc");
+        one("KRB5CCNAME", "FILE:/var/krb5cc_0", "/var/krb5cc_0");
+        one("PULUMI_CONFIG_PASSPHRASE_FILE", "/p/pass", "/p/pass");
+        one("DOCKER_CERT_PATH", "~/.certs", "/home/u/.certs");
+        assert_eq!(files("KRB5CCNAME", "KEYRING:persistent:0"), Some(vec![]));
         assert_eq!(
             files("KUBECONFIG", "/a/config::~/.kube/other"),
             Some(vec![
