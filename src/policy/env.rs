@@ -90,11 +90,13 @@ pub struct ChildEnv {
 /// every variable at each launch.
 pub fn matches(pattern: &str, name: &str) -> bool {
     let (p, n) = (pattern.as_bytes(), name.as_bytes());
-    let parts: Vec<&[u8]> = p.split(|&c| c == b'*').collect();
-    if parts.len() == 1 {
+    let (Some(star), Some(last_star)) = (
+        p.iter().position(|&c| c == b'*'),
+        p.iter().rposition(|&c| c == b'*'),
+    ) else {
         return p.eq_ignore_ascii_case(n);
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    };
+    let (first, last) = (&p[..star], &p[last_star + 1..]);
     if n.len() < first.len() + last.len()
         || !n[..first.len()].eq_ignore_ascii_case(first)
         || !n[n.len() - last.len()..].eq_ignore_ascii_case(last)
@@ -102,14 +104,18 @@ pub fn matches(pattern: &str, name: &str) -> bool {
         return false;
     }
     let mut rest = &n[first.len()..n.len() - last.len()];
-    for mid in &parts[1..parts.len() - 1] {
+    let middle = if last_star > star {
+        &p[star + 1..last_star]
+    } else {
+        &[][..]
+    };
+    for mid in middle.split(|&c| c == b'*').filter(|m| !m.is_empty()) {
         match rest
-            .windows(mid.len().max(1))
+            .windows(mid.len())
             .position(|w| w.eq_ignore_ascii_case(mid))
         {
-            Some(i) if !mid.is_empty() => rest = &rest[i + mid.len()..],
-            _ if mid.is_empty() => {}
-            _ => return false,
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
         }
     }
     true

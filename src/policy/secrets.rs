@@ -118,56 +118,50 @@ fn token_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
 }
 
+/// One pass over the value: only where a word starts can a token start, and most values have
+/// few words (a launch checks every variable, so this must stay linear).
 fn token_shape(v: &str) -> Option<&'static str> {
     let b = v.as_bytes();
-    for (prefix, min, kind) in TOKEN_SHAPES {
-        let p = prefix.as_bytes();
-        let mut from = 0;
-        while let Some(i) = find(&b[from..], p).map(|i| i + from) {
-            let word_start = i == 0 || !token_char(b[i - 1]);
-            let tail = b[i + p.len()..]
-                .iter()
-                .take_while(|c| token_char(**c))
-                .count();
+    let starts = |c: &u8| *c == b'e' || TOKEN_SHAPES.iter().any(|(p, _, _)| p.as_bytes()[0] == *c);
+    for i in (0..b.len()).filter(|&i| (i == 0 || !token_char(b[i - 1])) && starts(&b[i])) {
+        let rest = &b[i..];
+        for (prefix, min, kind) in TOKEN_SHAPES {
+            let Some(after) = rest.strip_prefix(prefix.as_bytes()) else {
+                continue;
+            };
+            let tail = &after[..after.iter().take_while(|c| token_char(**c)).count()];
             // AWS key ids are exactly 16 upper-case letters and digits after the prefix.
             let tail_ok = if prefix.starts_with("AKIA") || prefix.starts_with("ASIA") {
-                tail == *min
-                    && b[i + p.len()..i + p.len() + tail]
+                tail.len() == *min
+                    && tail
                         .iter()
                         .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
             } else {
-                tail >= *min
-                    && b[i + p.len()..i + p.len() + tail]
-                        .iter()
-                        .any(|c| c.is_ascii_digit())
+                tail.len() >= *min && tail.iter().any(|c| c.is_ascii_digit())
             };
-            if word_start && tail_ok {
+            if tail_ok {
                 return Some(kind);
             }
-            from = i + 1;
         }
-    }
-    if jwt(v) {
-        return Some("a JSON Web Token");
+        if jwt(rest) {
+            return Some("a JSON Web Token");
+        }
     }
     None
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-/// `header.payload.signature`, base64url, the header a JSON object (`eyJ` is `{"`).
-fn jwt(v: &str) -> bool {
-    v.split(|c: char| !(c.is_ascii_alphanumeric() || "_-.".contains(c)))
-        .any(|word| {
-            let parts: Vec<&str> = word.split('.').collect();
-            parts.len() == 3
-                && parts[0].starts_with("eyJ")
-                && parts[1].starts_with("eyJ")
-                && parts[0].len() >= 10
-                && parts[1].len() >= 10
-        })
+/// `header.payload.signature` at the start of `b`, base64url, header and payload JSON objects
+/// (`eyJ` is `{"`).
+fn jwt(b: &[u8]) -> bool {
+    let segment = |b: &[u8]| b.iter().take_while(|c| token_char(**c)).count();
+    let part = |b: &[u8]| -> Option<usize> {
+        let n = segment(b);
+        (b.starts_with(b"eyJ") && n >= 10 && b.get(n) == Some(&b'.')).then_some(n + 1)
+    };
+    let Some(header) = part(b) else {
+        return false;
+    };
+    part(&b[header..]).is_some()
 }
 
 /// An AWS secret access key: 40 characters of base64 with both cases (a hex digest, all lower
