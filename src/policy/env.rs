@@ -1,5 +1,6 @@
 //! The command's environment: the caller's, less secrets removed by name pattern or recognised by
-//! their value, plus what the profile and the flags set. Values never appear in the dry run or the policy file, only names.
+//! their value, plus what the profile and the flags set. Values never appear in the dry run or
+//! the policy file, only names (and why each was removed).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
