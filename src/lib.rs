@@ -387,6 +387,12 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
             guarded.push((path, g.keys.clone()));
         }
     }
+    // The environment first: the credential files its variables name are hidden too.
+    let flags = EnvFlags::from_args(&args.env, &args.env_deny, args.env_clear)
+        .map_err(JailError::BadInput)?;
+    let caller: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let env = child_env(&caller, &prof.env, &flags, &x)
+        .map_err(|e| JailError::BadInput(format!("profile {}: {e}", prof.name)))?;
     let o = &prof.options;
     let timeout = match (args.timeout, &o.timeout) {
         (Some(t), _) => Some(t),
@@ -431,13 +437,10 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         home: home.clone(),
         profile_paths,
         guarded,
+        credential_files: env.credential_files.clone(),
     };
     let mut policy = policy::resolve(&input)?;
-    let flags = EnvFlags::from_args(&args.env, &args.env_deny, args.env_clear)
-        .map_err(JailError::BadInput)?;
-    let caller: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    policy.env = child_env(&caller, &prof.env, &flags, &x)
-        .map_err(|e| JailError::BadInput(format!("profile {}: {e}", prof.name)))?;
+    policy.env = env;
     policy::sockets::strip_socket_variables(&mut policy.env, &caller, &policy.allow_sockets);
     Ok(policy)
 }

@@ -64,7 +64,15 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
         return out;
     }
     if !layers.mount {
-        out.push("metadata not confined (chmod, chown, utimes, xattrs on read-only paths)".into());
+        out.push(if layers.seccomp {
+            "metadata not confined (chmod, chown, utimes, xattrs on read-only paths; inode flags \
+             are refused by seccomp)"
+                .into()
+        } else {
+            "metadata not confined (chmod, chown, utimes, xattrs, inode flags such as chattr's on \
+             read-only paths)"
+                .into()
+        });
         out.push("hidden paths are unreadable but their names can be listed".into());
         out.push("no private /tmp: the host's /tmp is shared".into());
         out.push("processes not isolated (no pid namespace)".into());
@@ -108,7 +116,9 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
     }
     if !layers.seccomp {
         out.push(
-            "no seccomp filter: mount, ptrace, io_uring, keyctl and TIOCSTI not refused".into(),
+            "no seccomp filter: mount, ptrace, io_uring, keyctl, TIOCSTI and inode flags \
+             (chattr) not refused"
+                .into(),
         );
     }
     if layers.landlock && f.landlock_abi < 6 {

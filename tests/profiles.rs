@@ -1566,7 +1566,12 @@ fn notice_outside_inside_and_before_a_run() {
             "the notice came after the command's output\n{}",
             run.describe()
         );
-        let notice = run.stderr[..cmd_at].trim_end();
+        // The line naming what left the environment (when anything did) follows the notice.
+        let notice = run.stderr[..cmd_at]
+            .split("\njail: removed from the environment:")
+            .next()
+            .unwrap()
+            .trim_end();
         assert_two_sentences(notice);
         let run = sh_in(&fx, &fx.dir, &["--rw", &scratch], cmd, &[]);
         assert_ok(&run, "no --notice");

@@ -252,6 +252,9 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
     };
     if args.notice {
         eprintln!("{}", status::notice_text(&status::Summary::of(&policy)));
+        if let Some(note) = policy.env.removal_note() {
+            crate::text::say(note);
+        }
     }
     let mut run = RunState {
         layers,

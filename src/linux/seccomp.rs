@@ -7,8 +7,9 @@
 //! - x32 syscalls share AUDIT_ARCH_X86_64 but set bit 30 of the number: all are refused.
 //! - `clone3` passes its flags in memory the filter cannot read, so it answers ENOSYS and libc
 //!   falls back to `clone`, whose flags the filter can inspect.
-//! - `ioctl`'s request is an `unsigned int` in the kernel: TIOCSTI and TIOCLINUX are matched on
-//!   the low 32 bits only, so high garbage bits cannot smuggle them past.
+//! - `ioctl`'s request is an `unsigned int` in the kernel: TIOCSTI, TIOCLINUX and the inode
+//!   attribute ioctls are matched on the low 32 bits only, so high garbage bits cannot smuggle
+//!   them past.
 
 use std::collections::BTreeMap;
 
@@ -60,6 +61,24 @@ pub struct SeccompPlan {
 
 const TIOCSTI: u32 = 0x5412;
 const TIOCLINUX: u32 = 0x541C;
+/// ioctls that change an inode's flags or attributes on a descriptor opened read-only:
+/// FS_IOC_SETFLAGS (chattr) and its 32-bit twin, FS_IOC_FSSETXATTR, FS_IOC_SETVERSION and its
+/// twin, FS_IOC_ENABLE_VERITY. Landlock (ABI 7) does not guard them and, without the mount
+/// view's read-only binds (EROFS), nothing else does; immutable and append-only need
+/// CAP_LINUX_IMMUTABLE, never kept, but the owner may set the others on a read-only path. No
+/// agent needs them, so they are refused in every jail. x86_64 and aarch64 both use the
+/// generic _IOW encoding: the numbers are the same on both.
+const INODE_ATTR_IOCTLS: [u32; 6] = [
+    0x4008_6602,
+    0x4004_6602,
+    0x401c_5820,
+    0x4008_7602,
+    0x4004_7602,
+    0x4080_6685,
+];
+/// file_setattr(2) (Linux 6.17) sets the same attributes as FS_IOC_FSSETXATTR, by path; 469 in
+/// the numbering every architecture shares from 424 on. libc does not name it yet.
+const SYS_FILE_SETATTR: i64 = 469;
 const CLONE_NEWUSER: u32 = 0x1000_0000;
 const AF_UNIX: u32 = 1;
 const AF_INET: u32 = 2;
@@ -161,7 +180,11 @@ pub fn compile(policy: &Policy, net: NetFilter) -> SeccompPlan {
             when: When::Always,
         })
         .collect();
-    for request in [TIOCSTI, TIOCLINUX] {
+    deny.push(Deny {
+        syscall: "file_setattr",
+        when: When::Always,
+    });
+    for request in [TIOCSTI, TIOCLINUX].into_iter().chain(INODE_ATTR_IOCTLS) {
         deny.push(Deny {
             syscall: "ioctl",
             when: When::ArgMasked {
@@ -353,6 +376,9 @@ pub fn syscall_number(name: &str) -> Option<i64> {
                 _ => None,
             }
         };
+    }
+    if name == "file_setattr" {
+        return Some(SYS_FILE_SETATTR);
     }
     let key = format!("SYS_{name}");
     #[cfg(target_arch = "x86_64")]
@@ -595,7 +621,7 @@ mod tests {
     fn terminal_injection_ioctls_are_matched_on_the_low_32_bits() {
         let plan = compile(&policy(false, false), NetFilter::default());
         let ioctls: Vec<_> = plan.deny.iter().filter(|d| d.syscall == "ioctl").collect();
-        assert_eq!(ioctls.len(), 2);
+        assert_eq!(ioctls.len(), 2 + INODE_ATTR_IOCTLS.len());
         for d in ioctls {
             assert!(matches!(
                 d.when,

@@ -1,11 +1,16 @@
-//! The command's environment: the caller's, less secrets removed by name pattern, plus what the
-//! profile and the flags set. Values never appear in the dry run or the policy file, only names.
+//! The command's environment: the caller's, less secrets removed by name pattern or recognised by
+//! their value, plus what the profile and the flags set. Values never appear in the dry run or
+//! the policy file, only names (and why each was removed).
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::credfiles;
 use super::profile::{Expansion, ProfileEnv};
+use super::secrets::secret_in_value;
 
 /// The environment rules from the command line (they beat the profile's).
 #[derive(Debug, Clone, Default)]
@@ -73,6 +78,12 @@ pub struct ChildEnv {
     pub removed: Vec<String>,
     /// Names set by the profile or a flag.
     pub set: Vec<String>,
+    /// Why each removed name was removed: the pattern, flag or kind of value (never the value).
+    pub why: BTreeMap<String, String>,
+    /// The files credential variables name (variable, path), to be hidden; not those of a
+    /// variable kept by name, which is handed to the command on purpose with its file.
+    #[serde(skip)]
+    pub credential_files: Vec<(String, PathBuf)>,
 }
 
 /// `*` matches any run of characters; everything else matches itself, ignoring ASCII case
@@ -80,11 +91,13 @@ pub struct ChildEnv {
 /// every variable at each launch.
 pub fn matches(pattern: &str, name: &str) -> bool {
     let (p, n) = (pattern.as_bytes(), name.as_bytes());
-    let parts: Vec<&[u8]> = p.split(|&c| c == b'*').collect();
-    if parts.len() == 1 {
+    let (Some(star), Some(last_star)) = (
+        p.iter().position(|&c| c == b'*'),
+        p.iter().rposition(|&c| c == b'*'),
+    ) else {
         return p.eq_ignore_ascii_case(n);
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    };
+    let (first, last) = (&p[..star], &p[last_star + 1..]);
     if n.len() < first.len() + last.len()
         || !n[..first.len()].eq_ignore_ascii_case(first)
         || !n[n.len() - last.len()..].eq_ignore_ascii_case(last)
@@ -92,47 +105,29 @@ pub fn matches(pattern: &str, name: &str) -> bool {
         return false;
     }
     let mut rest = &n[first.len()..n.len() - last.len()];
-    for mid in &parts[1..parts.len() - 1] {
+    let middle = if last_star > star {
+        &p[star + 1..last_star]
+    } else {
+        &[][..]
+    };
+    for mid in middle.split(|&c| c == b'*').filter(|m| !m.is_empty()) {
         match rest
-            .windows(mid.len().max(1))
+            .windows(mid.len())
             .position(|w| w.eq_ignore_ascii_case(mid))
         {
-            Some(i) if !mid.is_empty() => rest = &rest[i + mid.len()..],
-            _ if mid.is_empty() => {}
-            _ => return false,
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
         }
     }
     true
 }
 
-/// A value that carries a credential whatever the variable is called: a URL with user
-/// information (`postgres://user:secret@host/db`, `https://ghp_token@github.com/...`), or a
-/// connection string with a password or token field (`Server=h;Password=p`, `?password=x`).
-fn carries_credentials(value: &OsString) -> bool {
-    let Some(v) = value.to_str() else {
-        return false;
-    };
-    let url_userinfo = v.split("://").skip(1).any(|rest| {
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-        authority.contains('@')
-    });
-    let lower = v.to_ascii_lowercase();
-    let field = [
-        "password=",
-        "pwd=",
-        "passwd=",
-        "token=",
-        "secret=",
-        "apikey=",
-        "api_key=",
-    ]
-    .iter()
-    .any(|f| lower.contains(f));
-    url_userinfo || field || lower.starts_with("authorization:") || lower.starts_with("bearer ")
-}
-
 /// Computes the command's environment. Precedence, strongest first: `--env KEY`, `--env-deny`,
-/// the profile's `keep`, the profile's `deny`, then clearing.
+/// a name the profile keeps exactly, then what the value shows (a variable naming a credential
+/// file, a secret recognised by its value), a pattern the profile keeps, the profile's `deny`,
+/// then clearing. A value check beats a kept *pattern* (`LC_*`, `AIDER_*` say which names belong
+/// to the command, not that a private key under one of them may pass) but not a kept *name*: an
+/// agent profile keeps `ANTHROPIC_API_KEY` because the agent needs that very key.
 pub fn child_env(
     caller: &[(OsString, OsString)],
     profile: &ProfileEnv,
@@ -140,34 +135,59 @@ pub fn child_env(
     expand: &Expansion,
 ) -> Result<ChildEnv, String> {
     let clear = profile.clear || flags.clear;
-    let any = |list: &[String], name: &str| list.iter().any(|p| matches(p, name));
+    let first = |list: &[String], name: &str| list.iter().find(|p| matches(p, name)).cloned();
     let mut out = ChildEnv {
         cleared: clear,
         ..Default::default()
     };
     for (k, v) in caller {
+        let value = v.to_string_lossy();
+        let secret = secret_in_value(&value);
         let Some(name) = k.to_str() else {
-            // A name that is not UTF-8 matches no pattern: kept unless clearing.
-            if !clear {
-                out.vars.push((k.clone(), v.clone()));
+            // A name that is not UTF-8 matches no pattern: kept unless clearing or its value
+            // is a secret.
+            match (clear, secret) {
+                (false, None) => out.vars.push((k.clone(), v.clone())),
+                (_, found) => out.remove(
+                    &k.to_string_lossy(),
+                    found.map_or("environment cleared".into(), |s| format!("value is {s}")),
+                ),
             }
             continue;
         };
-        let keep = if flags.keep.iter().any(|n| n == name) {
-            true
-        } else if any(&flags.deny, name) {
-            false
-        } else if any(&profile.keep, name) {
-            true
-        } else if any(&profile.deny, name) || carries_credentials(v) {
-            false
+        let kept_by_flag = flags.keep.iter().any(|n| n == name);
+        let kept_by_name = kept_by_flag
+            || profile
+                .keep
+                .iter()
+                .any(|p| !p.contains('*') && matches(p, name));
+        let files = credfiles::named_files(name, &value, expand.home, expand.cwd);
+        if let (false, Some(files)) = (kept_by_name, &files) {
+            out.credential_files
+                .extend(files.iter().map(|f| (name.to_string(), f.clone())));
+        }
+        let why = if kept_by_flag {
+            None
+        } else if let Some(p) = first(&flags.deny, name) {
+            Some(format!("--env-deny {p}"))
+        } else if kept_by_name {
+            None
+        } else if files.is_some() {
+            Some("names a credential file".to_string())
+        } else if let Some(kind) = secret {
+            Some(format!("value is {kind}"))
+        } else if first(&profile.keep, name).is_some() {
+            None
+        } else if let Some(p) = first(&profile.deny, name) {
+            Some(format!("name matches {p}"))
+        } else if clear {
+            Some("environment cleared".to_string())
         } else {
-            !clear
+            None
         };
-        if keep {
-            out.vars.push((k.clone(), v.clone()));
-        } else {
-            out.removed.push(name.to_string());
+        match why {
+            None => out.vars.push((k.clone(), v.clone())),
+            Some(why) => out.remove(name, why),
         }
     }
     let mut set: Vec<(String, String)> = Vec::new();
@@ -179,6 +199,7 @@ pub fn child_env(
     for (k, v) in set {
         out.vars.retain(|(name, _)| name.as_os_str() != k.as_str());
         out.removed.retain(|name| name != &k);
+        out.why.remove(&k);
         out.vars.push((k.clone().into(), v.into()));
         if !out.set.contains(&k) {
             out.set.push(k);
@@ -186,6 +207,34 @@ pub fn child_env(
     }
     out.removed.sort();
     Ok(out)
+}
+
+impl ChildEnv {
+    fn remove(&mut self, name: &str, why: String) {
+        self.removed.push(name.to_string());
+        self.why.insert(name.to_string(), why);
+    }
+
+    /// One line naming what left the environment and why (names only, never a value), for
+    /// `--notice`; those removed only because the environment was cleared are counted.
+    pub fn removal_note(&self) -> Option<String> {
+        let cleared = self
+            .why
+            .values()
+            .filter(|w| *w == "environment cleared")
+            .count();
+        let mut parts: Vec<String> = self
+            .why
+            .iter()
+            .filter(|(_, w)| *w != "environment cleared")
+            .map(|(n, w)| format!("{n} ({w})"))
+            .collect();
+        if cleared > 0 {
+            parts.push(format!("{cleared} more (environment cleared)"));
+        }
+        (!parts.is_empty())
+            .then(|| format!("jail: removed from the environment: {}", parts.join(", ")))
+    }
 }
 
 #[cfg(test)]
@@ -233,6 +282,87 @@ mod tests {
     }
 
     #[test]
+    fn a_value_check_beats_a_kept_pattern_not_a_kept_name() {
+        let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----";
+        let caller = env(&[
+            ("SA", key),
+            ("LC_SNEAKY", "ghp_16C7e42F292c6912E7710c838347Ae178B4a"),
+            ("LC_ALL", "C.UTF-8"),
+            (
+                "ANTHROPIC_API_KEY",
+                "sk-ant-api03-AbCdEf0123456789ghIJklMNopQRstUVwx",
+            ),
+            ("PATH", "/usr/bin:/bin"),
+            ("GOOGLE_APPLICATION_CREDENTIALS", "/home/u/sa.json"),
+            ("DEPLOY_KEY_FILE", "~/deploy.pem"),
+            ("GITHUB_TOKEN", "x"),
+        ]);
+        let profile = ProfileEnv {
+            keep: vec!["LC_*".into(), "ANTHROPIC_API_KEY".into()],
+            deny: vec!["*TOKEN".into()],
+            ..Default::default()
+        };
+        let e = child_env(&caller, &profile, &EnvFlags::default(), &x()).unwrap();
+        assert_eq!(names(&e), ["LC_ALL", "ANTHROPIC_API_KEY", "PATH"]);
+        let why: Vec<(&str, &str)> = e
+            .why
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            why,
+            [
+                ("DEPLOY_KEY_FILE", "names a credential file"),
+                ("GITHUB_TOKEN", "name matches *TOKEN"),
+                ("GOOGLE_APPLICATION_CREDENTIALS", "names a credential file"),
+                ("LC_SNEAKY", "value is a GitHub token"),
+                ("SA", "value is a private key block"),
+            ]
+        );
+        assert_eq!(
+            e.credential_files,
+            [
+                (
+                    "GOOGLE_APPLICATION_CREDENTIALS".to_string(),
+                    PathBuf::from("/home/u/sa.json")
+                ),
+                (
+                    "DEPLOY_KEY_FILE".to_string(),
+                    PathBuf::from("/home/u/deploy.pem")
+                ),
+            ]
+        );
+        let note = e.removal_note().unwrap();
+        assert!(note.contains("SA (value is a private key block)"), "{note}");
+        assert!(!note.contains("BEGIN") && !note.contains("ghp_"), "{note}");
+
+        // Kept by name (a profile's exact entry or --env KEY): the variable and its file stay.
+        let profile = ProfileEnv {
+            keep: vec!["GOOGLE_APPLICATION_CREDENTIALS".into()],
+            ..Default::default()
+        };
+        let flags =
+            EnvFlags::from_args(&["SA".into(), "DEPLOY_KEY_FILE".into()], &[], false).unwrap();
+        let e = child_env(&caller, &profile, &flags, &x()).unwrap();
+        for kept in ["SA", "GOOGLE_APPLICATION_CREDENTIALS", "DEPLOY_KEY_FILE"] {
+            assert!(names(&e).contains(&kept.to_string()), "{kept}: {:?}", e.why);
+        }
+        assert!(e.credential_files.is_empty(), "{:?}", e.credential_files);
+
+        // Removed by --env-deny, or cleared: its file is still hidden.
+        let flags = EnvFlags::from_args(&[], &["DEPLOY_*".into()], true).unwrap();
+        let e = child_env(&caller, &ProfileEnv::default(), &flags, &x()).unwrap();
+        assert_eq!(e.why["DEPLOY_KEY_FILE"], "--env-deny DEPLOY_*");
+        assert_eq!(e.why["PATH"], "environment cleared");
+        assert_eq!(e.credential_files.len(), 2);
+        assert!(
+            e.removal_note()
+                .unwrap()
+                .contains("more (environment cleared)")
+        );
+    }
+
+    #[test]
     fn the_default_profile_removes_the_usual_secrets() {
         let cat = crate::policy::profile::Catalog::load(None).unwrap();
         let deny = cat.resolve("default").unwrap().env;
@@ -249,6 +379,9 @@ mod tests {
             "MYSQL_PWD",
             "PASSWORD",
             "DB_PASS",
+            "DB_PW",
+            "ADMIN_PASSCODE",
+            "SERVICE_CREDS",
             "GPG_PASSPHRASE",
             "SECRET",
             "GITHUB_PAT",

@@ -1,11 +1,13 @@
 //! The one policy every layer compiles: path rules, /tmp mode, required level and the command.
 //! Pure data and pure functions; no syscalls live here.
 
+mod credfiles;
 mod defaults;
 pub mod env;
 pub mod gitconfig;
 pub mod profile;
 mod resolve;
+mod secrets;
 pub mod sockets;
 
 pub use defaults::{
@@ -56,6 +58,8 @@ pub enum Origin {
     Flag(String),
     /// A protected name kept read-only beneath a `--rw` path.
     Protected(PathBuf),
+    /// A credential file or directory that this variable of the caller's environment names.
+    Env(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -44,6 +44,9 @@ pub struct PolicyInput {
     pub profile_paths: Vec<ProfilePathRule>,
     /// The profiles' guarded JSON files, expanded (absolute), with their keys.
     pub guarded: Vec<(PathBuf, Vec<String>)>,
+    /// Credential files the caller's environment names (variable, absolute path): hidden like
+    /// the profile's credential stores, unless a flag names them.
+    pub credential_files: Vec<(String, PathBuf)>,
 }
 
 #[derive(Debug, Clone)]
@@ -235,6 +238,47 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         );
     }
 
+    for (var, named) in &input.credential_files {
+        let Some(path) = existing_target(named) else {
+            continue;
+        };
+        let named_by_flag = user
+            .keys()
+            .any(|u| *u == path || path.starts_with(u) && user[u].0 == Access::Hide);
+        // A device, /proc or /sys entry (`AWS_CONFIG_FILE=/dev/null` turns a tool's config off)
+        // or a socket is no credential store, and the private /tmp holds nothing of the host's.
+        let private_tmp = !input.tmp_host && path.starts_with("/tmp");
+        let store = std::fs::metadata(&path).is_ok_and(|m| m.is_file() || m.is_dir());
+        if !store || named_by_flag || private_tmp || VIEW_OWNED.iter().any(|v| path.starts_with(v))
+        {
+            continue;
+        }
+        let cwd = input.cwd.as_deref().map(|c| absolute(&input.base_dir, c));
+        let holds = |p: &Path| p.starts_with(&path);
+        if path == Path::new("/")
+            || input.home.as_deref().is_some_and(holds)
+            || holds(&input.base_dir)
+            || cwd.as_deref().is_some_and(holds)
+        {
+            return Err(JailError::BadInput(format!(
+                "{var} names {}, which holds your home or working directory: jail hides the \
+                 files credential variables name; point {var} at the file itself, or keep it \
+                 (and what it names) with --env {var}",
+                path.display()
+            )));
+        }
+        let kind = kind_of(&path);
+        rules.insert(
+            path.clone(),
+            PathRule {
+                path,
+                access: Access::Hide,
+                kind,
+                origin: Origin::Env(var.clone()),
+            },
+        );
+    }
+
     for (path, (access, kind, flag)) in &user {
         rules.insert(
             path.clone(),
@@ -245,6 +289,25 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
                 origin: Origin::Flag(flag.to_string()),
             },
         );
+    }
+
+    // A hidden path inside another with nothing opened in between (`~/.aws/credentials` named by
+    // AWS_SHARED_CREDENTIALS_FILE, under the hidden `~/.aws`) is hidden already; the mount view
+    // could not even place it, since the enclosing empty tmpfs does not hold it.
+    let nested_hides: Vec<PathBuf> = rules
+        .values()
+        .filter(|r| r.access == Access::Hide)
+        .filter(|r| {
+            rules
+                .values()
+                .filter(|o| o.path != r.path && r.path.starts_with(&o.path))
+                .max_by_key(|o| o.path.components().count())
+                .is_some_and(|o| o.access == Access::Hide)
+        })
+        .map(|r| r.path.clone())
+        .collect();
+    for path in nested_hides {
+        rules.remove(&path);
     }
 
     // Protected names stay read-only under every writable path unless named exactly, including
@@ -942,6 +1005,68 @@ mod tests {
             rule(&p, &t.p("home/.gnupg")).is_none(),
             "absent paths are not rules"
         );
+    }
+
+    #[test]
+    fn files_credential_variables_name_are_hidden_unless_too_wide_or_no_store() {
+        let t = Tree::new("credvars");
+        fs::create_dir_all(t.p("keys/kube")).unwrap();
+        fs::write(t.p("keys/kube/config"), "x").unwrap();
+        fs::create_dir_all(t.p("home")).unwrap();
+        fs::write(t.p("keys/sa.json"), "{}").unwrap();
+        fs::write(t.p("keys/open.pem"), "x").unwrap();
+        std::os::unix::fs::symlink(t.p("keys/sa.json"), t.p("sa-link.json")).unwrap();
+        let mut i = input(&t);
+        i.ro = vec![t.p("keys/open.pem")];
+        i.credential_files = [
+            ("GOOGLE_APPLICATION_CREDENTIALS", t.p("sa-link.json")),
+            ("KUBECONFIG", t.p("keys/kube")),
+            ("KUBE_CREDENTIALS_FILE", t.p("keys/kube/config")),
+            ("AWS_CONFIG_FILE", "/dev/null".into()),
+            ("MISSING_KEY_FILE", t.p("keys/none")),
+            ("OPEN_KEY_FILE", t.p("keys/open.pem")),
+        ]
+        .into_iter()
+        .map(|(v, p)| (v.to_string(), p))
+        .collect();
+        let p = resolve(&i).unwrap();
+        let real = fs::canonicalize(t.p("keys/sa.json")).unwrap();
+        let sa = rule(&p, &real).expect("the symlink's target is hidden");
+        assert_eq!(
+            (sa.access, sa.kind, &sa.origin),
+            (
+                Access::Hide,
+                Kind::File,
+                &Origin::Env("GOOGLE_APPLICATION_CREDENTIALS".into())
+            )
+        );
+        assert_eq!(rule(&p, &t.p("keys/kube")).unwrap().kind, Kind::Dir);
+        assert!(
+            rule(&p, &t.p("keys/kube/config")).is_none(),
+            "a hide inside a hide is the outer one's"
+        );
+        assert!(
+            rule(&p, Path::new("/dev/null")).is_none(),
+            "a device is no store"
+        );
+        assert_eq!(
+            p.access_at(&t.p("keys/open.pem")),
+            Access::Ro,
+            "a flag wins"
+        );
+
+        // A variable naming a directory that holds HOME or the working directory stops the
+        // launch, naming it.
+        for wide in [t.p("home"), t.0.clone()] {
+            let mut i = input(&t);
+            i.home = Some(t.p("home"));
+            i.credential_files = vec![("DOCKER_CONFIG".into(), wide)];
+            let e = resolve(&i).unwrap_err().to_string();
+            assert!(
+                e.contains("DOCKER_CONFIG") && e.contains("--env DOCKER_CONFIG"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

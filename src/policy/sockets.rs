@@ -51,9 +51,17 @@ pub fn strip_socket_variables(
             Some((k, v)) if names_allowed(name, v) => {
                 env.vars.push((k.clone(), v.clone()));
                 env.removed.retain(|r| r != name);
+                env.why.remove(*name);
             }
-            Some(_) if !env.removed.iter().any(|r| r == name) => env.removed.push(name.to_string()),
-            _ => {}
+            Some(_) => {
+                if !env.removed.iter().any(|r| r == name) {
+                    env.removed.push(name.to_string());
+                }
+                env.why
+                    .entry(name.to_string())
+                    .or_insert_with(|| "names a socket (hidden)".into());
+            }
+            None => {}
         }
     }
 }

@@ -412,6 +412,8 @@ pub struct Attack {
     pub argv: Vec<String>,
     /// Layers each of which blocks the attack on its own.
     pub blockers: Vec<Layer>,
+    /// Variables added to jail's own environment (the caller's).
+    pub env: Vec<(String, String)>,
 }
 
 impl Attack {
@@ -421,7 +423,14 @@ impl Attack {
             flags: flags.iter().map(|s| s.to_string()).collect(),
             argv,
             blockers: blockers.to_vec(),
+            env: Vec::new(),
         }
+    }
+
+    /// The same attack with `key=value` in jail's environment.
+    pub fn with_env(mut self, key: &str, value: &str) -> Attack {
+        self.env.push((key.into(), value.into()));
+        self
     }
 
     fn run(&self, fx: &Fixture, disabled: &[Layer]) -> Run {
@@ -432,7 +441,12 @@ impl Attack {
         }
         args.push("--");
         args.extend(self.argv.iter().map(String::as_str));
-        fx.jail_with(&args, disabled, &[])
+        let env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        fx.jail_with(&args, disabled, &env)
     }
 
     /// Proves the rule: blocked with every layer; blocked by each listed layer alone; and

@@ -47,6 +47,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 #include <linux/bpf.h>
+#include <linux/fs.h>
 #include <linux/io_uring.h>
 #include <linux/keyctl.h>
 #include <linux/perf_event.h>
@@ -61,6 +62,10 @@
 #endif
 #ifndef CLONE_ARGS_SIZE_VER0
 #define CLONE_ARGS_SIZE_VER0 64
+#endif
+#ifndef __NR_file_getattr
+#define __NR_file_getattr 468
+#define __NR_file_setattr 469
 #endif
 #ifndef TIOCL_GETSHIFTSTATE
 #define TIOCL_GETSHIFTSTATE 6
@@ -417,6 +422,66 @@ static void op_setxattr(char **a)
 {
 	if (setxattr(a[0], "user.jail", "1", 1, 0) < 0)
 		blocked(errno);
+	allowed();
+}
+
+/* Inode flags and attributes, changed through a descriptor opened read-only: each op flips the
+ * nodump flag (no capability needed, only ownership) and, when that worked, flips it back, so
+ * the file is as it was for the next run. */
+static int open_for_flags(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK);
+
+	if (fd < 0)
+		setup_fail("open %s: %s (errno=%d)", path, strerror(errno), errno);
+	return fd;
+}
+
+/* setflags: ioctl(FS_IOC_SETFLAGS), what chattr calls. */
+static void op_setflags(char **a)
+{
+	int fd = open_for_flags(a[0]);
+	long flags;
+
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0)
+		setup_fail("FS_IOC_GETFLAGS: %s (errno=%d)", strerror(errno), errno);
+	flags ^= FS_NODUMP_FL;
+	if (ioctl(fd, FS_IOC_SETFLAGS, &flags) < 0)
+		blocked(errno);
+	flags ^= FS_NODUMP_FL;
+	ioctl(fd, FS_IOC_SETFLAGS, &flags);
+	allowed();
+}
+
+/* fssetxattr: ioctl(FS_IOC_FSSETXATTR), what xfs_io chattr calls. */
+static void op_fssetxattr(char **a)
+{
+	int fd = open_for_flags(a[0]);
+	struct fsxattr x;
+
+	if (ioctl(fd, FS_IOC_FSGETXATTR, &x) < 0)
+		setup_fail("FS_IOC_FSGETXATTR: %s (errno=%d)", strerror(errno), errno);
+	x.fsx_xflags ^= FS_XFLAG_NODUMP;
+	if (ioctl(fd, FS_IOC_FSSETXATTR, &x) < 0)
+		blocked(errno);
+	x.fsx_xflags ^= FS_XFLAG_NODUMP;
+	ioctl(fd, FS_IOC_FSSETXATTR, &x);
+	allowed();
+}
+
+/* file-setattr: file_setattr(2) (Linux 6.17), the same attributes by path. */
+static void op_file_setattr(char **a)
+{
+	struct fsxattr x;
+
+	memset(&x, 0, sizeof x);
+	if (syscall(__NR_file_getattr, AT_FDCWD, a[0], &x, sizeof x, 0) < 0)
+		setup_fail("file_getattr: %s (errno=%d)", strerror(errno), errno);
+	x.fsx_xflags ^= FS_XFLAG_NODUMP;
+	if (syscall(__NR_file_setattr, AT_FDCWD, a[0], &x, sizeof x, 0) < 0)
+		blocked(errno);
+	x.fsx_xflags ^= FS_XFLAG_NODUMP;
+	syscall(__NR_file_setattr, AT_FDCWD, a[0], &x, sizeof x, 0);
 	allowed();
 }
 
@@ -1120,6 +1185,9 @@ static const struct cmd cmds[] = {
 	{ "chown", 1, "PATH", op_chown },
 	{ "utimes", 1, "PATH", op_utimes },
 	{ "setxattr", 1, "PATH", op_setxattr },
+	{ "setflags", 1, "PATH", op_setflags },
+	{ "fssetxattr", 1, "PATH", op_fssetxattr },
+	{ "file-setattr", 1, "PATH", op_file_setattr },
 	{ "proc-fd-write", 1, "PATH", op_proc_fd_write },
 	{ "proc-root-write", 1, "/PATH", op_proc_root_write },
 	{ "proc-pid-root-write", 2, "PID /PATH", op_proc_pid_root_write },
