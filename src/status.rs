@@ -23,8 +23,66 @@ pub struct PolicyFile {
     pub protected: Vec<PathBuf>,
     pub hidden: Vec<PathBuf>,
     pub private_tmp: bool,
-    /// The whole resolved policy (environment values excluded).
+    /// How long the command line was, and whether `policy.command` shows all of it.
+    pub command: CommandSize,
+    /// The whole resolved policy (environment values excluded; the command shortened, see
+    /// [`shown_command`]).
     pub policy: serde_json::Value,
+}
+
+/// The size of the command line the policy was made for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandSize {
+    pub args: usize,
+    /// Bytes of all arguments, without their terminating NULs.
+    pub bytes: usize,
+    /// `policy.command` shows less than the whole command line.
+    pub truncated: bool,
+}
+
+/// At most this many arguments are shown in the policy file, each cut to [`SHOWN_ARG_BYTES`],
+/// and no more than [`SHOWN_COMMAND_BYTES`] in all. The kernel accepts a command line of a
+/// quarter of the stack rlimit (2 MiB by default, one argument up to 128 KiB) and JSON escaping
+/// can make one byte six: kept whole, the file would be megabytes in memory on jail's /dev and
+/// in every reader. The command inside knows its own argv, and the run report (written outside)
+/// keeps all of it, so the file keeps only enough to recognise the run. No hash: a reader that
+/// must match a command exactly has the report, and nothing inside can use a digest it cannot
+/// recompute from the same argv it already holds.
+const SHOWN_ARGS: usize = 64;
+const SHOWN_ARG_BYTES: usize = 256;
+const SHOWN_COMMAND_BYTES: usize = 4096;
+
+/// The command as the policy file shows it, and its full size.
+pub fn shown_command(command: &[std::ffi::OsString]) -> (Vec<String>, CommandSize) {
+    let mut shown = Vec::new();
+    let mut total = 0;
+    let mut truncated = false;
+    for arg in command {
+        let text = arg.to_string_lossy();
+        if shown.len() == SHOWN_ARGS || total >= SHOWN_COMMAND_BYTES {
+            truncated = true;
+            break;
+        }
+        let room = SHOWN_ARG_BYTES.min(SHOWN_COMMAND_BYTES - total);
+        let cut = if text.len() > room {
+            truncated = true;
+            let mut end = room;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!("{}…", &text[..end])
+        } else {
+            text.into_owned()
+        };
+        total += cut.len();
+        shown.push(cut);
+    }
+    let size = CommandSize {
+        args: command.len(),
+        bytes: command.iter().map(|a| a.len()).sum(),
+        truncated,
+    };
+    (shown, size)
 }
 
 impl PolicyFile {
@@ -37,6 +95,9 @@ impl PolicyFile {
                 .map(|r| r.path.clone())
                 .collect::<Vec<_>>()
         };
+        let (shown, command) = shown_command(&policy.command);
+        let mut whole = serde_json::to_value(policy).expect("serializable");
+        whole["command"] = shown.into();
         PolicyFile {
             version: 1,
             jail_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -48,7 +109,8 @@ impl PolicyFile {
             protected: paths(&|r| matches!(r.origin, Origin::Protected(_))),
             hidden: paths(&|r| r.access == Access::Hide),
             private_tmp: policy.tmp == TmpMode::Private,
-            policy: serde_json::to_value(policy).expect("serializable"),
+            command,
+            policy: whole,
         }
     }
 
@@ -392,6 +454,35 @@ pub fn status(json: bool) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_command_is_shortened_in_the_policy_file_with_its_full_size() {
+        let short: Vec<std::ffi::OsString> = vec!["claude".into(), "-p".into(), "hi".into()];
+        let (shown, size) = shown_command(&short);
+        assert_eq!(shown, ["claude", "-p", "hi"]);
+        assert_eq!(
+            size,
+            CommandSize {
+                args: 3,
+                bytes: 10,
+                truncated: false
+            }
+        );
+        // One argument of 127 KiB (a diff), multi-byte characters at the cut.
+        let diff = "é".repeat(65_000);
+        let (shown, size) = shown_command(&["claude".into(), "-p".into(), diff.clone().into()]);
+        assert!(size.truncated && size.bytes == 8 + diff.len());
+        assert!(shown[2].len() <= SHOWN_ARG_BYTES + "…".len() && shown[2].ends_with('…'));
+        // A 1 MiB command line of many arguments.
+        let many: Vec<std::ffi::OsString> = (0..8192).map(|_| "x".repeat(127).into()).collect();
+        let (shown, size) = shown_command(&many);
+        assert_eq!(
+            (size.args, size.bytes, size.truncated),
+            (8192, 8192 * 127, true)
+        );
+        assert!(shown.len() <= SHOWN_ARGS);
+        assert!(shown.iter().map(String::len).sum::<usize>() <= SHOWN_COMMAND_BYTES + 3);
+    }
 
     #[test]
     fn the_notice_is_two_sentences_naming_what_is_open_and_closed() {
