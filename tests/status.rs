@@ -12,7 +12,10 @@
 
 mod common;
 
-use common::{Fixture, Layer, Run, full_level_or_skip, users};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use common::{Fixture, Layer, Run, Who, compile_helper, full_level_or_skip, jail_bin, users};
 
 /// A PATH every user can search.
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -25,6 +28,249 @@ fn json(text: &str, what: &str) -> serde_json::Value {
 fn jail_argv(fx: &Fixture, args: &[String], disabled: &[Layer]) -> Run {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     fx.jail_with(&args, disabled, &[("PATH", PATH)])
+}
+
+// ---------------------------------------------------------------------------------------------
+// jail status
+
+/// The finding of the check called `name` in status --json output.
+fn finding<'a>(v: &'a serde_json::Value, name: &str) -> (&'a str, &'a str) {
+    let c = v["checks"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["name"] == name))
+        .unwrap_or_else(|| panic!("no check {name:?}: {v:#}"));
+    (
+        c["finding"].as_str().unwrap_or_default(),
+        c["detail"].as_str().unwrap_or_default(),
+    )
+}
+
+/// The policy file a real jail shows its command (with `disabled` layers off), copied where a
+/// forger can read it, mode 0444.
+fn real_policy(fx: &Fixture, disabled: &[Layer]) -> PathBuf {
+    let args = ["--", "/bin/sh", "-c", "cat \"$JAIL_POLICY\""];
+    let run = fx.jail_with(&args, disabled, &[("PATH", PATH)]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let v = json(&run.stdout, "policy file");
+    assert_eq!(v["layers"]["mount"], disabled.is_empty(), "{v}");
+    let path = fx.dir.join(format!("policy-{}.json", disabled.len()));
+    std::fs::write(&path, &run.stdout).unwrap();
+    fx.give_to(fx.who);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    path
+}
+
+/// `jail status --json` as the fixture's user, started by `program args`.
+fn status_under(fx: &Fixture, program: &Path, args: &[&str]) -> (Run, serde_json::Value) {
+    let jail = jail_bin().to_string_lossy().into_owned();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend([jail.as_str(), "status", "--json"]);
+    let run = Run::from(
+        fx.command(program, &all)
+            .env("PATH", PATH)
+            .env_remove("JAIL_TEST_DISABLE")
+            .output()
+            .unwrap(),
+    );
+    let v = json(&run.stdout, &format!("status --json\n{}", run.describe()));
+    (run, v)
+}
+
+#[track_caller]
+fn assert_caught(run: &Run, v: &serde_json::Value, check: &str, needle: &str, what: &str) {
+    assert_eq!(
+        run.code,
+        Some(1),
+        "{what}: status was fooled\n{}",
+        run.describe()
+    );
+    assert_eq!(v["verdict"], "not_confined", "{what}");
+    assert!(v["policy"].is_null(), "{what}: the forged policy is shown");
+    let (found, detail) = finding(v, check);
+    assert!(
+        found == "failed" && detail.contains(needle),
+        "{what}: the {check:?} check did not catch it ({found}: {detail})\n{v:#}"
+    );
+}
+
+#[track_caller]
+fn assert_verified(v: &serde_json::Value, check: &str, what: &str) {
+    let (found, detail) = finding(v, check);
+    assert_eq!(found, "verified", "{what}: {check}: {detail}\n{v:#}");
+}
+
+#[test]
+fn a_real_jail_is_confirmed_with_the_mount_view_and_advisory_without_it() {
+    if !full_level_or_skip("status_levels") {
+        return;
+    }
+    let jail = jail_bin().to_string_lossy().into_owned();
+    for who in users() {
+        let fx = Fixture::new(who, "sreal");
+        for (disabled, code, verdict) in [
+            (&[][..], 0, "confined"),
+            (&[Layer::Landlock][..], 0, "confined"),
+            (&[Layer::Mount][..], 2, "advisory"),
+        ] {
+            let what = format!("{who:?} with {disabled:?} off");
+            let run = fx.jail_with(&["--", &jail, "status", "--json"], disabled, &[]);
+            assert_eq!(run.code, Some(code), "{what}\n{}", run.describe());
+            let v = json(&run.stdout, "status --json");
+            assert_eq!(v["verdict"], verdict, "{what}: {v:#}");
+            assert_eq!(v["exit_code"], code, "{what}");
+            for check in [
+                "no_new_privs",
+                "capabilities",
+                "seccomp filter",
+                "read-only paths",
+            ] {
+                assert_verified(&v, check, &what);
+            }
+            assert_verified(&v, "hidden paths", &what);
+            if disabled.is_empty() {
+                assert_verified(&v, "landlock", &what);
+            }
+            let (source, detail) = finding(&v, "policy file");
+            if disabled.contains(&Layer::Mount) {
+                // The sealed memfd is the only advisory piece.
+                assert_eq!(source, "advisory", "{what}: {detail}");
+                let advisory: Vec<&serde_json::Value> = v["checks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|c| c["finding"] != "verified")
+                    .collect();
+                assert_eq!(advisory.len(), 1, "{what}: {v:#}");
+                let text = fx.jail_with(&["--", &jail, "status"], disabled, &[]);
+                assert_eq!(text.code, Some(2));
+                assert!(
+                    text.stdout.contains("inside a jail: level partial")
+                        && text
+                            .stdout
+                            .contains("advisory (exit 2): policy file: a sealed memfd"),
+                    "{}",
+                    text.describe()
+                );
+            } else {
+                assert_eq!(source, "verified", "{what}: {detail}");
+                assert!(detail.contains("a tmpfs, mounted read-only"), "{detail}");
+            }
+        }
+    }
+}
+
+/// The forgery of the issue: no_new_privs, an allow-all seccomp filter, and a sealed memfd named
+/// like jail's holding a real policy that claims the mount view.
+#[test]
+fn status_is_not_fooled_by_a_sealed_memfd_under_a_seccomp_filter() {
+    if !full_level_or_skip("status_forged_memfd") {
+        return;
+    }
+    let forge = compile_helper("forge");
+    for who in users() {
+        let fx = Fixture::new(who, "smemfd");
+        let full = real_policy(&fx, &[]);
+        let partial = real_policy(&fx, &[Layer::Mount]);
+        let (full, partial) = (full.to_string_lossy(), partial.to_string_lossy());
+
+        let what = format!("{who:?}: memfd claiming the mount view, allow-all filter");
+        let (run, v) = status_under(&fx, &forge, &["allow", &full]);
+        assert_caught(
+            &run,
+            &v,
+            "policy file",
+            "claims the mount view but is not jail's file",
+            &what,
+        );
+
+        // Claiming no mount view instead: the filter is not jail's.
+        let what = format!("{who:?}: memfd claiming partial, allow-all filter");
+        let (run, v) = status_under(&fx, &forge, &["allow", &partial]);
+        assert_caught(
+            &run,
+            &v,
+            "seccomp filter",
+            "a filter that is not jail's",
+            &what,
+        );
+
+        // A filter that answers the probes as jail's does: writes where the permissions allow
+        // them are not refused, and (as root, whose uid pid 1 has) no signal scope holds.
+        let what = format!("{who:?}: memfd claiming partial, a filter mimicking jail's");
+        let (run, v) = status_under(&fx, &forge, &["mimic", &partial]);
+        assert_verified(&v, "seccomp filter", &what);
+        assert_caught(&run, &v, "read-only paths", "could be written", &what);
+        if who == Who::Root {
+            assert_caught(&run, &v, "landlock", "kill(1, 0) allowed", &what);
+        }
+        assert_caught(&run, &v, "hidden paths", "readable: ", &what);
+    }
+}
+
+/// Everything the fixed file's checks look at, reproduced with `unshare -rmpf`: a read-only
+/// tmpfs on /dev with a real policy at /dev/jail/policy.json, owned by the caller, new user,
+/// mount and pid namespaces; then no capabilities, no_new_privs and a filter mimicking jail's.
+/// The file checks pass (they are not enough alone); the effects are what give it away.
+const UNSHARE_FORGERY: &str = r#"set -e
+mount -t tmpfs -o size=64k,mode=755 tmpfs /dev
+mkdir /dev/jail
+cp "$1" /dev/jail/policy.json
+chmod 444 /dev/jail/policy.json
+mount -o remount,ro,bind /dev
+shift
+setpriv --inh-caps=-all --bounding-set=-all "$@"
+"#;
+
+#[test]
+fn status_is_not_fooled_by_a_read_only_file_at_the_fixed_place_in_namespaces_of_its_own() {
+    if !full_level_or_skip("status_forged_unshare") {
+        return;
+    }
+    let forge = compile_helper("forge");
+    for who in users() {
+        let fx = Fixture::new(who, "sunshare");
+        let full = real_policy(&fx, &[]);
+        let forge = forge.to_string_lossy();
+        let (run, v) = status_under(
+            &fx,
+            Path::new("unshare"),
+            &[
+                "-rmpf",
+                "--mount-proc",
+                "/bin/sh",
+                "-c",
+                UNSHARE_FORGERY,
+                "sh",
+                &full.to_string_lossy(),
+                &forge,
+                "mimic",
+                "-",
+            ],
+        );
+        let what = format!("{who:?}: unshare -rmpf, a read-only file at the fixed place");
+        assert!(
+            run.stderr.is_empty() || !run.stderr.contains("unshare:"),
+            "{}",
+            run.describe()
+        );
+        for check in [
+            "policy file",
+            "no_new_privs",
+            "capabilities",
+            "seccomp filter",
+        ] {
+            assert_verified(&v, check, &what);
+        }
+        assert_caught(
+            &run,
+            &v,
+            "read-only paths",
+            "/ is on a writable mount",
+            &what,
+        );
+        assert_caught(&run, &v, "landlock", "kill(1, 0) allowed", &what);
+        assert_caught(&run, &v, "hidden paths", "readable: ", &what);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
