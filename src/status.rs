@@ -321,6 +321,8 @@ struct FileRule {
 pub struct Claims {
     pub mount: bool,
     pub landlock: bool,
+    /// Landlock's filesystem rules (off with `--allow-userns`, its scopes stay).
+    pub landlock_filesystem: bool,
     pub seccomp: bool,
     /// Paths the policy makes read-only: every read-only rule, and `/`, the working directory
     /// and HOME when the policy leaves them read-only (the places a write is most likely to
@@ -366,6 +368,8 @@ impl Claims {
         Claims {
             mount: file.layers.mount,
             landlock: file.layers.landlock,
+            landlock_filesystem: file.layers.landlock
+                && file.policy.get("allow_userns") != Some(&true.into()),
             seccomp: file.layers.seccomp,
             read_only,
             hidden: file.hidden.clone(),
@@ -518,7 +522,7 @@ mod tests {
             [Path::new("/"), Path::new("/h"), Path::new("/w/.git/hooks")]
         );
         assert_eq!(claims.hidden, [Path::new("/h/.ssh")]);
-        assert!(claims.mount && claims.landlock && claims.seccomp);
+        assert!(claims.mount && claims.landlock_filesystem && claims.seccomp);
         // A HOME under /tmp (writable in every jail) is not probed either.
         assert!(
             !Claims::of(&file, Some("/tmp/h".into()))

@@ -76,6 +76,9 @@ fn status_under(fx: &Fixture, program: &Path, args: &[&str]) -> (Run, serde_json
     (run, v)
 }
 
+/// How the landlock check says our own /proc file could be opened for writing.
+const NO_LANDLOCK_RULES: &str = "/proc/self/comm opens for writing";
+
 #[track_caller]
 fn assert_caught(run: &Run, v: &serde_json::Value, check: &str, needle: &str, what: &str) {
     assert_eq!(
@@ -195,11 +198,13 @@ fn status_is_not_fooled_by_a_sealed_memfd_under_a_seccomp_filter() {
         );
 
         // A filter that answers the probes as jail's does: writes where the permissions allow
-        // them are not refused, and (as root, whose uid pid 1 has) no signal scope holds.
+        // them are not refused (our own /proc/self/comm among them), and (as root, whose uid
+        // pid 1 has) no signal scope holds.
         let what = format!("{who:?}: memfd claiming partial, a filter mimicking jail's");
         let (run, v) = status_under(&fx, &forge, &["mimic", &partial]);
         assert_verified(&v, "seccomp filter", &what);
         assert_caught(&run, &v, "read-only paths", "could be written", &what);
+        assert_caught(&run, &v, "landlock", NO_LANDLOCK_RULES, &what);
         if who == Who::Root {
             assert_caught(&run, &v, "landlock", "kill(1, 0) allowed", &what);
         }
@@ -214,45 +219,51 @@ fn status_is_not_fooled_by_a_sealed_memfd_under_a_seccomp_filter() {
 const UNSHARE_FORGERY: &str = r#"set -e
 mount -t tmpfs -o size=64k,mode=755 tmpfs /dev
 mkdir /dev/jail
-cp "$1" /dev/jail/policy.json
+cp "$2" /dev/jail/policy.json
 chmod 444 /dev/jail/policy.json
-mount -o remount,ro,bind /dev
-shift
+[ "$1" = rw ] || mount -o remount,ro,bind /dev
+shift 2
 setpriv --inh-caps=-all --bounding-set=-all "$@"
 "#;
+
+/// `jail status --json` under [`UNSHARE_FORGERY`] made by `unshare unshare_flags`, the /dev
+/// tmpfs left `rw` or made `ro`.
+fn unshare_forgery(
+    fx: &Fixture,
+    unshare_flags: &[&str],
+    dev: &str,
+    policy: &Path,
+) -> (Run, serde_json::Value) {
+    let forge = compile_helper("forge").to_string_lossy().into_owned();
+    let policy = policy.to_string_lossy();
+    let mut args = unshare_flags.to_vec();
+    args.extend([
+        "/bin/sh",
+        "-c",
+        UNSHARE_FORGERY,
+        "sh",
+        dev,
+        &policy,
+        &forge,
+        "mimic",
+        "-",
+    ]);
+    let (run, v) = status_under(fx, Path::new("unshare"), &args);
+    assert!(!run.stderr.contains("unshare:"), "{}", run.describe());
+    (run, v)
+}
 
 #[test]
 fn status_is_not_fooled_by_a_read_only_file_at_the_fixed_place_in_namespaces_of_its_own() {
     if !full_level_or_skip("status_forged_unshare") {
         return;
     }
-    let forge = compile_helper("forge");
     for who in users() {
         let fx = Fixture::new(who, "sunshare");
         let full = real_policy(&fx, &[]);
-        let forge = forge.to_string_lossy();
-        let (run, v) = status_under(
-            &fx,
-            Path::new("unshare"),
-            &[
-                "-rmpf",
-                "--mount-proc",
-                "/bin/sh",
-                "-c",
-                UNSHARE_FORGERY,
-                "sh",
-                &full.to_string_lossy(),
-                &forge,
-                "mimic",
-                "-",
-            ],
-        );
+        let userns = ["-rmpf", "--mount-proc"];
         let what = format!("{who:?}: unshare -rmpf, a read-only file at the fixed place");
-        assert!(
-            run.stderr.is_empty() || !run.stderr.contains("unshare:"),
-            "{}",
-            run.describe()
-        );
+        let (run, v) = unshare_forgery(&fx, &userns, "ro", &full);
         for check in [
             "policy file",
             "no_new_privs",
@@ -269,7 +280,46 @@ fn status_is_not_fooled_by_a_read_only_file_at_the_fixed_place_in_namespaces_of_
             &what,
         );
         assert_caught(&run, &v, "landlock", "kill(1, 0) allowed", &what);
+        assert_caught(&run, &v, "landlock", NO_LANDLOCK_RULES, &what);
         assert_caught(&run, &v, "hidden paths", "readable: ", &what);
+
+        // The file's own checks: its mount must be read-only...
+        let what = format!("{who:?}: unshare -rmpf, the file on a writable tmpfs");
+        let (run, v) = unshare_forgery(&fx, &userns, "rw", &full);
+        assert_caught(&run, &v, "policy file", "is on a writable mount", &what);
+        // ...and the namespaces not the initial ones (root may make a mount namespace alone).
+        if who == Who::Root {
+            let what = "root: unshare -m, a read-only file at the fixed place";
+            let (run, v) = unshare_forgery(&fx, &["-m"], "ro", &full);
+            assert_caught(&run, &v, "policy file", "initial user namespace", what);
+        }
+    }
+}
+
+/// Outside any jail, with the variables pointing at a copy of a real policy file: every check
+/// of the process itself fails.
+#[test]
+fn status_outside_names_each_missing_layer() {
+    if !full_level_or_skip("status_outside") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "soutside");
+        let partial = real_policy(&fx, &[Layer::Mount]);
+        let mut cmd = fx.command(jail_bin(), &["status", "--json"]);
+        cmd.env("PATH", PATH)
+            .env_remove("JAIL_TEST_DISABLE")
+            .env("JAIL", "1")
+            .env("JAIL_POLICY", &partial);
+        let run = Run::from(cmd.output().unwrap());
+        let v = json(&run.stdout, &run.describe());
+        let what = format!("{who:?}: outside, JAIL_POLICY at a copy");
+        assert_caught(&run, &v, "policy file", "is not jail's sealed memfd", &what);
+        assert_caught(&run, &v, "no_new_privs", "NoNewPrivs: 0", &what);
+        assert_caught(&run, &v, "seccomp filter", "Seccomp: 0", &what);
+        if who == Who::Root {
+            assert_caught(&run, &v, "capabilities", "CapEff", &what);
+        }
     }
 }
 

@@ -124,8 +124,7 @@ pub fn gather(path: &str, file: Option<(&PolicyFile, Claims)>) -> Vec<Check> {
     checks.push(no_new_privs());
     checks.push(capabilities(claims.mount));
     checks.push(seccomp(claims.seccomp));
-    let writes = read_only(&claims);
-    let (landlock_check, read_only_check) = writes;
+    let (landlock_check, read_only_check) = read_only(&claims);
     if claims.landlock {
         checks.push(landlock_check);
     }
@@ -479,30 +478,50 @@ fn read_only(claims: &Claims) -> (Check, Check) {
             "the file permissions refuse every write probed, so no refusal shows the jail",
         )
     };
-    let ll_how = "kill(1, 0) where pid 1 has our uid (Landlock's signal scope, ABI 6); a write \
-                  the permissions allow, refused with EACCES";
-    let landlock = match signal_scope() {
-        Some(false) => Check::new(
-            "landlock",
-            Finding::Failed,
-            ll_how,
-            "kill(1, 0) allowed: no Landlock signal scope",
-        ),
-        Some(true) => Check::new("landlock", Finding::Verified, ll_how, "kill(1, 0) refused"),
-        None if !refused.is_empty() => Check::new(
-            "landlock",
-            Finding::Verified,
-            ll_how,
-            format!("writes refused at {}", show(&refused)),
-        ),
-        None => Check::new(
-            "landlock",
+    (landlock(claims, &refused), ro)
+}
+
+/// Our own /proc/self/comm: the file permissions let us write it and /proc is a writable mount
+/// even in the view, but jail's Landlock rules grant no write beneath `/` but the writable
+/// paths: an open for writing (nothing written) shows Landlock on every ABI.
+const OWN_PROC_FILE: &str = "/proc/self/comm";
+
+/// Landlock's claim: its signal scope (ABI 6), its refusal of our own /proc file, or of a write
+/// at a read-only path that the permissions and the mount would allow.
+fn landlock(claims: &Claims, refused: &[PathBuf]) -> Check {
+    const NAME: &str = "landlock";
+    let how = "kill(1, 0) where pid 1 has our uid (signal scope, ABI 6); an open for writing \
+               of /proc/self/comm; a write the permissions allow at a read-only path";
+    let mut seen = Vec::new();
+    let mut failed = Vec::new();
+    match signal_scope() {
+        Some(true) => seen.push("kill(1, 0) refused".to_string()),
+        Some(false) => failed.push("kill(1, 0) allowed: no Landlock signal scope"),
+        None => {}
+    }
+    // --allow-userns turns the filesystem rules off (a nested sandbox must mount).
+    if claims.landlock_filesystem {
+        match try_write(Path::new(OWN_PROC_FILE)) {
+            Write::Refused => seen.push(format!("{OWN_PROC_FILE} not writable")),
+            Write::Allowed => failed.push("/proc/self/comm opens for writing: no Landlock rules"),
+            _ => {}
+        }
+        if !refused.is_empty() {
+            seen.push(format!("writes refused at {}", show(refused)));
+        }
+    }
+    if !failed.is_empty() {
+        Check::new(NAME, Finding::Failed, how, failed.join("; "))
+    } else if !seen.is_empty() {
+        Check::new(NAME, Finding::Verified, how, seen.join("; "))
+    } else {
+        Check::new(
+            NAME,
             Finding::Advisory,
-            ll_how,
+            how,
             "no probe could tell a Landlock refusal from the file permissions' or the mount's",
-        ),
-    };
-    (landlock, ro)
+        )
+    }
 }
 
 fn show(paths: &[PathBuf]) -> String {
