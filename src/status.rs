@@ -329,6 +329,9 @@ pub struct Claims {
     /// be allowed by the file permissions, so that a refusal there shows the jail).
     pub read_only: Vec<PathBuf>,
     pub hidden: Vec<PathBuf>,
+    /// Paths a rule shows inside a hidden directory (a flag naming a path inside a hidden one
+    /// wins): they and the directories leading to them are not hidden.
+    pub revealed: Vec<PathBuf>,
 }
 
 impl Claims {
@@ -373,6 +376,11 @@ impl Claims {
             seccomp: file.layers.seccomp,
             read_only,
             hidden: file.hidden.clone(),
+            revealed: rules
+                .iter()
+                .filter(|r| r.access != "hide" && file.hidden.iter().any(|h| r.path.starts_with(h)))
+                .map(|r| r.path.clone())
+                .collect(),
         }
     }
 }
@@ -522,6 +530,11 @@ mod tests {
             [Path::new("/"), Path::new("/h"), Path::new("/w/.git/hooks")]
         );
         assert_eq!(claims.hidden, [Path::new("/h/.ssh")]);
+        assert!(claims.revealed.is_empty());
+        policy.rules.push(rule("/h/.ssh/known_hosts", Access::Ro));
+        let file = PolicyFile::new(&policy, &layers, vec![]);
+        let claims = Claims::of(&file, Some("/h".into()));
+        assert_eq!(claims.revealed, [Path::new("/h/.ssh/known_hosts")]);
         assert!(claims.mount && claims.landlock_filesystem && claims.seccomp);
         // A HOME under /tmp (writable in every jail) is not probed either.
         assert!(

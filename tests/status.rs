@@ -158,6 +158,26 @@ fn a_real_jail_is_confirmed_with_the_mount_view_and_advisory_without_it() {
                 assert_eq!(source, "verified", "{what}: {detail}");
                 assert!(detail.contains("a tmpfs, mounted read-only"), "{detail}");
             }
+            // A path shown inside a hidden directory is no hidden content.
+            let (aws, credentials) = (fx.p("home/.aws"), fx.p("home/.aws/credentials"));
+            let flags = [
+                "--hide",
+                &aws,
+                "--ro",
+                &credentials,
+                "--",
+                &jail,
+                "status",
+                "--json",
+            ];
+            let run = fx.jail_with(&flags, disabled, &[]);
+            assert_eq!(
+                run.code,
+                Some(code),
+                "{what}, one path shown\n{}",
+                run.describe()
+            );
+            assert_verified(&json(&run.stdout, "status"), "hidden paths", &what);
         }
     }
 }
@@ -287,6 +307,11 @@ fn status_is_not_fooled_by_a_read_only_file_at_the_fixed_place_in_namespaces_of_
         let what = format!("{who:?}: unshare -rmpf, the file on a writable tmpfs");
         let (run, v) = unshare_forgery(&fx, &userns, "rw", &full);
         assert_caught(&run, &v, "policy file", "is on a writable mount", &what);
+        // ...it must claim the mount view it sits in...
+        let partial = real_policy(&fx, &[Layer::Mount]);
+        let what = format!("{who:?}: unshare -rmpf, a policy without the mount view at its place");
+        let (run, v) = unshare_forgery(&fx, &userns, "ro", &partial);
+        assert_caught(&run, &v, "policy file", "claims no mount view", &what);
         // ...and the namespaces not the initial ones (root may make a mount namespace alone).
         if who == Who::Root {
             let what = "root: unshare -m, a read-only file at the fixed place";

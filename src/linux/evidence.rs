@@ -130,7 +130,7 @@ pub fn gather(path: &str, file: Option<(&PolicyFile, Claims)>) -> Vec<Check> {
     }
     checks.push(read_only_check);
     if !claims.hidden.is_empty() {
-        checks.push(hidden(&claims.hidden, claims.mount));
+        checks.push(hidden(&claims));
     }
     checks
 }
@@ -536,10 +536,11 @@ fn show(paths: &[PathBuf]) -> String {
     list.join(", ")
 }
 
-/// Each hidden path is empty or unreadable.
-fn hidden(paths: &[PathBuf], mount: bool) -> Check {
+/// Each hidden path is empty or unreadable, but for what a rule shows inside it.
+fn hidden(claims: &Claims) -> Check {
+    let shown = |p: &Path| claims.revealed.iter().any(|r| r.starts_with(p));
     let mut seen = Vec::new();
-    for p in paths {
+    for p in &claims.hidden {
         let Ok(meta) = std::fs::symlink_metadata(p) else {
             continue; // absent or unreachable: nothing to read
         };
@@ -547,11 +548,11 @@ fn hidden(paths: &[PathBuf], mount: bool) -> Check {
             match std::fs::read_dir(p) {
                 Err(_) => false,
                 // The view covers it with an empty tmpfs.
-                Ok(mut d) if mount => d.next().is_some(),
+                Ok(mut d) if claims.mount => d.any(|e| e.is_ok_and(|e| !shown(&e.path()))),
                 // Landlock alone lets the names be listed (a named gap), files not read.
                 Ok(d) => d
                     .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_file()) && !shown(&e.path()))
                     .take(8)
                     .any(|e| std::fs::File::open(e.path()).is_ok()),
             }
@@ -567,6 +568,7 @@ fn hidden(paths: &[PathBuf], mount: bool) -> Check {
             seen.push(p.clone());
         }
     }
+    let paths = &claims.hidden;
     Check::new(
         "hidden paths",
         verified_if(seen.is_empty()),
