@@ -158,18 +158,10 @@ fn a_real_jail_is_confirmed_with_the_mount_view_and_advisory_without_it() {
                 assert_eq!(source, "verified", "{what}: {detail}");
                 assert!(detail.contains("a tmpfs, mounted read-only"), "{detail}");
             }
-            // A path shown inside a hidden directory is no hidden content.
-            let (aws, credentials) = (fx.p("home/.aws"), fx.p("home/.aws/credentials"));
-            let flags = [
-                "--hide",
-                &aws,
-                "--ro",
-                &credentials,
-                "--",
-                &jail,
-                "status",
-                "--json",
-            ];
+            // A path shown inside a hidden directory (~/.aws, hidden by default) is no hidden
+            // content.
+            let credentials = fx.p("home/.aws/credentials");
+            let flags = ["--ro", &credentials, "--", &jail, "status", "--json"];
             let run = fx.jail_with(&flags, disabled, &[]);
             assert_eq!(
                 run.code,
