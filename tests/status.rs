@@ -169,6 +169,19 @@ fn a_real_jail_is_confirmed_with_the_mount_view_and_advisory_without_it() {
                 assert_eq!(source, "verified", "{what}: {detail}");
                 assert!(detail.contains("a tmpfs, mounted read-only"), "{detail}");
             }
+            // A library preloaded by variable could answer for the kernel: advisory.
+            let run = fx.jail_with(
+                &["--", &jail, "status", "--json"],
+                disabled,
+                &[("LD_PRELOAD", "libm.so.6")],
+            );
+            assert_eq!(run.code, Some(2), "{what}, LD_PRELOAD\n{}", run.describe());
+            let v = json(&run.stdout, "status");
+            let (found, detail) = finding(&v, "process image");
+            assert!(
+                found == "advisory" && detail.contains("LD_PRELOAD"),
+                "{what}: {v:#}"
+            );
             // A path shown inside a hidden directory (~/.aws, hidden by default) is no hidden
             // content.
             let credentials = fx.p("home/.aws/credentials");

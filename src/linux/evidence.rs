@@ -120,7 +120,7 @@ pub fn gather(path: &str, file: Option<(&PolicyFile, Claims)>) -> Vec<Check> {
             },
         )];
     };
-    let mut checks = vec![source(path, file)];
+    let mut checks = vec![source(path, file), process_image()];
     checks.push(no_new_privs());
     checks.push(capabilities(claims.mount));
     checks.push(seccomp(claims.seccomp));
@@ -237,6 +237,36 @@ fn is_sealed_memfd(path: &str) -> bool {
     // SAFETY: F_GET_SEALS only reads the seals of an open descriptor.
     let seals = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GET_SEALS) };
     named && seals >= 0 && seals & libc::F_SEAL_WRITE != 0
+}
+
+/// Every check runs in this process, through libc: a library the dynamic loader was told to
+/// load first (LD_PRELOAD, LD_AUDIT, as the caller sets them) could answer for the kernel. It
+/// can also remove the variable, so its absence proves nothing either; a statically linked
+/// jail has no loader to tell.
+fn process_image() -> Check {
+    let how = "LD_PRELOAD and LD_AUDIT in the environment status started with";
+    let set: Vec<&str> = ["LD_PRELOAD", "LD_AUDIT"]
+        .into_iter()
+        .filter(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()))
+        .collect();
+    if set.is_empty() {
+        Check::new(
+            "process image",
+            Finding::Verified,
+            how,
+            "no library preloaded by variable",
+        )
+    } else {
+        Check::new(
+            "process image",
+            Finding::Advisory,
+            how,
+            format!(
+                "{} set: a preloaded library could answer these checks in this process",
+                set.join(" and ")
+            ),
+        )
+    }
 }
 
 fn no_new_privs() -> Check {
