@@ -2,7 +2,7 @@
 //! sentences an agent harness puts into a prompt). Both read the policy file jail leaves at
 //! JAIL_POLICY; status also asks the kernel, so a forged JAIL variable does not fool it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -23,8 +23,66 @@ pub struct PolicyFile {
     pub protected: Vec<PathBuf>,
     pub hidden: Vec<PathBuf>,
     pub private_tmp: bool,
-    /// The whole resolved policy (environment values excluded).
+    /// How long the command line was, and whether `policy.command` shows all of it.
+    pub command: CommandSize,
+    /// The whole resolved policy (environment values excluded; the command shortened, see
+    /// [`shown_command`]).
     pub policy: serde_json::Value,
+}
+
+/// The size of the command line the policy was made for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandSize {
+    pub args: usize,
+    /// Bytes of all arguments, without their terminating NULs.
+    pub bytes: usize,
+    /// `policy.command` shows less than the whole command line.
+    pub truncated: bool,
+}
+
+/// At most this many arguments are shown in the policy file, each cut to [`SHOWN_ARG_BYTES`],
+/// and no more than [`SHOWN_COMMAND_BYTES`] in all. The kernel accepts a command line of a
+/// quarter of the stack rlimit (2 MiB by default, one argument up to 128 KiB) and JSON escaping
+/// can make one byte six: kept whole, the file would be megabytes in memory on jail's /dev and
+/// in every reader. The command inside knows its own argv, and the run report (written outside)
+/// keeps all of it, so the file keeps only enough to recognise the run. No hash: a reader that
+/// must match a command exactly has the report, and nothing inside can use a digest it cannot
+/// recompute from the same argv it already holds.
+const SHOWN_ARGS: usize = 64;
+const SHOWN_ARG_BYTES: usize = 256;
+const SHOWN_COMMAND_BYTES: usize = 4096;
+
+/// The command as the policy file shows it, and its full size.
+pub fn shown_command(command: &[std::ffi::OsString]) -> (Vec<String>, CommandSize) {
+    let mut shown = Vec::new();
+    let mut total = 0;
+    let mut truncated = false;
+    for arg in command {
+        let text = arg.to_string_lossy();
+        if shown.len() == SHOWN_ARGS || total >= SHOWN_COMMAND_BYTES {
+            truncated = true;
+            break;
+        }
+        let room = SHOWN_ARG_BYTES.min(SHOWN_COMMAND_BYTES - total);
+        let cut = if text.len() > room {
+            truncated = true;
+            let mut end = room;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!("{}…", &text[..end])
+        } else {
+            text.into_owned()
+        };
+        total += cut.len();
+        shown.push(cut);
+    }
+    let size = CommandSize {
+        args: command.len(),
+        bytes: command.iter().map(|a| a.len()).sum(),
+        truncated,
+    };
+    (shown, size)
 }
 
 impl PolicyFile {
@@ -37,6 +95,9 @@ impl PolicyFile {
                 .map(|r| r.path.clone())
                 .collect::<Vec<_>>()
         };
+        let (shown, command) = shown_command(&policy.command);
+        let mut whole = serde_json::to_value(policy).expect("serializable");
+        whole["command"] = shown.into();
         PolicyFile {
             version: 1,
             jail_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -48,7 +109,8 @@ impl PolicyFile {
             protected: paths(&|r| matches!(r.origin, Origin::Protected(_))),
             hidden: paths(&|r| r.access == Access::Hide),
             private_tmp: policy.tmp == TmpMode::Private,
-            policy: serde_json::to_value(policy).expect("serializable"),
+            command,
+            policy: whole,
         }
     }
 
@@ -171,186 +233,233 @@ pub fn read_policy_file() -> Option<PolicyFile> {
     serde_json::from_str(&text).ok()
 }
 
-#[cfg(target_os = "linux")]
-/// The fixed policy file sits on jail's own /dev: a read-only tmpfs. Anyone else's /dev is a
-/// writable devtmpfs, so a file planted there fails this.
-fn on_sealed_dev(path: &str) -> bool {
-    let Ok(vfs) =
-        nix::sys::statvfs::statvfs(std::path::Path::new(path).parent().unwrap_or("/".as_ref()))
-    else {
-        return false;
-    };
-    let Ok(fs) = nix::sys::statfs::statfs("/dev") else {
-        return false;
-    };
-    vfs.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY)
-        && fs.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC
+/// What one piece of evidence showed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Finding {
+    /// The kernel confirms the claim.
+    Verified,
+    /// Nothing contradicts the claim, but nothing here proves it either (a sealed memfd anyone
+    /// can make; a refusal that the file permissions would give anyway).
+    Advisory,
+    /// The kernel contradicts the claim: this process is not confined as the policy says.
+    Failed,
 }
 
-#[derive(Debug, Serialize)]
-struct Check {
-    name: &'static str,
-    ok: bool,
-    detail: String,
+/// One check of `jail status`: what was claimed, what was asked of the kernel, what it said.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    pub finding: Finding,
+    /// Whether nothing contradicts the claim (verified or advisory).
+    pub ok: bool,
+    /// What was asked of the kernel.
+    pub how: String,
+    /// What it answered.
+    pub detail: String,
 }
 
-#[cfg(target_os = "linux")]
-fn status_field(name: &str) -> Option<String> {
-    let text = std::fs::read_to_string("/proc/self/status").ok()?;
-    text.lines().find_map(|l| {
-        l.strip_prefix(name)?
-            .strip_prefix(':')
-            .map(|v| v.trim().to_string())
-    })
-}
-
-/// Creating an unnamed file in / must be refused inside any jail (a read-only mount, or Landlock).
-#[cfg(target_os = "linux")]
-fn write_probe() -> Result<(), std::io::Error> {
-    // SAFETY: open with O_TMPFILE creates no name; the descriptor is closed at once.
-    let fd = unsafe {
-        libc::open(
-            c"/".as_ptr(),
-            libc::O_TMPFILE | libc::O_WRONLY | libc::O_CLOEXEC,
-            0o600,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
+impl Check {
+    pub fn new(
+        name: &'static str,
+        finding: Finding,
+        how: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Check {
+        Check {
+            name,
+            finding,
+            ok: finding != Finding::Failed,
+            how: how.into(),
+            detail: detail.into(),
+        }
     }
-    // SAFETY: `fd` was just opened here.
-    unsafe { libc::close(fd) };
-    Ok(())
+}
+
+/// The verdict and its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every claim checked and confirmed, the policy from jail's own file: exit 0.
+    Confined,
+    /// Nothing contradicts the policy, but some evidence is only advisory: exit 2.
+    Advisory,
+    /// Outside a jail, or a claim the kernel contradicts: exit 1.
+    NotConfined,
+}
+
+impl Verdict {
+    pub fn of(checks: &[Check]) -> Verdict {
+        if checks.is_empty() || checks.iter().any(|c| c.finding == Finding::Failed) {
+            Verdict::NotConfined
+        } else if checks.iter().any(|c| c.finding == Finding::Advisory) {
+            Verdict::Advisory
+        } else {
+            Verdict::Confined
+        }
+    }
+
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Verdict::Confined => 0,
+            Verdict::NotConfined => 1,
+            Verdict::Advisory => 2,
+        }
+    }
+}
+
+/// A path rule as the policy file spells it.
+#[derive(Debug, Clone, Deserialize)]
+struct FileRule {
+    path: PathBuf,
+    access: String,
+}
+
+/// What a policy file claims about this process, as the kernel can check it: the plan of
+/// `jail status` (pure, from the file alone).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Claims {
+    pub mount: bool,
+    pub landlock: bool,
+    /// Landlock's filesystem rules (off with `--allow-userns`, its scopes stay).
+    pub landlock_filesystem: bool,
+    pub seccomp: bool,
+    /// Paths the policy makes read-only: every read-only rule, and `/`, the working directory
+    /// and HOME when the policy leaves them read-only (the places a write is most likely to
+    /// be allowed by the file permissions, so that a refusal there shows the jail).
+    pub read_only: Vec<PathBuf>,
+    pub hidden: Vec<PathBuf>,
+    /// Paths a rule shows inside a hidden directory (a flag naming a path inside a hidden one
+    /// wins): they and the directories leading to them are not hidden.
+    pub revealed: Vec<PathBuf>,
+}
+
+impl Claims {
+    pub fn of(file: &PolicyFile, home: Option<PathBuf>) -> Claims {
+        let rules: Vec<FileRule> = file
+            .policy
+            .get("rules")
+            .and_then(|r| serde_json::from_value(r.clone()).ok())
+            .unwrap_or_default();
+        let access_at = |p: &Path| {
+            rules
+                .iter()
+                .filter(|r| p.starts_with(&r.path))
+                .max_by_key(|r| r.path.components().count())
+                .map(|r| r.access.as_str())
+                .unwrap_or("ro")
+        };
+        let cwd = file
+            .policy
+            .get("cwd")
+            .and_then(|c| c.as_str())
+            .map(PathBuf::from);
+        let mut read_only: Vec<PathBuf> = rules
+            .iter()
+            .filter(|r| r.access == "ro")
+            .map(|r| r.path.clone())
+            .chain(file.protected.iter().cloned())
+            .chain([PathBuf::from("/")])
+            .chain(cwd)
+            .chain(home)
+            // /tmp and /dev/shm are writable in every jail (private, or the host's).
+            .filter(|p| !p.starts_with("/tmp") && !p.starts_with("/dev/shm"))
+            .filter(|p| p.is_absolute() && access_at(p) == "ro")
+            .collect();
+        read_only.sort();
+        read_only.dedup();
+        Claims {
+            mount: file.layers.mount,
+            landlock: file.layers.landlock,
+            landlock_filesystem: file.layers.landlock
+                && file.policy.get("allow_userns") != Some(&true.into()),
+            seccomp: file.layers.seccomp,
+            read_only,
+            hidden: file.hidden.clone(),
+            revealed: rules
+                .iter()
+                .filter(|r| r.access != "hide" && file.hidden.iter().any(|h| r.path.starts_with(h)))
+                .map(|r| r.path.clone())
+                // A socket given with --allow-socket is shown inside a hidden directory too.
+                .chain(
+                    file.policy
+                        .get("allow_sockets")
+                        .and_then(|v| v.as_array())
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|v| v.as_str().map(PathBuf::from)),
+                )
+                .collect(),
+        }
+    }
 }
 
 /// Creating a file in / must be refused inside a jail (Seatbelt denies it); one that could be
 /// made is removed again.
 #[cfg(not(target_os = "linux"))]
-fn write_probe() -> Result<(), std::io::Error> {
+fn gather(path: &str, file: Option<&PolicyFile>) -> Vec<Check> {
+    let mut checks = vec![Check::new(
+        "policy file",
+        if file.is_some() {
+            Finding::Advisory
+        } else {
+            Finding::Failed
+        },
+        format!("read {path}"),
+        "a file in jail's run directory: anyone can write one like it",
+    )];
     let probe = "/.jail-status-probe";
-    std::fs::OpenOptions::new()
+    let made = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .open(probe)?;
-    let _ = std::fs::remove_file(probe);
-    Ok(())
-}
-
-/// jail's policy memfd (no mount view): named jail-policy and sealed against writing.
-#[cfg(target_os = "linux")]
-fn is_sealed_memfd(path: &str) -> bool {
-    use std::os::fd::AsRawFd;
-    let named = std::fs::read_link(path)
-        .map(|t| t.to_string_lossy().starts_with("/memfd:jail-policy"))
-        .unwrap_or(false);
-    let Ok(f) = std::fs::File::open(path) else {
-        return false;
-    };
-    // SAFETY: F_GET_SEALS only reads the seals of an open descriptor.
-    let seals = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GET_SEALS) };
-    named && seals >= 0 && seals & libc::F_SEAL_WRITE != 0
-}
-
-/// Whether the policy file could be changed: a sealed memfd (no mount view) refuses writes
-/// though it opens for writing; a file is tried by opening it for appending.
-fn can_be_written(path: &str) -> bool {
-    #[cfg(target_os = "linux")]
-    if let Ok(f) = std::fs::File::open(path) {
-        use std::os::fd::AsRawFd;
-        // SAFETY: F_GET_SEALS only reads the seals of an open descriptor.
-        let seals = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GET_SEALS) };
-        if seals >= 0 && seals & libc::F_SEAL_WRITE != 0 {
-            return false;
-        }
+        .open(probe);
+    if made.is_ok() {
+        let _ = std::fs::remove_file(probe);
     }
-    std::fs::OpenOptions::new().append(true).open(path).is_ok()
+    checks.push(Check::new(
+        "read-only paths",
+        if made.is_ok() {
+            Finding::Failed
+        } else {
+            Finding::Advisory
+        },
+        "create /.jail-status-probe",
+        match made {
+            Ok(_) => "a file could be created in /".to_string(),
+            Err(e) => format!("refused: {e}"),
+        },
+    ));
+    checks
 }
 
-/// What only Linux can check: no_new_privs, and a seccomp filter where the kernel has them.
 #[cfg(target_os = "linux")]
-fn linux_checks(checks: &mut Vec<Check>, file: Option<&PolicyFile>) {
-    let nnp = status_field("NoNewPrivs");
-    checks.push(Check {
-        name: "no_new_privs",
-        ok: nnp.as_deref() == Some("1"),
-        detail: format!("NoNewPrivs: {}", nnp.unwrap_or_default()),
-    });
-    // A policy may claim no seccomp only where the kernel has none (else it is forged).
-    let wants_seccomp = file.map(|f| f.layers.seccomp).unwrap_or(true)
-        || crate::linux::sys::seccomp_filters_supported();
-    let seccomp = status_field("Seccomp");
-    checks.push(Check {
-        name: "seccomp filter",
-        ok: !wants_seccomp || seccomp.as_deref() == Some("2"),
-        detail: format!("Seccomp: {}", seccomp.unwrap_or_default()),
-    });
+fn gather(path: &str, file: Option<&PolicyFile>) -> Vec<Check> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    crate::linux::evidence::gather(path, file.map(|f| (f, Claims::of(f, home))))
 }
 
-/// Runs the checks; prints the verdict; returns 0 inside a jail and 1 outside.
+/// Runs the checks; prints the verdict; returns 0 when confinement is confirmed, 2 when it is
+/// only advisory, 1 outside a jail or when the kernel contradicts the policy.
 pub fn status(json: bool) -> i32 {
+    use crate::text::printable;
     let file = read_policy_file();
-    let mut checks = Vec::new();
     let path = policy_path().unwrap_or_default();
-    checks.push(Check {
-        name: "policy file",
-        ok: file.is_some(),
-        detail: if path.is_empty() {
-            "JAIL_POLICY is not set".into()
-        } else {
-            path.clone()
-        },
-    });
-    let writable_file = !path.is_empty() && can_be_written(&path);
-    #[cfg(target_os = "linux")]
-    let (fixed, sealed_dev, memfd) = {
-        let fixed = path == crate::linux::mounts::POLICY_FILE;
-        (
-            fixed,
-            fixed && on_sealed_dev(&path),
-            !fixed && is_sealed_memfd(&path),
-        )
-    };
-    // Seatbelt: the file in jail's run directory, which the profile keeps read-only.
-    #[cfg(not(target_os = "linux"))]
-    let (fixed, sealed_dev, memfd) = (true, true, false);
-    checks.push(Check {
-        name: "policy file read-only",
-        ok: file.is_some() && !writable_file && (sealed_dev || memfd),
-        detail: if path.is_empty() {
-            "no policy file".into()
-        } else if writable_file {
-            "it can be written".into()
-        } else if fixed && !sealed_dev {
-            "it is not on jail's read-only /dev".into()
-        } else if !fixed && !memfd {
-            "not jail's sealed memfd".into()
-        } else if !fixed {
-            "a sealed memfd (no mount view: this check is advisory)".into()
-        } else {
-            String::new()
-        },
-    });
-    #[cfg(target_os = "linux")]
-    linux_checks(&mut checks, file.as_ref());
-    let probe = write_probe();
-    checks.push(Check {
-        name: "writes refused",
-        ok: probe.is_err(),
-        detail: match probe {
-            Ok(()) => "a file could be created in /".into(),
-            Err(e) => format!("creating a file in /: {e}"),
-        },
-    });
-    let inside = checks.iter().all(|c| c.ok);
+    let checks = gather(&path, file.as_ref());
+    let verdict = Verdict::of(&checks);
+    let inside = verdict != Verdict::NotConfined;
     if json {
         #[derive(Serialize)]
         struct Out<'a> {
             inside: bool,
+            verdict: Verdict,
+            exit_code: i32,
             checks: &'a [Check],
             policy: Option<&'a PolicyFile>,
         }
         let out = Out {
             inside,
+            verdict,
+            exit_code: verdict.exit_code(),
             checks: &checks,
             policy: file.as_ref().filter(|_| inside),
         };
@@ -363,35 +472,136 @@ pub fn status(json: bool) -> i32 {
         println!(
             "inside a jail: level {}, profile {}",
             level.trim_matches('"'),
-            f.profile
+            printable(&f.profile)
         );
+        if verdict == Verdict::Advisory {
+            let why: Vec<String> = checks
+                .iter()
+                .filter(|c| c.finding == Finding::Advisory)
+                .map(|c| format!("{}: {}", c.name, printable(&c.detail)))
+                .collect();
+            println!("advisory (exit 2): {}", why.join("; "));
+        }
         println!(
             "layers: mount view {}, landlock {}, seccomp {}",
             f.layers.mount, f.layers.landlock, f.layers.seccomp
         );
         let list = |v: &[PathBuf]| {
             v.iter()
-                .map(|p| p.display().to_string())
+                .map(|p| printable(&p.display().to_string()))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
         println!("writable: {}", list(&f.writable));
         println!("hidden: {}", list(&f.hidden));
         for gap in &f.gaps {
-            println!("gap: {gap}");
+            println!("gap: {}", printable(gap));
         }
     } else {
         println!("not inside a jail:");
         for c in checks.iter().filter(|c| !c.ok) {
-            println!("  {} failed: {}", c.name, c.detail);
+            println!("  {} failed: {}", c.name, printable(&c.detail));
         }
     }
-    if inside { 0 } else { 1 }
+    verdict.exit_code()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn claims_name_the_read_only_places_a_write_would_show_the_jail_at() {
+        let mut policy = Policy::probe_default();
+        let rule = |path: &str, access| crate::policy::PathRule {
+            path: path.into(),
+            access,
+            kind: crate::policy::Kind::Dir,
+            origin: Origin::Default,
+        };
+        policy.rules.extend([
+            rule("/h/.ssh", Access::Hide),
+            rule("/w", Access::Rw),
+            rule("/w/.git/hooks", Access::Ro),
+        ]);
+        policy.cwd = "/w".into();
+        let layers = Layers {
+            mount: true,
+            landlock: true,
+            seccomp: true,
+            seatbelt: false,
+        };
+        let file = PolicyFile::new(&policy, &layers, vec![]);
+        let claims = Claims::of(&file, Some("/h".into()));
+        // The writable cwd is no place to probe; HOME (read-only) and the carve-out are.
+        assert_eq!(
+            claims.read_only,
+            [Path::new("/"), Path::new("/h"), Path::new("/w/.git/hooks")]
+        );
+        assert_eq!(claims.hidden, [Path::new("/h/.ssh")]);
+        assert!(claims.revealed.is_empty());
+        policy.rules.push(rule("/h/.ssh/known_hosts", Access::Ro));
+        let file = PolicyFile::new(&policy, &layers, vec![]);
+        let claims = Claims::of(&file, Some("/h".into()));
+        assert_eq!(claims.revealed, [Path::new("/h/.ssh/known_hosts")]);
+        assert!(claims.mount && claims.landlock_filesystem && claims.seccomp);
+        // A HOME under /tmp (writable in every jail) is not probed either.
+        assert!(
+            !Claims::of(&file, Some("/tmp/h".into()))
+                .read_only
+                .iter()
+                .any(|p| p.starts_with("/tmp"))
+        );
+    }
+
+    #[test]
+    fn any_failed_check_means_not_confined_and_any_advisory_one_exit_2() {
+        let check = |f| Check::new("c", f, "", "");
+        use Finding::*;
+        assert_eq!(Verdict::of(&[]), Verdict::NotConfined);
+        assert_eq!(
+            Verdict::of(&[check(Verified), check(Verified)]).exit_code(),
+            0
+        );
+        assert_eq!(
+            Verdict::of(&[check(Verified), check(Advisory)]).exit_code(),
+            2
+        );
+        assert_eq!(
+            Verdict::of(&[check(Advisory), check(Failed)]).exit_code(),
+            1
+        );
+        assert!(!check(Failed).ok && check(Advisory).ok);
+    }
+
+    #[test]
+    fn a_long_command_is_shortened_in_the_policy_file_with_its_full_size() {
+        let short: Vec<std::ffi::OsString> = vec!["claude".into(), "-p".into(), "hi".into()];
+        let (shown, size) = shown_command(&short);
+        assert_eq!(shown, ["claude", "-p", "hi"]);
+        assert_eq!(
+            size,
+            CommandSize {
+                args: 3,
+                bytes: 10,
+                truncated: false
+            }
+        );
+        // One argument of 127 KiB (a diff), multi-byte characters at the cut.
+        let diff = "é".repeat(65_000);
+        let (shown, size) = shown_command(&["claude".into(), "-p".into(), diff.clone().into()]);
+        assert!(size.truncated && size.bytes == 8 + diff.len());
+        assert!(shown[2].len() <= SHOWN_ARG_BYTES + "…".len() && shown[2].ends_with('…'));
+        // A 1 MiB command line of many arguments.
+        let many: Vec<std::ffi::OsString> = (0..8192).map(|_| "x".repeat(127).into()).collect();
+        let (shown, size) = shown_command(&many);
+        assert_eq!(
+            (size.args, size.bytes, size.truncated),
+            (8192, 8192 * 127, true)
+        );
+        assert!(shown.len() <= SHOWN_ARGS);
+        assert!(shown.iter().map(String::len).sum::<usize>() <= SHOWN_COMMAND_BYTES + 3);
+    }
 
     #[test]
     fn the_notice_is_two_sentences_naming_what_is_open_and_closed() {

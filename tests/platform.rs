@@ -819,7 +819,7 @@ impl Ci {
 /// not.
 const CI_COMMAND: &str = "echo \"hello from $JAIL_PROFILE\"; touch made-by-ci; \
      if touch \"$HOME/planted\" 2>/dev/null; then echo HOME-WRITABLE; fi; \
-     jail status >/dev/null && echo CONFINED";
+     jail status >/dev/null; s=$?; [ $s = 0 ] && echo CONFINED; echo STATUS=$s";
 
 /// `bash SCRIPT ARGS` (under `outer`) as the fixture's user, in its project, with `env`.
 fn ci_run(fx: &Fixture, outer: Outer, script: &[&str], env: &[(&str, &str)]) -> Run {
@@ -902,8 +902,11 @@ fn the_github_action_script_runs_the_command_under_jail() {
             ("JAIL_REQUIRE", "landlock"),
         ];
         let partial = ci_run(&fx, Outer::Docker, &[&ci.github(), "run"], &env_landlock);
+        // Without the mount view `jail status` is advisory (exit 2).
         assert!(
-            partial.ok() && partial.stdout.contains("hello from ci"),
+            partial.ok()
+                && partial.stdout.contains("hello from ci")
+                && partial.stdout.contains("STATUS=2"),
             "{who:?}: {}",
             partial.describe()
         );

@@ -72,6 +72,16 @@ const EMPTY_FILE: &str = "/dev/.jail-empty";
 /// The resolved policy as JSON, for `jail status` and orchestrators (JAIL_POLICY): on the /dev
 /// tmpfs, which is sealed read-only.
 pub const POLICY_FILE: &str = "/dev/jail/policy.json";
+/// What /dev holds besides the policy file: a few empty files, symlinks and directories.
+const DEV_BASE_BYTES: usize = 64 * 1024;
+
+/// The size of jail's /dev tmpfs: its base plus the policy file, in whole pages. The file grows
+/// with the policy (hundreds of protected paths in a monorepo), so a fixed size would refuse
+/// some runs with ENOSPC; once written, /dev is sealed read-only, so the room cannot be used for
+/// anything else.
+fn dev_size(policy_bytes: usize) -> usize {
+    DEV_BASE_BYTES + policy_bytes.div_ceil(4096) * 4096
+}
 
 pub fn compile(policy: &Policy) -> MountPlan {
     let mut steps = vec![
@@ -181,7 +191,7 @@ pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<(), MountError> {
             show_at(p, fd, false).map_err(MountError::Failed)?;
             continue;
         }
-        apply_step(step).map_err(|e| {
+        apply_step(step, dev_size(policy_json.len())).map_err(|e| {
             // The very first mount refused: this process may not mount at all (it is already in
             // a Landlock domain, or an LSM forbids it). A fresh /proc refused: the /proc we were
             // given has parts covered (an outer jail's read-only /proc/sys), and the kernel lets
@@ -210,7 +220,8 @@ pub enum MountError {
     Failed(JailError),
 }
 
-fn apply_step(step: &Step) -> Result<(), JailError> {
+/// `dev_bytes`: the size of the /dev tmpfs ([`dev_size`]).
+fn apply_step(step: &Step, dev_bytes: usize) -> Result<(), JailError> {
     let none: Option<&str> = None;
     match step {
         Step::MakeRootPrivate => {
@@ -228,7 +239,7 @@ fn apply_step(step: &Step) -> Result<(), JailError> {
             )
             .map_err(|e| fail("mount_setattr read-only", Path::new("/"), e))
         }
-        Step::MinimalDev => minimal_dev(),
+        Step::MinimalDev => minimal_dev(dev_bytes),
         Step::FreshProc => fresh_proc(),
         Step::PrivateTmp => mount(
             Some("tmpfs"),
@@ -385,7 +396,7 @@ fn hide_file(path: &Path) -> Result<(), JailError> {
         .map_err(|e| fail("hide read-only", path, e))
 }
 
-fn minimal_dev() -> Result<(), JailError> {
+fn minimal_dev(size: usize) -> Result<(), JailError> {
     let dev = Path::new("/dev");
     // Hold the host's device nodes before /dev is covered.
     let mut nodes = Vec::new();
@@ -403,7 +414,7 @@ fn minimal_dev() -> Result<(), JailError> {
         "/dev",
         Some("tmpfs"),
         MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
-        Some("mode=0755,size=64k"),
+        Some(format!("mode=0755,size={size}").as_str()),
     )
     .map_err(|e| fail("tmpfs", dev, e))?;
     for (p, fd) in &nodes {

@@ -1,0 +1,655 @@
+//! What `jail status` asks the kernel: where the policy file came from, and whether each claim
+//! of it holds for this process, checked by its effect where that is cheap.
+//!
+//! What each fact proves, against a process outside any jail that forges the rest:
+//! - The fixed file is on a tmpfs whose mount is read-only, owned by us, with no write bit, in
+//!   user, mount and pid namespaces other than the initial ones. Anyone who can create user
+//!   namespaces (`unshare -rmpf`) can build exactly that, so these facts only make the file
+//!   jail's *if* the process is also confined as the file says: they are necessary, not enough.
+//! - So every claim is also checked by its effect: no_new_privs and empty capability sets (read
+//!   from /proc/self/status); syscalls jail's filter always refuses answer with its errno, not
+//!   the kernel's own (an allow-all filter passes "Seccomp: 2" but not this); Landlock's signal
+//!   scope refuses kill(1, 0) where pid 1 is ours by uid; a path the policy calls read-only is on
+//!   a read-only mount (the mount view) or refuses a write the file permissions would allow
+//!   (Landlock); a hidden path is empty or unreadable.
+//! - A forger who reproduces every effect has built the confinement it claims, for this
+//!   process. Without the mount view the policy arrives as a sealed memfd, which anyone can
+//!   make, and Landlock's rules cannot be read back: that evidence is advisory (exit 2).
+
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use super::mounts::POLICY_FILE;
+use crate::status::{Check, Claims, Finding, PolicyFile};
+
+/// nsfs inode numbers of the initial namespaces (include/uapi/linux/nsfs.h). The initial mount
+/// namespace has a fixed number since Linux 6.16 (0xEFFFFFF8); before, its number is dynamic
+/// and the mount check can only compare against that constant (the user and pid checks hold on
+/// every kernel, and jail creates the three together).
+const INITIAL_NAMESPACES: &[(&str, u64)] = &[
+    ("user", 0xEFFF_FFFD),
+    ("pid", 0xEFFF_FFFC),
+    ("mnt", 0xEFFF_FFF8),
+];
+
+/// Syscalls jail's filter refuses in every jail, each called so that it does nothing (a NULL
+/// pointer, pid 0), with the errno the filter answers and the kernel's own answer without it.
+pub const SECCOMP_PROBES: &[(&str, i32)] = &[
+    // clone3 with size 0: EINVAL from the kernel; jail's filter answers ENOSYS.
+    ("clone3", libc::ENOSYS),
+    // ptrace of pid 0: ESRCH from the kernel.
+    ("ptrace", libc::EPERM),
+    // perf_event_open with a NULL attr: EFAULT from the kernel.
+    ("perf_event_open", libc::EPERM),
+    // keyctl(KEYCTL_GET_KEYRING_ID) of an invalid special id: EINVAL from the kernel.
+    ("keyctl", libc::EPERM),
+];
+
+fn errno_of(rc: libc::c_long) -> i32 {
+    if rc < 0 {
+        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    } else {
+        0
+    }
+}
+
+/// Calls one probe; returns the errno (0 for success).
+fn call_probe(name: &str) -> i32 {
+    // SAFETY: each call passes arguments that make the kernel fail before doing anything
+    // (size 0, pid 0, NULL attr, an invalid keyring id); no memory is written.
+    let rc = unsafe {
+        match name {
+            "clone3" => libc::syscall(libc::SYS_clone3, std::ptr::null::<u8>(), 0usize),
+            "ptrace" => libc::syscall(libc::SYS_ptrace, libc::PTRACE_PEEKDATA, 0, 0, 0),
+            "perf_event_open" => libc::syscall(
+                libc::SYS_perf_event_open,
+                std::ptr::null::<u8>(),
+                0,
+                -1,
+                -1,
+                0,
+            ),
+            "keyctl" => libc::syscall(libc::SYS_keyctl, 0, -100, 0),
+            _ => unreachable!("a probe without a call"),
+        }
+    };
+    errno_of(rc)
+}
+
+fn status_field(name: &str) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    field(&text, name)
+}
+
+fn field(text: &str, name: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(name)?
+            .strip_prefix(':')
+            .map(|v| v.trim().to_string())
+    })
+}
+
+/// Verified when the kernel's answer matches the claim, failed when it does not.
+fn verified_if(holds: bool) -> Finding {
+    if holds {
+        Finding::Verified
+    } else {
+        Finding::Failed
+    }
+}
+
+fn errno_name(e: i32) -> String {
+    if e == 0 {
+        "succeeded".into()
+    } else {
+        std::io::Error::from_raw_os_error(e).to_string()
+    }
+}
+
+/// Every check, in order: the policy's source, then each claim by its effect.
+pub fn gather(path: &str, file: Option<(&PolicyFile, Claims)>) -> Vec<Check> {
+    let Some((file, claims)) = file else {
+        return vec![Check::new(
+            "policy file",
+            Finding::Failed,
+            "read JAIL_POLICY, or /dev/jail/policy.json",
+            if path.is_empty() {
+                "JAIL_POLICY is not set".to_string()
+            } else {
+                format!("{path}: not a readable policy file")
+            },
+        )];
+    };
+    let mut checks = vec![source(path, file), process_image()];
+    checks.push(no_new_privs());
+    checks.push(capabilities(claims.mount));
+    checks.push(seccomp(claims.seccomp));
+    let (landlock_check, read_only_check) = read_only(&claims);
+    if claims.landlock {
+        checks.push(landlock_check);
+    }
+    checks.push(read_only_check);
+    if !claims.hidden.is_empty() {
+        checks.push(hidden(&claims));
+    }
+    checks
+}
+
+/// The policy's source: jail's own file on its read-only /dev (the mount view), or a sealed
+/// memfd (advisory: anyone can make one).
+fn source(path: &str, file: &PolicyFile) -> Check {
+    const NAME: &str = "policy file";
+    if path == POLICY_FILE {
+        let how = "fstat, fstatfs and fstatvfs of the open file; /proc/self/ns inode numbers";
+        return match fixed_file_facts() {
+            Err(why) => Check::new(NAME, Finding::Failed, how, why),
+            Ok(_) if !file.layers.mount => Check::new(
+                NAME,
+                Finding::Failed,
+                how,
+                "jail's file at the fixed place claims no mount view",
+            ),
+            Ok(facts) => Check::new(NAME, Finding::Verified, how, facts),
+        };
+    }
+    let how = "readlink and F_GET_SEALS of JAIL_POLICY";
+    if file.layers.mount {
+        return Check::new(
+            NAME,
+            Finding::Failed,
+            how,
+            format!("{path} claims the mount view but is not jail's file at {POLICY_FILE}"),
+        );
+    }
+    if is_sealed_memfd(path) {
+        Check::new(
+            NAME,
+            Finding::Advisory,
+            how,
+            "a sealed memfd (no mount view): any process can make one, so the policy is \
+             believed only as far as the checks below confirm it",
+        )
+    } else {
+        Check::new(
+            NAME,
+            Finding::Failed,
+            how,
+            format!("{path} is not jail's sealed memfd"),
+        )
+    }
+}
+
+/// The facts about the fixed file and the namespaces, or the first that does not hold.
+fn fixed_file_facts() -> Result<String, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(POLICY_FILE)
+        .map_err(|e| format!("open {POLICY_FILE}: {e}"))?;
+    let st = nix::sys::stat::fstat(&f).map_err(|e| format!("fstat: {e}"))?;
+    let fs = nix::sys::statfs::fstatfs(&f).map_err(|e| format!("fstatfs: {e}"))?;
+    let vfs = nix::sys::statvfs::fstatvfs(&f).map_err(|e| format!("fstatvfs: {e}"))?;
+    // SAFETY: geteuid cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(format!("{POLICY_FILE} is not a regular file"));
+    }
+    if fs.filesystem_type() != nix::sys::statfs::TMPFS_MAGIC {
+        return Err(format!("{POLICY_FILE} is not on a tmpfs"));
+    }
+    if !vfs.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY) {
+        return Err(format!("{POLICY_FILE} is on a writable mount"));
+    }
+    if st.st_uid != euid || st.st_mode & 0o7222 != 0 {
+        return Err(format!(
+            "{POLICY_FILE} is owned by uid {} mode {:o} (jail's: ours, no write bit)",
+            st.st_uid,
+            st.st_mode & 0o7777
+        ));
+    }
+    for (ns, initial) in INITIAL_NAMESPACES {
+        let link = format!("/proc/self/ns/{ns}");
+        let ino = std::fs::metadata(&link)
+            .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+            .map_err(|e| format!("stat {link}: {e}"))?;
+        if ino == *initial {
+            return Err(format!(
+                "this process is in the initial {ns} namespace (jail makes a new one)"
+            ));
+        }
+    }
+    Ok(format!(
+        "{POLICY_FILE}: a tmpfs, mounted read-only, owned by uid {euid}, mode {:o}; user, mount \
+         and pid namespaces not the initial ones",
+        st.st_mode & 0o7777
+    ))
+}
+
+/// jail's policy memfd (no mount view): named jail-policy and sealed against writing.
+fn is_sealed_memfd(path: &str) -> bool {
+    let named = std::fs::read_link(path)
+        .map(|t| t.to_string_lossy().starts_with("/memfd:jail-policy"))
+        .unwrap_or(false);
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    // SAFETY: F_GET_SEALS only reads the seals of an open descriptor.
+    let seals = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GET_SEALS) };
+    named && seals >= 0 && seals & libc::F_SEAL_WRITE != 0
+}
+
+/// Every check runs in this process, through libc: a library the dynamic loader was told to
+/// load first (LD_PRELOAD, LD_AUDIT, as the caller sets them) could answer for the kernel. It
+/// can also remove the variable, so its absence proves nothing either; a statically linked
+/// jail has no loader to tell.
+fn process_image() -> Check {
+    let how = "LD_PRELOAD and LD_AUDIT in the environment status started with";
+    let set: Vec<&str> = ["LD_PRELOAD", "LD_AUDIT"]
+        .into_iter()
+        .filter(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()))
+        .collect();
+    if set.is_empty() {
+        Check::new(
+            "process image",
+            Finding::Verified,
+            how,
+            "no library preloaded by variable",
+        )
+    } else {
+        Check::new(
+            "process image",
+            Finding::Advisory,
+            how,
+            format!(
+                "{} set: a preloaded library could answer these checks in this process",
+                set.join(" and ")
+            ),
+        )
+    }
+}
+
+fn no_new_privs() -> Check {
+    let nnp = status_field("NoNewPrivs").unwrap_or_default();
+    Check::new(
+        "no_new_privs",
+        verified_if(nnp == "1"),
+        "NoNewPrivs in /proc/self/status",
+        format!("NoNewPrivs: {nnp}"),
+    )
+}
+
+/// Every capability set empty; the bounding set too with the mount view (jail holds
+/// CAP_SETPCAP in its user namespace there; an unprivileged caller without one cannot shrink
+/// it, and no_new_privs keeps execve from using it).
+fn capabilities(mount: bool) -> Check {
+    let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let mut sets = vec!["CapInh", "CapPrm", "CapEff", "CapAmb"];
+    if mount {
+        sets.push("CapBnd");
+    }
+    let held: Vec<String> = sets
+        .iter()
+        .filter_map(|s| {
+            let v = field(&text, s).unwrap_or_default();
+            (u64::from_str_radix(&v, 16).ok() != Some(0)).then(|| format!("{s}: {v}"))
+        })
+        .collect();
+    Check::new(
+        "capabilities",
+        verified_if(held.is_empty()),
+        format!("{} in /proc/self/status", sets.join(", ")),
+        if held.is_empty() {
+            "all empty".to_string()
+        } else {
+            held.join(", ")
+        },
+    )
+}
+
+/// A filter is loaded, and it is jail's: the syscalls it always refuses answer with its errno.
+fn seccomp(claimed: bool) -> Check {
+    const NAME: &str = "seccomp filter";
+    let how = format!(
+        "Seccomp and Seccomp_filters in /proc/self/status; {} called harmlessly",
+        SECCOMP_PROBES
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mode = status_field("Seccomp").unwrap_or_default();
+    let filters = status_field("Seccomp_filters").unwrap_or_default();
+    // A policy may claim no seccomp only where the kernel has none (else it is forged).
+    if !claimed && !super::sys::seccomp_filters_supported() {
+        return Check::new(
+            NAME,
+            Finding::Advisory,
+            how,
+            "this kernel has no seccomp filters",
+        );
+    }
+    if mode != "2" {
+        return Check::new(
+            NAME,
+            Finding::Failed,
+            how,
+            format!("Seccomp: {mode} (no filter)"),
+        );
+    }
+    let wrong: Vec<String> = SECCOMP_PROBES
+        .iter()
+        .filter_map(|(name, want)| {
+            let got = call_probe(name);
+            (got != *want).then(|| {
+                format!(
+                    "{name}: {} (jail's filter: {})",
+                    errno_name(got),
+                    errno_name(*want)
+                )
+            })
+        })
+        .collect();
+    if wrong.is_empty() {
+        Check::new(
+            NAME,
+            Finding::Verified,
+            how,
+            format!("Seccomp: 2, {filters} filter(s); every probe refused as jail refuses it"),
+        )
+    } else {
+        Check::new(
+            NAME,
+            Finding::Failed,
+            how,
+            format!("a filter that is not jail's: {}", wrong.join("; ")),
+        )
+    }
+}
+
+/// How a write at a path the policy calls read-only went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Write {
+    /// The mount is read-only (EROFS).
+    ReadOnlyMount,
+    /// The file permissions refuse it anyway: this path shows nothing.
+    Permissions,
+    /// The permissions and the mount allow it, and it was refused (Landlock).
+    Refused,
+    /// It could be made.
+    Allowed,
+    /// Absent, or a filesystem without O_TMPFILE: nothing learned.
+    Unknown,
+}
+
+/// Tries a write at `path` that leaves no trace: access(W_OK) asks the mount and the file
+/// permissions, not Landlock; then O_TMPFILE (an unnamed file, gone at close) in a directory,
+/// or an open for appending of a file, asks Landlock too.
+fn try_write(path: &Path) -> Write {
+    use nix::unistd::{AccessFlags, faccessat};
+    let is_dir = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => return Write::Unknown,
+        Ok(m) => m.is_dir(),
+        Err(_) => return Write::Unknown,
+    };
+    match faccessat(
+        nix::fcntl::AT_FDCWD,
+        path,
+        AccessFlags::W_OK,
+        nix::fcntl::AtFlags::AT_EACCESS,
+    ) {
+        Err(nix::errno::Errno::EROFS) => return Write::ReadOnlyMount,
+        Err(nix::errno::Errno::EACCES | nix::errno::Errno::EPERM) => return Write::Permissions,
+        Err(_) => return Write::Unknown,
+        Ok(()) => {}
+    }
+    let opened = if is_dir {
+        nix::fcntl::open(
+            path,
+            nix::fcntl::OFlag::O_TMPFILE
+                | nix::fcntl::OFlag::O_WRONLY
+                | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+    } else {
+        nix::fcntl::open(
+            path,
+            nix::fcntl::OFlag::O_WRONLY
+                | nix::fcntl::OFlag::O_APPEND
+                | nix::fcntl::OFlag::O_NOFOLLOW
+                | nix::fcntl::OFlag::O_NONBLOCK
+                | nix::fcntl::OFlag::O_NOCTTY
+                | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )
+    };
+    match opened {
+        Ok(_fd) => Write::Allowed,
+        Err(nix::errno::Errno::EACCES) => Write::Refused,
+        Err(nix::errno::Errno::EROFS) => Write::ReadOnlyMount,
+        Err(_) => Write::Unknown,
+    }
+}
+
+/// Whether `path` is on a read-only mount.
+fn on_read_only_mount(path: &Path) -> Option<bool> {
+    let vfs = nix::sys::statvfs::statvfs(path).ok()?;
+    Some(vfs.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
+}
+
+/// Landlock's signal scope: kill(1, 0) is refused when pid 1 is outside our domain (jail's
+/// init in the pid namespace, or the host's init) and the file permissions would allow the
+/// signal (pid 1 has our uid).
+fn signal_scope() -> Option<bool> {
+    if super::sys::landlock_abi() < 6 {
+        return None;
+    }
+    let init = std::fs::read_to_string("/proc/1/status").ok()?;
+    let uid: u32 = field(&init, "Uid")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // SAFETY: geteuid and getpid cannot fail.
+    if uid != unsafe { libc::geteuid() } || unsafe { libc::getpid() } == 1 {
+        return None;
+    }
+    // SAFETY: signal 0 sends nothing; it only checks permission.
+    let rc = unsafe { libc::kill(1, 0) };
+    Some(rc < 0 && errno_of(rc as libc::c_long) == libc::EPERM)
+}
+
+/// The read-only claims (with the mount view, every read-only path on a read-only mount) and
+/// Landlock's (a write the permissions would allow, refused; the signal scope).
+fn read_only(claims: &Claims) -> (Check, Check) {
+    let mut failed = Vec::new();
+    let mut by_mount = 0;
+    let mut refused = Vec::new();
+    for path in &claims.read_only {
+        if claims.mount && on_read_only_mount(path) == Some(false) {
+            failed.push(format!("{} is on a writable mount", path.display()));
+            continue;
+        }
+        match try_write(path) {
+            Write::Allowed => failed.push(format!("{} could be written", path.display())),
+            Write::ReadOnlyMount => by_mount += 1,
+            Write::Refused => refused.push(path.clone()),
+            Write::Permissions | Write::Unknown => {}
+        }
+    }
+    let ro_how = "statvfs (ST_RDONLY) of each path the policy calls read-only; access(W_OK), \
+                  then O_TMPFILE in a directory or O_APPEND on a file (no trace)";
+    let ro = if !failed.is_empty() {
+        Check::new(
+            "read-only paths",
+            Finding::Failed,
+            ro_how,
+            failed.join("; "),
+        )
+    } else if claims.mount && by_mount > 0 {
+        Check::new(
+            "read-only paths",
+            Finding::Verified,
+            ro_how,
+            format!("{} paths on read-only mounts", claims.read_only.len()),
+        )
+    } else if !refused.is_empty() {
+        Check::new(
+            "read-only paths",
+            Finding::Verified,
+            ro_how,
+            format!("writes refused at {}", show(&refused)),
+        )
+    } else {
+        Check::new(
+            "read-only paths",
+            Finding::Advisory,
+            ro_how,
+            "the file permissions refuse every write probed, so no refusal shows the jail",
+        )
+    };
+    (landlock(claims, &refused), ro)
+}
+
+/// Our own /proc/self/comm: the file permissions let us write it and /proc is a writable mount
+/// even in the view, but jail's Landlock rules grant no write beneath `/` but the writable
+/// paths: an open for writing (nothing written) shows Landlock on every ABI.
+const OWN_PROC_FILE: &str = "/proc/self/comm";
+
+/// Landlock's claim: its signal scope (ABI 6), its refusal of our own /proc file, or of a write
+/// at a read-only path that the permissions and the mount would allow.
+fn landlock(claims: &Claims, refused: &[PathBuf]) -> Check {
+    const NAME: &str = "landlock";
+    let how = "kill(1, 0) where pid 1 has our uid (signal scope, ABI 6); an open for writing \
+               of /proc/self/comm; a write the permissions allow at a read-only path";
+    let mut seen = Vec::new();
+    let mut failed = Vec::new();
+    match signal_scope() {
+        Some(true) => seen.push("kill(1, 0) refused".to_string()),
+        Some(false) => failed.push("kill(1, 0) allowed: no Landlock signal scope"),
+        None => {}
+    }
+    // --allow-userns turns the filesystem rules off (a nested sandbox must mount).
+    if claims.landlock_filesystem {
+        match try_write(Path::new(OWN_PROC_FILE)) {
+            Write::Refused => seen.push(format!("{OWN_PROC_FILE} not writable")),
+            Write::Allowed => failed.push("/proc/self/comm opens for writing: no Landlock rules"),
+            _ => {}
+        }
+        if !refused.is_empty() {
+            seen.push(format!("writes refused at {}", show(refused)));
+        }
+    }
+    if !failed.is_empty() {
+        Check::new(NAME, Finding::Failed, how, failed.join("; "))
+    } else if !seen.is_empty() {
+        Check::new(NAME, Finding::Verified, how, seen.join("; "))
+    } else {
+        Check::new(
+            NAME,
+            Finding::Advisory,
+            how,
+            "no probe could tell a Landlock refusal from the file permissions' or the mount's",
+        )
+    }
+}
+
+fn show(paths: &[PathBuf]) -> String {
+    let mut list: Vec<String> = paths
+        .iter()
+        .take(3)
+        .map(|p| p.display().to_string())
+        .collect();
+    if paths.len() > 3 {
+        list.push("…".into());
+    }
+    list.join(", ")
+}
+
+/// Each hidden path is empty or unreadable, but for what a rule shows inside it.
+fn hidden(claims: &Claims) -> Check {
+    let shown = |p: &Path| claims.revealed.iter().any(|r| r.starts_with(p));
+    let mut seen = Vec::new();
+    for p in &claims.hidden {
+        let Ok(meta) = std::fs::symlink_metadata(p) else {
+            continue; // absent or unreachable: nothing to read
+        };
+        let readable = if meta.is_dir() {
+            match std::fs::read_dir(p) {
+                Err(_) => false,
+                // The view covers it with an empty tmpfs.
+                Ok(mut d) if claims.mount => d.any(|e| e.is_ok_and(|e| !shown(&e.path()))),
+                // Landlock alone lets the names be listed (a named gap), files not read.
+                Ok(d) => d
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_file()) && !shown(&e.path()))
+                    .take(8)
+                    .any(|e| std::fs::File::open(e.path()).is_ok()),
+            }
+        } else if meta.is_file() {
+            use std::io::Read;
+            std::fs::File::open(p)
+                .map(|mut f| f.read(&mut [0u8; 1]).unwrap_or(0) > 0)
+                .unwrap_or(false)
+        } else {
+            false
+        };
+        if readable {
+            seen.push(p.clone());
+        }
+    }
+    let paths = &claims.hidden;
+    Check::new(
+        "hidden paths",
+        verified_if(seen.is_empty()),
+        "read each hidden path: with the mount view a directory must list nothing, without it \
+         the files in it must not open; a file's first byte",
+        if seen.is_empty() {
+            format!("{} paths empty or unreadable", paths.len())
+        } else {
+            format!("readable: {}", show(&seen))
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linux::seccomp::{self, When};
+    use crate::policy::Policy;
+
+    #[test]
+    fn every_seccomp_probe_is_a_syscall_jails_filter_always_refuses_with_that_errno() {
+        for allow_userns in [false, true] {
+            let policy = Policy {
+                allow_userns,
+                allow_unix_sockets: true,
+                ..Policy::probe_default()
+            };
+            let plan = seccomp::compile(&policy, Default::default());
+            for (name, errno) in SECCOMP_PROBES {
+                let denied = plan
+                    .deny
+                    .iter()
+                    .any(|d| d.syscall == *name && d.when == When::Always);
+                let enosys = plan.enosys.contains(name);
+                assert!(
+                    (*errno == libc::EPERM && denied) || (*errno == libc::ENOSYS && enosys),
+                    "{name}: the filter does not refuse it with {errno}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn outside_any_filter_the_probes_get_the_kernels_own_answers() {
+        // The test process runs under no filter (cargo's): none of the answers may be the
+        // filter's, or the probe could not tell a forgery from jail.
+        if status_field("Seccomp").as_deref() != Some("0") {
+            return;
+        }
+        for (name, errno) in SECCOMP_PROBES {
+            assert_ne!(call_probe(name), *errno, "{name}");
+        }
+    }
+}
