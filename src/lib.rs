@@ -123,7 +123,21 @@ fn extras_text(f: &Features) -> String {
     };
     #[cfg(not(target_os = "linux"))]
     let denials = "no (Linux only)".to_string();
-    format!("network (--net):  {net}\nreport denials:   {denials}\n")
+    format!(
+        "network (--net):  {net}\nreport denials:   {denials}\nhomes (--home):   {}\n",
+        home_text(f)
+    )
+}
+
+/// What `--home hidden` gets here: the default run's read mode, and whether hiding works.
+fn home_text(f: &Features) -> String {
+    let by = match (f.user_namespaces, f.landlock_abi > 0) {
+        (true, true) => "mount view and Landlock",
+        (true, false) => "mount view",
+        (false, true) => "Landlock (names listable)",
+        (false, false) => return "visible; hidden needs the mount view or Landlock".into(),
+    };
+    format!("visible by default; hidden (--home hidden) enforced by {by}")
 }
 
 /// $XDG_CONFIG_HOME/jail/profiles, or ~/.config/jail/profiles: never anything in the project.
@@ -274,6 +288,12 @@ fn resolved_toml(r: &Resolved) -> String {
     if let Some(b) = o.allow_unix_sockets {
         out.push_str(&format!("allow_unix_sockets = {b}\n"));
     }
+    if let Some(h) = o.home {
+        out.push_str(&format!(
+            "home = {}\n",
+            serde_json::to_string(&h).expect("enum")
+        ));
+    }
     if let Some(t) = &o.timeout {
         out.push_str(&format!("timeout = {}\n", q(t)));
     }
@@ -413,6 +433,7 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         home: home.clone(),
         profile_paths,
         guarded,
+        homes: homes_input(args, o.home, home.as_deref()),
     };
     let mut policy = policy::resolve(&input)?;
     let flags = EnvFlags::from_args(&args.env, &args.env_deny, args.env_clear)
@@ -421,6 +442,40 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
     policy.env = child_env(&caller, &prof.env, &flags, &x)
         .map_err(|e| JailError::BadInput(format!("profile {}: {e}", prof.name)))?;
     Ok(policy)
+}
+
+/// `--home` (else the profile's), and when hidden the homes of this host and the PATH
+/// directories, as real paths.
+fn homes_input(
+    args: &RunArgs,
+    profile: Option<policy::homes::HomeMode>,
+    home: Option<&std::path::Path>,
+) -> policy::homes::HomesInput {
+    use policy::homes::{HOME_ROOTS, HomeMode, HomesInput, passwd_homes};
+    let mode = match args.home {
+        Some(cli::HomeArg::Hidden) => HomeMode::Hidden,
+        Some(cli::HomeArg::Visible) => HomeMode::Visible,
+        None => profile.unwrap_or_default(),
+    };
+    if mode == HomeMode::Visible {
+        return HomesInput::default();
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let mut homes: Vec<PathBuf> = HOME_ROOTS.iter().map(PathBuf::from).collect();
+    homes.extend(passwd_homes(&passwd));
+    homes.extend(home.map(PathBuf::from));
+    let path_dirs = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    HomesInput {
+        mode,
+        homes: homes.iter().map(|h| policy::real_path(h)).collect(),
+        path_dirs: path_dirs
+            .iter()
+            .filter(|d| d.is_absolute())
+            .map(|d| policy::real_path(d))
+            .collect(),
+    }
 }
 
 /// The files that the profile's protected files name (as `/abs/path`, `~/path`, `$HOME/path`)

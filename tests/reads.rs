@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Attack, Fixture, Layer, full_level_or_skip, users};
+use common::{Attack, Fixture, Layer, Who, attack_bin, full_level_or_skip, users};
 use std::path::{Path, PathBuf};
 
 use Layer::{Landlock as L, Mount as M};
@@ -220,4 +220,355 @@ fn each_name_on_the_default_hide_list_is_unreadable() {
             open.describe()
         );
     }
+}
+
+fn a() -> String {
+    attack_bin().to_string_lossy().into_owned()
+}
+
+/// The same read three ways: the C helper, `cat` and Python's open().
+fn reads_of(name: &str, file: &Path, flags: &[&str]) -> Vec<Attack> {
+    let f = s(file);
+    let q = quote(&f);
+    vec![
+        Attack::new(
+            &format!("{name} (C)"),
+            flags,
+            vec![a(), "read".into(), f.clone()],
+            &[M, L],
+        ),
+        Attack::new(
+            &format!("{name} (cat)"),
+            flags,
+            vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                format!("cat {q} && echo 'ALLOWED cat' || {{ echo 'BLOCKED cat'; exit 1; }}"),
+            ],
+            &[M, L],
+        ),
+        Attack::new(
+            &format!("{name} (python)"),
+            flags,
+            vec![
+                "/usr/bin/python3".into(),
+                "-c".into(),
+                format!(
+                    "import sys\ntry:\n    open({q}).read()\n    print('ALLOWED python')\n\
+                     except OSError as e:\n    print('BLOCKED python', e)\n    sys.exit(1)"
+                ),
+            ],
+            &[M, L],
+        ),
+    ]
+}
+
+/// A project in HOME, and beside it a file and another project's .env that nothing names.
+fn home_fixture(who: Who, name: &str) -> Fixture {
+    let fx = Fixture::new(who, name);
+    plant(
+        &fx.home,
+        &[
+            ("proj/file.txt", "PROJECT\n"),
+            ("notes.txt", "SECRET-NOTES\n"),
+            ("other/.env", "SECRET-OTHER-ENV\n"),
+        ],
+    );
+    fx.give_to(who);
+    fx
+}
+
+/// Writes each (relative path, content) under `dir`, with the directories on the way.
+fn plant(dir: &Path, files: &[(&str, &str)]) {
+    for (rel, content) in files {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+}
+
+#[test]
+fn a_home_file_outside_the_allow_list_is_unreadable() {
+    if !full_level_or_skip("home-hidden") {
+        return;
+    }
+    for who in users() {
+        let fx = home_fixture(who, "home-hidden");
+        let proj = s(&fx.home.join("proj"));
+        let flags = [
+            "--home",
+            "hidden",
+            "--ro",
+            proj.as_str(),
+            "--cwd",
+            proj.as_str(),
+        ];
+        let mut attacks = reads_of("read ~/notes.txt", &fx.home.join("notes.txt"), &flags);
+        attacks.extend(reads_of(
+            "read another project's .env",
+            &fx.home.join("other/.env"),
+            &flags,
+        ));
+        for attack in attacks {
+            attack.prove(&fx);
+        }
+    }
+}
+
+/// A directory in /home owned by nobody in particular, readable by everyone, removed after.
+struct OtherHome(PathBuf);
+
+impl OtherHome {
+    fn new() -> OtherHome {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = PathBuf::from(format!("/home/jail-reads-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("secret"), "SECRET-OTHER-USER\n").unwrap();
+        for (p, mode) in [(dir.clone(), 0o755), (dir.join("secret"), 0o644)] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        OtherHome(dir)
+    }
+}
+
+impl Drop for OtherHome {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn a_file_in_another_users_home_is_unreadable() {
+    if !full_level_or_skip("other-home") {
+        return;
+    }
+    if !common::is_root() {
+        eprintln!("skipping other-home: only root can make a home under /home");
+        return;
+    }
+    let other = OtherHome::new();
+    for who in users() {
+        let fx = Fixture::new(who, "other-home");
+        let flags = ["--home", "hidden", "--ro", &fx.p("repo")];
+        let flags: Vec<&str> = flags.iter().map(|f| f.as_ref()).collect();
+        for attack in reads_of("read /home/OTHER/secret", &other.0.join("secret"), &flags) {
+            attack.prove(&fx);
+        }
+    }
+}
+
+/// A user profile (in $XDG_CONFIG_HOME/jail/profiles, here outside HOME) that turns the mode on
+/// and names a read-only and a writable path in HOME.
+fn profile_dir(fx: &Fixture) -> String {
+    let dir = fx.dir.join("cfg/jail/profiles");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("hidden-home.toml"),
+        "extends = [\"default\"]\n[paths]\nro = [\"~/.config/tool\"]\nrw = [\"~/state\"]\n\
+         [options]\nhome = \"hidden\"\n",
+    )
+    .unwrap();
+    plant(
+        &fx.home,
+        &[
+            (".config/tool/conf", "TOOL-CONF\n"),
+            ("state/keep", "STATE\n"),
+            ("bin/hello", "#!/bin/sh\necho HELLO-FROM-HOME-BIN\n"),
+        ],
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        fx.home.join("bin/hello"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    s(&fx.dir.join("cfg"))
+}
+
+#[test]
+fn the_project_the_profiles_paths_and_path_programs_stay_reachable() {
+    if !full_level_or_skip("home-allowed") {
+        return;
+    }
+    for who in users() {
+        let fx = home_fixture(who, "home-allowed");
+        let cfg = profile_dir(&fx);
+        let proj = fx.home.join("proj");
+        let out = fx
+            .command("git".as_ref(), &["init", "-q", &s(&proj)])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        fx.give_to(who);
+        let path = format!("{}:/usr/bin:/bin", s(&fx.home.join("bin")));
+        let env = [("XDG_CONFIG_HOME", cfg.as_str()), ("PATH", path.as_str())];
+        let script = "cat file.txt ~/.config/tool/conf ~/state/keep && hello \
+                      && echo new > written && echo more >> ~/state/keep \
+                      && ! cat ~/notes.txt 2>/dev/null && ! touch .git/hooks/pre-commit 2>/dev/null \
+                      && echo ALL-GOOD";
+        let proj = s(&proj);
+        for disabled in [&[][..], &[L], &[M]] {
+            let run = fx.jail_with(
+                &[
+                    "--profile",
+                    "hidden-home",
+                    "--rw",
+                    &proj,
+                    "--cwd",
+                    &proj,
+                    "--",
+                    "sh",
+                    "-c",
+                    script,
+                ],
+                disabled,
+                &env,
+            );
+            assert!(
+                run.stdout
+                    .contains("PROJECT\nTOOL-CONF\nSTATE\nHELLO-FROM-HOME-BIN\n")
+                    && run.stdout.contains("ALL-GOOD")
+                    && run.ok(),
+                "as {who:?} with {disabled:?} off\n{}",
+                run.describe()
+            );
+            assert_eq!(
+                std::fs::read_to_string(fx.home.join("proj/written")).unwrap(),
+                "new\n"
+            );
+            std::fs::write(fx.home.join("state/keep"), "STATE\n").unwrap();
+            assert!(!fx.home.join("proj/.git/hooks/pre-commit").exists());
+        }
+        // The working directory in HOME is shown (read-only) when no flag names it.
+        let run = fx.jail_with(
+            &[
+                "--profile",
+                "hidden-home",
+                "--cwd",
+                &proj,
+                "--",
+                "sh",
+                "-c",
+                "cat file.txt; cat ~/notes.txt",
+            ],
+            &[],
+            &env,
+        );
+        assert!(
+            run.stdout == "PROJECT\n" && run.code == Some(1),
+            "as {who:?}\n{}",
+            run.describe()
+        );
+        // --home visible on the command line beats the profile.
+        let run = fx.jail_with(
+            &[
+                "--profile",
+                "hidden-home",
+                "--home",
+                "visible",
+                "--",
+                "cat",
+                &s(&fx.home.join("notes.txt")),
+            ],
+            &[],
+            &env,
+        );
+        assert_eq!(
+            run.stdout,
+            "SECRET-NOTES\n",
+            "as {who:?}\n{}",
+            run.describe()
+        );
+    }
+}
+
+#[test]
+fn the_read_mode_is_named_by_dry_run_probe_status_and_notice() {
+    if !full_level_or_skip("home-mode-shown") {
+        return;
+    }
+    let fx = home_fixture(Who::User, "home-mode-shown");
+    let proj = s(&fx.home.join("proj"));
+    let run = fx.jail(&[
+        "--home",
+        "hidden",
+        "--cwd",
+        &proj,
+        "--dry-run",
+        "--",
+        "true",
+    ]);
+    let json: serde_json::Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|_| panic!("{}", run.describe()));
+    assert_eq!(json["policy"]["home"], "hidden", "{}", run.stdout);
+    let home_rule = json["policy"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == s(&fx.home))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        home_rule["access"], "hide",
+        "HOME itself is hidden: {home_rule}"
+    );
+    let run = fx.jail(&["--dry-run", "--", "true"]);
+    assert!(
+        run.stdout.contains("\"home\": \"visible\""),
+        "{}",
+        run.stdout
+    );
+
+    let probe = fx.command(common::jail_bin(), &["probe"]).output().unwrap();
+    let probe = String::from_utf8_lossy(&probe.stdout);
+    assert!(
+        probe.contains("homes (--home):   visible by default; hidden (--home hidden) enforced by mount view and Landlock"),
+        "{probe}"
+    );
+
+    let jail = s(common::jail_bin());
+    let run = fx.jail(&["--home", "hidden", "--cwd", &proj, "--", &jail, "status"]);
+    assert!(
+        run.ok() && run.stdout.contains("homes: hidden:"),
+        "{}",
+        run.describe()
+    );
+    let run = fx.jail(&["--cwd", &proj, "--", &jail, "status"]);
+    assert!(
+        run.ok() && run.stdout.contains("homes: visible:"),
+        "{}",
+        run.describe()
+    );
+    let run = fx.jail(&["--home", "hidden", "--cwd", &proj, "--notice", "--", "true"]);
+    assert!(
+        run.ok()
+            && run
+                .stderr
+                .contains("home directories are hidden except the paths named"),
+        "{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn a_home_as_the_working_directory_and_a_bad_mode_are_refused() {
+    let fx = Fixture::new(Who::User, "home-refused");
+    let home = s(&fx.home);
+    let run = fx.jail(&["--home", "hidden", "--cwd", &home, "--", "echo", "RAN"]);
+    common::assert_refused(
+        &run,
+        "--home hidden in HOME",
+        &["--home hidden", &home, "--home visible"],
+    );
+    let run = fx.jail(&[
+        "--home", "hidden", "--ro", &home, "--cwd", &home, "--", "echo", "RAN",
+    ]);
+    assert_eq!(
+        run.stdout,
+        "RAN\n",
+        "naming HOME with --ro opens it: {}",
+        run.describe()
+    );
+    let run = fx.jail(&["--home", "secret", "--", "echo", "RAN"]);
+    common::assert_refused(&run, "--home secret", &["--home", "hidden", "visible"]);
 }

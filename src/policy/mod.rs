@@ -4,6 +4,7 @@
 mod defaults;
 pub mod env;
 pub mod gitconfig;
+pub mod homes;
 pub mod profile;
 mod resolve;
 
@@ -55,6 +56,9 @@ pub enum Origin {
     Flag(String),
     /// A protected name kept read-only beneath a `--rw` path.
     Protected(PathBuf),
+    /// `--home hidden`: a home directory hidden, or the working directory or a PATH directory
+    /// in one shown read-only.
+    Home,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -110,6 +114,8 @@ pub struct Policy {
     pub timeout: Option<Duration>,
     pub allow_userns: bool,
     pub allow_unix_sockets: bool,
+    /// Whether home directories are readable or hidden but for the named paths (`--home`).
+    pub home: homes::HomeMode,
     /// The network the command gets.
     pub net: crate::net::NetPolicy,
     #[serde(serialize_with = "serialize_command")]
@@ -141,6 +147,7 @@ impl Policy {
             timeout: None,
             allow_userns: false,
             allow_unix_sockets: false,
+            home: homes::HomeMode::Visible,
             net: crate::net::NetPolicy::Host,
             command: vec![],
         }

@@ -42,6 +42,8 @@ pub struct PolicyInput {
     pub profile_paths: Vec<ProfilePathRule>,
     /// The profiles' guarded JSON files, expanded (absolute), with their keys.
     pub guarded: Vec<(PathBuf, Vec<String>)>,
+    /// `--home` and the home directories of this host.
+    pub homes: super::homes::HomesInput,
 }
 
 #[derive(Debug, Clone)]
@@ -215,6 +217,19 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         );
     }
 
+    // The working directory, resolved first: `--home hidden` shows it when it is in a home.
+    let cwd = match &input.cwd {
+        Some(dir) => {
+            let abs = absolute(&input.base_dir, dir);
+            std::fs::canonicalize(&abs)
+                .map_err(|e| JailError::bad_path("--cwd", &abs, e.to_string()))?
+        }
+        None => input.base_dir.clone(),
+    };
+    super::homes::hide_homes(&mut rules, &input.homes, &cwd, !input.tmp_host, &|p| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
+    })?;
+
     // Protected names stay read-only under every writable path unless named exactly, including
     // in projects nested a few levels below it (`--rw ~/projects`).
     let mut absent_protected = Vec::new();
@@ -266,14 +281,6 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         }
     }
 
-    let cwd = match &input.cwd {
-        Some(dir) => {
-            let abs = absolute(&input.base_dir, dir);
-            std::fs::canonicalize(&abs)
-                .map_err(|e| JailError::bad_path("--cwd", &abs, e.to_string()))?
-        }
-        None => input.base_dir.clone(),
-    };
     if !cwd.is_dir() {
         return Err(JailError::bad_path("--cwd", &cwd, "is not a directory"));
     }
@@ -302,6 +309,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         timeout: input.timeout,
         allow_userns: input.allow_userns,
         allow_unix_sockets: input.allow_unix_sockets,
+        home: input.homes.mode,
         net: input.net.clone(),
         command: input.command.clone(),
     };
