@@ -467,6 +467,12 @@ fn homes_input(
     let path_dirs = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .unwrap_or_default();
+    let base = std::env::current_dir().unwrap_or_default();
+    let programs = args
+        .command
+        .first()
+        .map(|c| policy::homes::programs_of(c.as_ref(), &path_dirs, &base))
+        .unwrap_or_default();
     HomesInput {
         mode,
         homes: homes.iter().map(|h| policy::real_path(h)).collect(),
@@ -475,6 +481,7 @@ fn homes_input(
             .filter(|d| d.is_absolute())
             .map(|d| policy::real_path(d))
             .collect(),
+        programs,
     }
 }
 

@@ -572,3 +572,48 @@ fn a_home_as_the_working_directory_and_a_bad_mode_are_refused() {
     let run = fx.jail(&["--home", "secret", "--", "echo", "RAN"]);
     common::assert_refused(&run, "--home secret", &["--home", "hidden", "visible"]);
 }
+
+/// A venv-like script outside HOME whose interpreter is a symlink into a tool's directory in
+/// HOME (a venv made from ~/.pyenv's python): the command's interpreter is followed and its
+/// installation shown, so it runs; the rest of HOME stays hidden.
+#[test]
+fn a_commands_interpreter_installed_in_home_runs() {
+    if !full_level_or_skip("home-interpreter") {
+        return;
+    }
+    for who in users() {
+        let fx = home_fixture(who, "home-interpreter");
+        let tool = fx.home.join(".mytool/bin");
+        let venv = fx.dir.join("venv/bin");
+        std::fs::create_dir_all(&tool).unwrap();
+        std::fs::create_dir_all(&venv).unwrap();
+        std::fs::copy("/bin/dash", tool.join("mysh")).unwrap();
+        std::os::unix::fs::symlink(tool.join("mysh"), venv.join("sh")).unwrap();
+        let script = venv.join("tool");
+        std::fs::write(
+            &script,
+            format!(
+                "#!{}\necho RAN-WITH-HOME-INTERPRETER; cat {} || echo NOTES-HIDDEN\n",
+                s(&venv.join("sh")),
+                s(&fx.home.join("notes.txt"))
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        fx.give_to(who);
+        for disabled in [&[][..], &[L], &[M]] {
+            let run = fx.jail_with(
+                &["--home", "hidden", "--ro", &fx.p("repo"), "--", &s(&script)],
+                disabled,
+                &[],
+            );
+            assert_eq!(
+                run.stdout,
+                "RAN-WITH-HOME-INTERPRETER\nNOTES-HIDDEN\n",
+                "as {who:?} with {disabled:?} off\n{}",
+                run.describe()
+            );
+        }
+    }
+}

@@ -50,6 +50,9 @@ pub struct HomesInput {
     pub homes: Vec<PathBuf>,
     /// The directories on PATH (programs installed under a home keep running).
     pub path_dirs: Vec<PathBuf>,
+    /// The command's executable and its script's interpreter, real paths: the installation of
+    /// each is shown when it lies in a home (a venv whose python is under ~/.pyenv).
+    pub programs: Vec<PathBuf>,
 }
 
 /// Where home directories are whatever /etc/passwd says: the places a system gives them.
@@ -183,6 +186,13 @@ pub fn hide_homes(
             .iter()
             .map(|d| installation_of(d, &input.homes)),
     );
+    shown.extend(
+        input
+            .programs
+            .iter()
+            .filter_map(|p| p.parent())
+            .map(|d| installation_of(d, &input.homes)),
+    );
     for dir in &shown {
         let dir = dir.as_path();
         if is_home(dir) || !dir.is_absolute() || !is_dir(dir) {
@@ -203,13 +213,26 @@ pub fn hide_homes(
     Ok(())
 }
 
-/// Directories of HOME that are no program's installation but hold everyone's data: a PATH
-/// directory in one of them is shown alone (`~/.local/bin`, not `~/.local/share/keyrings`).
-const SHARED_DIRS: &[&str] = &[".local", ".config", ".cache", ".var", "snap"];
+/// Directories of HOME that are no program's installation but hold every tool's data, longest
+/// first: inside one, a tool's installation is its own entry there (`~/.local/share/pipx`),
+/// never the whole directory (`~/.local/share` holds the keyrings).
+const SHARED_DIRS: &[&str] = &[
+    ".local/share",
+    ".local/state",
+    ".local/lib",
+    ".var/app",
+    ".local",
+    ".config",
+    ".cache",
+    "snap",
+];
 
-/// What to show for a PATH directory in a home: the home's entry that holds it when that is a
-/// dot directory of one tool (`~/.nvm` for `~/.nvm/versions/node/v22/bin`, `~/.pyenv` for its
-/// shims: the programs there run files beside the PATH directory), else the directory itself.
+/// What to show for a directory a program lives in (a PATH directory, the command's own): in a
+/// home, the home's entry that holds it when that is a dot directory of one tool (`~/.nvm` for
+/// `~/.nvm/versions/node/v22/bin`, `~/.pyenv` for its shims: the programs there run files
+/// beside their own directory), or the tool's entry in a shared directory
+/// (`~/.local/share/uv` for `~/.local/share/uv/tools/aider-chat/bin`); else the directory
+/// itself (`~/.local/bin`, `~/bin`).
 fn installation_of(dir: &Path, homes: &[PathBuf]) -> PathBuf {
     let Some(home) = homes
         .iter()
@@ -219,16 +242,62 @@ fn installation_of(dir: &Path, homes: &[PathBuf]) -> PathBuf {
         return dir.to_path_buf();
     };
     let rest = dir.strip_prefix(home).unwrap_or(dir);
+    let depth = rest.components().count();
+    if let Some(shared) = SHARED_DIRS.iter().find(|s| rest.starts_with(s)) {
+        let below = Path::new(shared).components().count() + 1;
+        return if depth > below {
+            home.join(rest.components().take(below).collect::<PathBuf>())
+        } else {
+            dir.to_path_buf()
+        };
+    }
     match rest.components().next() {
         Some(std::path::Component::Normal(first))
-            if rest.components().count() > 1
-                && first.to_string_lossy().starts_with('.')
-                && !SHARED_DIRS.iter().any(|s| first == *s) =>
+            if depth > 1 && first.to_string_lossy().starts_with('.') =>
         {
             home.join(first)
         }
         _ => dir.to_path_buf(),
     }
+}
+
+/// The interpreter a script's first bytes name (`#!/usr/bin/python3`), or the program `env`
+/// is told to run (`#!/usr/bin/env node`, by name: found on PATH).
+pub fn shebang_interpreter(head: &[u8]) -> Option<PathBuf> {
+    let line = head.strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|b| *b == b'\n')?];
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.split_whitespace();
+    let interpreter = PathBuf::from(words.next()?);
+    if interpreter.file_name().is_some_and(|n| n == "env") {
+        return words.find(|w| !w.starts_with('-')).map(PathBuf::from);
+    }
+    Some(interpreter)
+}
+
+/// The real paths of the command's executable (found on PATH when it names no directory) and
+/// of the interpreter its script names, one level deep. Reads only the first line.
+pub fn programs_of(command: &Path, path_dirs: &[PathBuf], base: &Path) -> Vec<PathBuf> {
+    use std::io::Read;
+    let find = |name: &Path| -> Option<PathBuf> {
+        if name.components().count() > 1 || name.is_absolute() {
+            return std::fs::canonicalize(base.join(name)).ok();
+        }
+        path_dirs
+            .iter()
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+            .and_then(|p| std::fs::canonicalize(p).ok())
+    };
+    let Some(program) = find(command) else {
+        return Vec::new();
+    };
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(&program)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let interpreter = shebang_interpreter(&head[..n]).and_then(|i| find(&i));
+    std::iter::once(program).chain(interpreter).collect()
 }
 
 #[cfg(test)]
@@ -252,6 +321,7 @@ mod tests {
             mode: HomeMode::Hidden,
             homes: homes.iter().map(PathBuf::from).collect(),
             path_dirs: path_dirs.iter().map(PathBuf::from).collect(),
+            programs: vec![],
         }
     }
 
@@ -349,9 +419,35 @@ mod tests {
         );
         assert_eq!(of("/home/u/.pyenv/shims"), Path::new("/home/u/.pyenv"));
         assert_eq!(of("/home/u/.local/bin"), Path::new("/home/u/.local/bin"));
+        assert_eq!(
+            of("/home/u/.local/share/uv/tools/aider-chat/bin"),
+            Path::new("/home/u/.local/share/uv")
+        );
+        assert_eq!(
+            of("/home/u/.local/share/claude/versions"),
+            Path::new("/home/u/.local/share/claude")
+        );
+        assert_eq!(
+            of("/home/u/.local/share/bin"),
+            Path::new("/home/u/.local/share/bin")
+        );
         assert_eq!(of("/home/u/bin"), Path::new("/home/u/bin"));
         assert_eq!(of("/home/u/.cargo"), Path::new("/home/u/.cargo"));
         assert_eq!(of("/usr/bin"), Path::new("/usr/bin"));
+    }
+
+    #[test]
+    fn a_scripts_interpreter_is_read_from_its_first_line() {
+        let of = |t: &str| shebang_interpreter(t.as_bytes());
+        assert_eq!(
+            of("#!/usr/bin/python3\nimport x"),
+            Some("/usr/bin/python3".into())
+        );
+        assert_eq!(of("#! /bin/sh -e\n"), Some("/bin/sh".into()));
+        assert_eq!(of("#!/usr/bin/env -S node --x\n"), Some("node".into()));
+        assert_eq!(of("#!/usr/bin/env node\n"), Some("node".into()));
+        assert_eq!(of("\x7fELF..."), None);
+        assert_eq!(of("#!/bin/sh"), None, "no whole first line");
     }
 
     #[test]
