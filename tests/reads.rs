@@ -617,3 +617,49 @@ fn a_commands_interpreter_installed_in_home_runs() {
         }
     }
 }
+
+/// The agent profiles hide the rest of HOME by default and show the git identity; default and
+/// review leave it visible (an agent run under review needs its own state, read-only).
+#[test]
+fn the_agent_profiles_hide_the_rest_of_home() {
+    if !full_level_or_skip("agent-profiles-home") {
+        return;
+    }
+    for who in users() {
+        let fx = home_fixture(who, "agent-profiles-home");
+        std::fs::write(fx.home.join(".gitconfig"), "[user]\n\tname = Jail Test\n").unwrap();
+        fx.give_to(who);
+        let notes = s(&fx.home.join("notes.txt"));
+        let git = s(&fx.home.join(".gitconfig"));
+        for (profile, hidden) in [
+            ("claude-code", true),
+            ("codex", true),
+            ("gemini-cli", true),
+            ("opencode", true),
+            ("aider", true),
+            ("default", false),
+            ("review", false),
+        ] {
+            let script = format!("cat {} || true; cat {}", quote(&notes), quote(&git));
+            let run = fx.jail(&[
+                "--profile",
+                profile,
+                "--ro",
+                &fx.p("repo"),
+                "--cwd",
+                &fx.p("repo"),
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ]);
+            assert_eq!(
+                run.stdout,
+                if hidden { "" } else { "SECRET-NOTES\n" }.to_string()
+                    + "[user]\n\tname = Jail Test\n",
+                "{profile} as {who:?}\n{}",
+                run.describe()
+            );
+        }
+    }
+}
