@@ -88,10 +88,12 @@ fn probe(json: bool) -> Result<i32, JailError> {
             layers: Layers,
             level: report::Level,
             gaps: Vec<String>,
+            homes: String,
         }
         let out = Out {
             features: &f,
             layers,
+            homes: home_text(&f),
             level: layers.level(),
             gaps: report::gaps(&Policy::probe_default(), &layers, &f),
         };

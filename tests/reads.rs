@@ -526,6 +526,19 @@ fn the_read_mode_is_named_by_dry_run_probe_status_and_notice() {
         "{probe}"
     );
 
+    let probe = fx
+        .command(common::jail_bin(), &["probe", "--json"])
+        .output()
+        .unwrap();
+    let probe: serde_json::Value = serde_json::from_slice(&probe.stdout).unwrap();
+    assert!(
+        probe["homes"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("visible by default"),
+        "{probe}"
+    );
+
     let jail = s(common::jail_bin());
     let run = fx.jail(&["--home", "hidden", "--cwd", &proj, "--", &jail, "status"]);
     assert!(
