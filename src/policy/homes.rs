@@ -127,7 +127,7 @@ pub fn homes_to_hide(candidates: &[PathBuf]) -> Vec<PathBuf> {
 /// Adds the hiding rules of `--home hidden` to `rules`: each home hidden unless a rule names it
 /// or a directory above it (other than `/`); the working directory shown read-only when it lies
 /// in a hidden home and no rule covers it; the PATH directories in a hidden home likewise.
-/// `existing(path)` says whether a path is a directory there (the only filesystem access).
+/// `is_dir(path)` says whether a path is a directory there (the only filesystem access).
 pub fn hide_homes(
     rules: &mut BTreeMap<PathBuf, PathRule>,
     input: &HomesInput,
@@ -143,11 +143,14 @@ pub fn hide_homes(
         .filter(|h| !(private_tmp && h.starts_with("/tmp")))
         .filter(|h| is_dir(h))
         .filter(|h| {
-            // A rule at the home or above it (not the read-only root) decides for it: --ro ~,
-            // --hide /home, a profile's rw on a parent.
-            !rules
-                .keys()
-                .any(|r| r != Path::new("/") && h.starts_with(r))
+            // A rule at the home or above it decides for it: --ro ~, --hide /home, a
+            // profile's rw on a parent. Not the read-only root, nor the host's /tmp of
+            // --tmp host (a HOME there is still a home).
+            !rules.values().any(|r| {
+                r.path != Path::new("/")
+                    && r.origin != Origin::Flag("--tmp host".into())
+                    && h.starts_with(&r.path)
+            })
         })
         .collect();
     for home in &hidden {
@@ -470,6 +473,21 @@ mod tests {
             "--ro /home wins"
         );
         assert_eq!(rules[Path::new("/root")].access, Access::Hide);
+
+        // The host's /tmp made writable is no choice about a HOME in it.
+        let (path, mut tmp) = rule("/tmp", Access::Rw);
+        tmp.origin = Origin::Flag("--tmp host".into());
+        let mut rules: BTreeMap<PathBuf, PathRule> =
+            [rule("/", Access::Ro), (path, tmp)].into_iter().collect();
+        hide_homes(
+            &mut rules,
+            &input(&["/tmp/h"], &[]),
+            Path::new("/w"),
+            false,
+            &every_dir,
+        )
+        .unwrap();
+        assert_eq!(rules[Path::new("/tmp/h")].access, Access::Hide);
 
         let mut rules: BTreeMap<PathBuf, PathRule> = [rule("/", Access::Ro)].into_iter().collect();
         let e = hide_homes(
