@@ -312,6 +312,12 @@ fn a_home_file_outside_the_allow_list_is_unreadable() {
         for attack in attacks {
             attack.prove(&fx);
         }
+        // What HOME shows in the mount view: only the shown project. (Under Landlock alone
+        // the names stay listable, the named gap of every hidden path without the view.)
+        let home = s(&fx.home);
+        let args = [&flags[..], &["--", "ls", "-A", &home]].concat();
+        let run = fx.jail_with(&args, &[L], &[]);
+        assert_eq!(run.stdout, "proj\n", "as {who:?}: {}", run.describe());
     }
 }
 
@@ -512,6 +518,7 @@ fn the_read_mode_is_named_by_dry_run_probe_status_and_notice() {
         home_rule["access"], "hide",
         "HOME itself is hidden: {home_rule}"
     );
+    assert_eq!(home_rule["origin"]["from"], "home", "{home_rule}");
     let run = fx.jail(&["--dry-run", "--", "true"]);
     assert!(
         run.stdout.contains("\"home\": \"visible\""),
