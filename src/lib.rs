@@ -313,7 +313,10 @@ fn notice(profile: Option<String>) -> Result<i32, JailError> {
             return Ok(0);
         }
     }
-    let args = RunArgs::for_profile(profile.unwrap_or_else(|| "default".into()));
+    let mut args = RunArgs::for_profile(profile.unwrap_or_else(|| "default".into()));
+    // The sentences describe the profile, not a run from here: a profile that hides the homes
+    // must not refuse because this is asked from HOME.
+    args.cwd = Some("/".into());
     let policy = prepare(&args, false)?;
     println!("{}", status::notice_text(&status::Summary::of(&policy)));
     Ok(0)

@@ -589,6 +589,14 @@ fn a_home_as_the_working_directory_and_a_bad_mode_are_refused() {
         "naming HOME with --ro opens it: {}",
         run.describe()
     );
+    // `jail notice` describes a profile that hides the homes also when asked from HOME.
+    let mut notice = fx.command(common::jail_bin(), &["notice", "--profile", "claude-code"]);
+    let run = common::Run::from(notice.current_dir(&fx.home).output().unwrap());
+    assert!(
+        run.ok() && run.stdout.contains("home directories are hidden"),
+        "{}",
+        run.describe()
+    );
     let run = fx.jail(&["--home", "secret", "--", "echo", "RAN"]);
     common::assert_refused(&run, "--home secret", &["--home", "hidden", "visible"]);
 }
