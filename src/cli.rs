@@ -96,8 +96,9 @@ pub struct RunArgs {
     pub tmp: Option<TmpArg>,
 
     /// Home directories (HOME, /home, /root, passwd's): `visible` (readable but the hide list)
-    /// or `hidden` (hidden but the --ro/--rw paths, the profile's paths, the working directory
-    /// and PATH directories in them). Default: the profile's, else visible.
+    /// or `hidden` (hidden but the --ro/--rw paths, the profile's paths, the working directory,
+    /// and the PATH directories and the command's installation in them). Default: the
+    /// profile's, else visible.
     #[arg(long, value_enum, value_name = "MODE")]
     pub home: Option<HomeArg>,
 

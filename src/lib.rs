@@ -438,7 +438,7 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         home: home.clone(),
         profile_paths,
         guarded,
-        homes: homes_input(args, o.home, home.as_deref()),
+        homes: homes_input(args, o.home, home.as_deref(), &base_dir),
     };
     let mut policy = policy::resolve(&input)?;
     let flags = EnvFlags::from_args(&args.env, &args.env_deny, args.env_clear)
@@ -449,12 +449,13 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
     Ok(policy)
 }
 
-/// `--home` (else the profile's), and when hidden the homes of this host and the PATH
-/// directories, as real paths.
+/// `--home` (else the profile's), and when hidden the homes of this host, the PATH
+/// directories and the command's programs, as real paths.
 fn homes_input(
     args: &RunArgs,
     profile: Option<policy::homes::HomeMode>,
     home: Option<&std::path::Path>,
+    base: &std::path::Path,
 ) -> policy::homes::HomesInput {
     use policy::homes::{HOME_ROOTS, HomeMode, HomesInput, passwd_homes};
     let mode = match args.home {
@@ -472,11 +473,10 @@ fn homes_input(
     let path_dirs = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .unwrap_or_default();
-    let base = std::env::current_dir().unwrap_or_default();
     let programs = args
         .command
         .first()
-        .map(|c| policy::homes::programs_of(c.as_ref(), &path_dirs, &base))
+        .map(|c| policy::homes::programs_of(c.as_ref(), &path_dirs, base))
         .unwrap_or_default();
     HomesInput {
         mode,
