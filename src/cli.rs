@@ -95,6 +95,13 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub tmp: Option<TmpArg>,
 
+    /// Home directories (HOME, /home, /root, passwd's): `visible` (readable but the hide list)
+    /// or `hidden` (hidden but the --ro/--rw paths, the profile's paths, the working directory,
+    /// and the PATH directories and the command's installation in them). Default: the
+    /// profile's, else visible.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub home: Option<HomeArg>,
+
     /// Keep KEY from the environment whatever the profile removes, or set KEY=VALUE. Repeatable.
     #[arg(long = "env", value_name = "KEY[=VALUE]")]
     pub env: Vec<String>,
@@ -181,6 +188,7 @@ impl RunArgs {
             hide: vec![],
             cwd: None,
             tmp: None,
+            home: None,
             env: vec![],
             env_clear: false,
             env_deny: vec![],
@@ -206,6 +214,12 @@ impl RunArgs {
 pub enum TmpArg {
     Private,
     Host,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HomeArg {
+    Visible,
+    Hidden,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

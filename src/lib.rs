@@ -88,10 +88,12 @@ fn probe(json: bool) -> Result<i32, JailError> {
             layers: Layers,
             level: report::Level,
             gaps: Vec<String>,
+            homes: String,
         }
         let out = Out {
             features: &f,
             layers,
+            homes: home_text(&f),
             level: layers.level(),
             gaps: report::gaps(&Policy::probe_default(), &layers, &f),
         };
@@ -131,7 +133,21 @@ fn extras_text(f: &Features) -> String {
     };
     #[cfg(not(target_os = "linux"))]
     let unix = "see the Seatbelt profile".to_string();
-    format!("network (--net):  {net}\nreport denials:   {denials}\nunix sockets:     {unix}\n")
+    format!(
+        "network (--net):  {net}\nreport denials:   {denials}\nunix sockets:     {unix}\nhomes (--home):   {}\n",
+        home_text(f)
+    )
+}
+
+/// What `--home hidden` gets here: the default run's read mode, and whether hiding works.
+fn home_text(f: &Features) -> String {
+    let by = match (f.user_namespaces, f.landlock_abi > 0) {
+        (true, true) => "mount view and Landlock",
+        (true, false) => "mount view",
+        (false, true) => "Landlock (names listable)",
+        (false, false) => return "visible; hidden needs the mount view or Landlock".into(),
+    };
+    format!("visible by default; hidden (--home hidden) enforced by {by}")
 }
 
 /// $XDG_CONFIG_HOME/jail/profiles, or ~/.config/jail/profiles: never anything in the project.
@@ -282,6 +298,12 @@ fn resolved_toml(r: &Resolved) -> String {
     if let Some(b) = o.allow_unix_sockets {
         out.push_str(&format!("allow_unix_sockets = {b}\n"));
     }
+    if let Some(h) = o.home {
+        out.push_str(&format!(
+            "home = {}\n",
+            serde_json::to_string(&h).expect("enum")
+        ));
+    }
     if let Some(t) = &o.timeout {
         out.push_str(&format!("timeout = {}\n", q(t)));
     }
@@ -299,7 +321,10 @@ fn notice(profile: Option<String>) -> Result<i32, JailError> {
             return Ok(0);
         }
     }
-    let args = RunArgs::for_profile(profile.unwrap_or_else(|| "default".into()));
+    let mut args = RunArgs::for_profile(profile.unwrap_or_else(|| "default".into()));
+    // The sentences describe the profile, not a run from here: a profile that hides the homes
+    // must not refuse because this is asked from HOME.
+    args.cwd = Some("/".into());
     let policy = prepare(&args, false)?;
     println!("{}", status::notice_text(&status::Summary::of(&policy)));
     Ok(0)
@@ -438,11 +463,53 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         profile_paths,
         guarded,
         credential_files: env.credential_files.clone(),
+        homes: homes_input(args, o.home, home.as_deref(), &base_dir),
     };
     let mut policy = policy::resolve(&input)?;
     policy.env = env;
     policy::sockets::strip_socket_variables(&mut policy.env, &caller, &policy.allow_sockets);
     Ok(policy)
+}
+
+/// `--home` (else the profile's), and when hidden the homes of this host, the PATH
+/// directories and the command's programs, as real paths.
+fn homes_input(
+    args: &RunArgs,
+    profile: Option<policy::homes::HomeMode>,
+    home: Option<&std::path::Path>,
+    base: &std::path::Path,
+) -> policy::homes::HomesInput {
+    use policy::homes::{HOME_ROOTS, HomeMode, HomesInput, passwd_homes};
+    let mode = match args.home {
+        Some(cli::HomeArg::Hidden) => HomeMode::Hidden,
+        Some(cli::HomeArg::Visible) => HomeMode::Visible,
+        None => profile.unwrap_or_default(),
+    };
+    if mode == HomeMode::Visible {
+        return HomesInput::default();
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let mut homes: Vec<PathBuf> = HOME_ROOTS.iter().map(PathBuf::from).collect();
+    homes.extend(passwd_homes(&passwd));
+    homes.extend(home.map(PathBuf::from));
+    let path_dirs = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let programs = args
+        .command
+        .first()
+        .map(|c| policy::homes::programs_of(c.as_ref(), &path_dirs, base))
+        .unwrap_or_default();
+    HomesInput {
+        mode,
+        homes: homes.iter().map(|h| policy::real_path(h)).collect(),
+        path_dirs: path_dirs
+            .iter()
+            .filter(|d| d.is_absolute())
+            .map(|d| policy::real_path(d))
+            .collect(),
+        programs,
+    }
 }
 
 /// The files that the profile's protected files name (as `/abs/path`, `~/path`, `$HOME/path`)

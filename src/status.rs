@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::policy::homes::HomeMode;
 use crate::policy::{Access, Origin, Policy, TmpMode};
 use crate::report::{Layers, Level};
 
@@ -121,6 +122,11 @@ impl PolicyFile {
             protected: !self.protected.is_empty(),
             hidden: self.hidden.clone(),
             private_tmp: self.private_tmp,
+            home: self
+                .policy
+                .get("home")
+                .and_then(|h| serde_json::from_value(h.clone()).ok())
+                .unwrap_or_default(),
         }
     }
 }
@@ -132,6 +138,8 @@ pub struct Summary {
     pub protected: bool,
     pub hidden: Vec<PathBuf>,
     pub private_tmp: bool,
+    /// `--home hidden`: the homes are hidden but the named paths.
+    pub home: HomeMode,
 }
 
 impl Summary {
@@ -155,6 +163,7 @@ impl Summary {
                 .map(|r| r.path.clone())
                 .collect(),
             private_tmp: policy.tmp == TmpMode::Private,
+            home: policy.home,
         }
     }
 }
@@ -195,7 +204,11 @@ pub fn notice_text(s: &Summary) -> String {
         )
     };
     let hidden: Vec<String> = s.hidden.iter().take(4).map(show).collect();
-    let hidden = if hidden.is_empty() {
+    let hidden = if s.home == HomeMode::Hidden {
+        ", home directories are hidden except the paths named for this run, and so are \
+         credentials elsewhere"
+            .to_string()
+    } else if hidden.is_empty() {
         String::new()
     } else {
         format!(
@@ -494,6 +507,7 @@ pub fn status(json: bool) -> i32 {
         };
         println!("writable: {}", list(&f.writable));
         println!("hidden: {}", list(&f.hidden));
+        println!("homes: {}", f.policy_summary().home.describe());
         for gap in &f.gaps {
             println!("gap: {}", printable(gap));
         }
@@ -611,6 +625,7 @@ mod tests {
             protected: false,
             hidden: vec!["/h/.ssh".into(), "/h/.aws".into()],
             private_tmp: true,
+            home: HomeMode::Visible,
         };
         let text = notice_text(&s);
         assert_eq!(text.matches(". ").count() + 1, 2, "{text}");
@@ -628,5 +643,15 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(".git/hooks"));
+        let s = Summary {
+            home: HomeMode::Hidden,
+            ..s
+        };
+        let text = notice_text(&s);
+        assert_eq!(text.matches(". ").count() + 1, 2, "{text}");
+        assert!(
+            text.contains("home directories are hidden except the paths named for this run"),
+            "{text}"
+        );
     }
 }

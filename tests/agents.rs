@@ -374,3 +374,67 @@ fn aider_keeps_its_state_in_dot_aider_and_cannot_touch_git_config() {
         );
     }
 }
+
+/// Each agent profile hides the rest of HOME (`home = "hidden"`): the CLI still starts and runs
+/// a command that reads its state with the project inside HOME, while a file beside the
+/// project, which nothing names, cannot be read from the same jail; the git identity can.
+#[test]
+fn every_agent_runs_with_the_rest_of_home_hidden() {
+    if !full_level_or_skip("agents-home-hidden") {
+        return;
+    }
+    let agents = [
+        ("opencode", "opencode", "agent list", "build"),
+        ("claude-code", "claude", "mcp list", "MCP"),
+        ("codex", "codex", "mcp list", "MCP"),
+        ("gemini-cli", "gemini", "mcp list", "MCP"),
+        ("aider", "aider", "--version", "aider"),
+    ];
+    for (profile, name, args, needle) in agents {
+        let Some(bin) = agent(name) else { continue };
+        for who in users() {
+            let fx = Fixture::new(who, &format!("home-hidden-{name}"));
+            let proj = fx.home.join("proj");
+            std::fs::create_dir_all(&proj).unwrap();
+            std::fs::write(fx.home.join("notes.txt"), "SECRET-NOTES\n").unwrap();
+            std::fs::write(fx.home.join(".gitconfig"), "[user]\n\tname = Jail Test\n").unwrap();
+            fx.give_to(who);
+            let proj = proj.to_string_lossy().into_owned();
+            let script = format!(
+                "{bin} {args}; echo \"rc=$?\"; cat ~/notes.txt || echo NOTES-HIDDEN; \
+                 git config user.name"
+            );
+            let run = fx.jail_with(
+                &[
+                    "--profile",
+                    profile,
+                    "--timeout",
+                    "120s",
+                    "--ro",
+                    &proj,
+                    "--cwd",
+                    &proj,
+                    "--",
+                    "sh",
+                    "-c",
+                    &script,
+                ],
+                &[],
+                &[
+                    ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+                    ("DISABLE_TELEMETRY", "1"),
+                ],
+            );
+            let all = format!("{}{}", run.stdout, run.stderr);
+            assert!(
+                all.contains(needle)
+                    && run.stdout.contains("rc=0")
+                    && run.stdout.contains("NOTES-HIDDEN")
+                    && !run.stdout.contains("SECRET-NOTES")
+                    && run.stdout.contains("Jail Test"),
+                "{profile} as {who:?}:\n{}",
+                run.describe()
+            );
+        }
+    }
+}

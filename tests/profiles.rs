@@ -316,7 +316,11 @@ fn profile_show_prints_the_file_the_resolved_merge_and_json() {
                 .collect()
         };
         assert_eq!(strings(&t["paths"]["rw"]), ["~/.claude"]);
-        assert_eq!(strings(&t["paths"]["ro"]), ["/srv/data"]);
+        let ro = strings(&t["paths"]["ro"]);
+        assert!(
+            ro.ends_with(&["/srv/data".to_string()]) && ro.contains(&"~/.gitconfig".to_string()),
+            "{ro:?}"
+        );
         assert!(strings(&t["paths"]["hide"]).contains(&"~/.ssh".to_string()));
         let keep = strings(&t["env"]["keep"]);
         assert!(keep.contains(&"ANTHROPIC_API_KEY".into()) && keep.contains(&"MY_KEY".into()));
@@ -326,6 +330,7 @@ fn profile_show_prints_the_file_the_resolved_merge_and_json() {
             Some("~/.claude")
         );
         assert_eq!(t["options"]["allow_unix_sockets"].as_bool(), Some(true));
+        assert_eq!(t["options"]["home"].as_str(), Some("hidden"));
 
         // --json: the resolved profile with its source.
         for args in [

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::sys;
 use crate::error::JailError;
-use crate::policy::{Access, Kind, Policy, TmpMode, depth};
+use crate::policy::{Access, Kind, PathRule, Policy, TmpMode, depth};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "op", content = "path")]
@@ -96,19 +96,36 @@ pub fn compile(policy: &Policy) -> MountPlan {
     let mut placed: Vec<(PathBuf, Step)> = Vec::new();
     let mut pinned = std::collections::BTreeSet::new();
     for rule in policy.rules.iter().filter(|r| r.path != Path::new("/")) {
+        // A hidden path inside a hidden one is hidden already (`~/.ssh` under `--home hidden`):
+        // covering it would need a mount point that is not there.
+        if rule.access == Access::Hide
+            && enclosing_rule(policy, &rule.path).is_some_and(|o| o.access == Access::Hide)
+        {
+            continue;
+        }
         placed.push((
             rule.path.clone(),
             match (rule.access, rule.kind) {
                 (Access::Ro, _) => Step::BindReadOnly(rule.path.clone()),
                 (Access::Rw, _) => Step::BindWritable(rule.path.clone()),
                 (Access::Hide, Kind::Dir) => {
+                    // The outermost shown paths only: what lies beneath one comes in with it
+                    // (and gets its own rule by a later step).
+                    let shown = |o: &PathRule| {
+                        o.path != rule.path
+                            && o.path.starts_with(&rule.path)
+                            && o.access != Access::Hide
+                    };
                     let reveal: Vec<PathBuf> = policy
                         .rules
                         .iter()
+                        .filter(|o| shown(o))
                         .filter(|o| {
-                            o.path != rule.path
-                                && o.path.starts_with(&rule.path)
-                                && o.access != Access::Hide
+                            !policy.rules.iter().any(|between| {
+                                shown(between)
+                                    && between.path != o.path
+                                    && o.path.starts_with(&between.path)
+                            })
                         })
                         .map(|o| o.path.clone())
                         .chain(
@@ -129,11 +146,7 @@ pub fn compile(policy: &Policy) -> MountPlan {
             },
         ));
         // A carve-out inside a writable tree: pin every directory in between.
-        let enclosing = policy
-            .rules
-            .iter()
-            .filter(|o| o.path != rule.path && rule.path.starts_with(&o.path))
-            .max_by_key(|o| depth(&o.path));
+        let enclosing = enclosing_rule(policy, &rule.path);
         if let Some(root) =
             enclosing.filter(|o| o.access == Access::Rw && rule.access != Access::Rw)
         {
@@ -164,6 +177,15 @@ pub fn compile(policy: &Policy) -> MountPlan {
         steps,
         cwd: policy.cwd.clone(),
     }
+}
+
+/// The most specific rule above `path` (not at it).
+fn enclosing_rule<'a>(policy: &'a Policy, path: &Path) -> Option<&'a PathRule> {
+    policy
+        .rules
+        .iter()
+        .filter(|o| o.path != path && path.starts_with(&o.path))
+        .max_by_key(|o| depth(&o.path))
 }
 
 fn fail(step: &str, path: &Path, e: impl std::fmt::Display) -> JailError {
@@ -529,7 +551,7 @@ fn fresh_proc() -> Result<(), JailError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{Origin, PathRule};
+    use crate::policy::Origin;
 
     fn rule(path: &str, access: Access, kind: Kind) -> PathRule {
         PathRule {
@@ -583,6 +605,30 @@ mod tests {
             ]
         );
         assert_eq!(plan.cwd, Path::new("/home/u/repo"));
+    }
+
+    #[test]
+    fn a_hidden_home_shows_its_outermost_named_paths_and_skips_hides_inside() {
+        let p = policy(
+            vec![
+                rule("/", Access::Ro, Kind::Dir),
+                rule("/home", Access::Hide, Kind::Dir),
+                rule("/home/u/.gitconfig", Access::Ro, Kind::File),
+                rule("/home/u/.ssh", Access::Hide, Kind::Dir),
+                rule("/home/u/repo", Access::Rw, Kind::Dir),
+                rule("/home/u/repo/.env", Access::Hide, Kind::File),
+                rule("/home/u/repo/.git/hooks", Access::Ro, Kind::Dir),
+            ],
+            TmpMode::Private,
+        );
+        let steps = compile(&p).steps;
+        assert!(steps.contains(&Step::HideDirExcept(
+            "/home".into(),
+            vec!["/home/u/.gitconfig".into(), "/home/u/repo".into()]
+        )));
+        assert!(!steps.contains(&Step::HideDir("/home/u/.ssh".into())));
+        assert!(steps.contains(&Step::HideFile("/home/u/repo/.env".into())));
+        assert!(steps.contains(&Step::BindReadOnly("/home/u/repo/.git/hooks".into())));
     }
 
     #[test]

@@ -117,6 +117,15 @@ fn fake_policy(name: &str) -> Policy {
             },
         );
     }
+    // `home = "hidden"`: the Mac's homes (HOME, /Users, /var/root) hidden, as resolve does.
+    let homes = crate::policy::homes::HomesInput {
+        mode: prof.options.home.unwrap_or_default(),
+        homes: vec![HOME.into(), "/Users".into(), "/var/root".into()],
+        path_dirs: vec![],
+        programs: vec![],
+    };
+    let is_dir = |p: &Path| p.starts_with("/Users") || p == Path::new("/var/root");
+    crate::policy::homes::hide_homes(&mut rules, &homes, Path::new(CWD), true, &is_dir).unwrap();
     let roots: Vec<PathBuf> = rules
         .values()
         .filter(|r| r.access == Access::Rw)

@@ -5,6 +5,7 @@ mod credfiles;
 mod defaults;
 pub mod env;
 pub mod gitconfig;
+pub mod homes;
 pub mod profile;
 mod resolve;
 mod secrets;
@@ -60,6 +61,9 @@ pub enum Origin {
     Protected(PathBuf),
     /// A credential file or directory that this variable of the caller's environment names.
     Env(String),
+    /// `--home hidden`: a home directory hidden, or the working directory or a PATH directory
+    /// in one shown read-only.
+    Home,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -118,6 +122,8 @@ pub struct Policy {
     /// Host unix sockets the command may connect to (`--allow-socket`); every other connect
     /// reaches only the jail's own filesystems.
     pub allow_sockets: Vec<PathBuf>,
+    /// Whether home directories are readable or hidden but for the named paths (`--home`).
+    pub home: homes::HomeMode,
     /// The network the command gets.
     pub net: crate::net::NetPolicy,
     #[serde(serialize_with = "serialize_command")]
@@ -150,6 +156,7 @@ impl Policy {
             allow_userns: false,
             allow_unix_sockets: false,
             allow_sockets: vec![],
+            home: homes::HomeMode::Visible,
             net: crate::net::NetPolicy::Host,
             command: vec![],
         }

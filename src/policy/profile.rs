@@ -94,6 +94,7 @@ struct OptionsSection {
     allow_unix_sockets: Option<bool>,
     timeout: Option<String>,
     net: Option<Vec<String>>,
+    home: Option<super::homes::HomeMode>,
 }
 
 /// Where a profile was read from.
@@ -160,6 +161,8 @@ pub struct ProfileOptions {
     pub timeout: Option<String>,
     /// `--net` rules; a profile that sets them replaces its parent's.
     pub net: Option<Vec<String>>,
+    /// `--home`: home directories visible or hidden but for the named paths.
+    pub home: Option<super::homes::HomeMode>,
 }
 
 /// A profile with everything it extends merged in.
@@ -439,6 +442,7 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
     dst.require = o.require.or(dst.require);
     dst.allow_userns = o.allow_userns.or(dst.allow_userns);
     dst.allow_unix_sockets = o.allow_unix_sockets.or(dst.allow_unix_sockets);
+    dst.home = o.home.or(dst.home);
     if o.timeout.is_some() {
         dst.timeout = o.timeout.clone();
     }

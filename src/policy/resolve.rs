@@ -47,6 +47,8 @@ pub struct PolicyInput {
     /// Credential files the caller's environment names (variable, absolute path): hidden like
     /// the profile's credential stores, unless a flag names them.
     pub credential_files: Vec<(String, PathBuf)>,
+    /// `--home` and the home directories of this host.
+    pub homes: super::homes::HomesInput,
 }
 
 #[derive(Debug, Clone)]
@@ -291,6 +293,18 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         );
     }
 
+    // The working directory, resolved first: `--home hidden` shows it when it is in a home.
+    let cwd = match &input.cwd {
+        Some(dir) => {
+            let abs = absolute(&input.base_dir, dir);
+            std::fs::canonicalize(&abs)
+                .map_err(|e| JailError::bad_path("--cwd", &abs, e.to_string()))?
+        }
+        None => input.base_dir.clone(),
+    };
+    super::homes::hide_homes(&mut rules, &input.homes, &cwd, !input.tmp_host, &|p| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
+    })?;
     // A hidden path inside another with nothing opened in between (`~/.aws/credentials` named by
     // AWS_SHARED_CREDENTIALS_FILE, under the hidden `~/.aws`) is hidden already; the mount view
     // could not even place it, since the enclosing empty tmpfs does not hold it.
@@ -361,14 +375,6 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         }
     }
 
-    let cwd = match &input.cwd {
-        Some(dir) => {
-            let abs = absolute(&input.base_dir, dir);
-            std::fs::canonicalize(&abs)
-                .map_err(|e| JailError::bad_path("--cwd", &abs, e.to_string()))?
-        }
-        None => input.base_dir.clone(),
-    };
     if !cwd.is_dir() {
         return Err(JailError::bad_path("--cwd", &cwd, "is not a directory"));
     }
@@ -401,6 +407,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         allow_userns: input.allow_userns,
         allow_unix_sockets: input.allow_unix_sockets || !allow_sockets.is_empty(),
         allow_sockets,
+        home: input.homes.mode,
         net: input.net.clone(),
         command: input.command.clone(),
     };
