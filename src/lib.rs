@@ -281,6 +281,8 @@ fn resolved_toml(r: &Resolved) -> String {
         let items: Vec<String> = rules.iter().map(|s| q(s)).collect();
         out.push_str(&format!("net = [{}]\n", items.join(", ")));
     }
+    out.push_str("\n[limits]\n");
+    out.push_str(&r.limits.to_toml());
     out
 }
 
@@ -402,6 +404,9 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         timeout,
         allow_userns: args.allow_userns || o.allow_userns.unwrap_or(false),
         allow_unix_sockets: args.allow_unix_sockets || o.allow_unix_sockets.unwrap_or(false),
+        limits: prof
+            .limits
+            .merged(policy::limits::Limits::from_flags(&args.limit).map_err(JailError::BadInput)?),
         net: if args.net.is_empty() {
             net::NetPolicy::parse(o.net.as_deref().unwrap_or_default())
                 .map_err(|e| JailError::BadInput(format!("profile {}: net {e}", prof.name)))?

@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod landlock;
 pub mod launch;
+pub mod limits;
 pub mod mounts;
 pub mod planted;
 pub mod privileges;

@@ -56,6 +56,24 @@ pub enum Step {
 pub struct MountPlan {
     pub steps: Vec<Step>,
     pub cwd: PathBuf,
+    /// The sizes of the private /tmp and /dev/shm (the limits layer's choice).
+    pub tmpfs: TmpfsSizes,
+}
+
+/// Extra tmpfs options (`size=…,nr_inodes=…`) for the writable tmpfs mounts; None leaves the
+/// kernel's default (half of RAM). The others are fixed: a hidden directory's tmpfs holds one
+/// inode in 4k (or 64k when it shows paths beneath, read-only after), jail's /dev 64k, sealed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TmpfsSizes {
+    pub tmp: Option<String>,
+    pub shm: Option<String>,
+}
+
+fn tmpfs_options(base: &str, extra: &Option<String>) -> String {
+    match extra {
+        Some(x) => format!("{base},{x}"),
+        None => base.to_string(),
+    }
 }
 
 /// Device nodes bound from the host into the minimal /dev.
@@ -134,6 +152,7 @@ pub fn compile(policy: &Policy) -> MountPlan {
     MountPlan {
         steps,
         cwd: policy.cwd.clone(),
+        tmpfs: TmpfsSizes::default(),
     }
 }
 
@@ -148,7 +167,7 @@ pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<(), MountError> {
         if *step == Step::SealDev {
             write_policy_file(policy_json).map_err(MountError::Failed)?;
         }
-        apply_step(step).map_err(|e| {
+        apply_step(step, &plan.tmpfs).map_err(|e| {
             // The very first mount refused: this process may not mount at all (it is already in
             // a Landlock domain, or an LSM forbids it). A fresh /proc refused: the /proc we were
             // given has parts covered (an outer jail's read-only /proc/sys), and the kernel lets
@@ -177,7 +196,7 @@ pub enum MountError {
     Failed(JailError),
 }
 
-fn apply_step(step: &Step) -> Result<(), JailError> {
+fn apply_step(step: &Step, sizes: &TmpfsSizes) -> Result<(), JailError> {
     let none: Option<&str> = None;
     match step {
         Step::MakeRootPrivate => {
@@ -195,14 +214,14 @@ fn apply_step(step: &Step) -> Result<(), JailError> {
             )
             .map_err(|e| fail("mount_setattr read-only", Path::new("/"), e))
         }
-        Step::MinimalDev => minimal_dev(),
+        Step::MinimalDev => minimal_dev(&sizes.shm),
         Step::FreshProc => fresh_proc(),
         Step::PrivateTmp => mount(
             Some("tmpfs"),
             "/tmp",
             Some("tmpfs"),
             MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-            Some("mode=1777"),
+            Some(tmpfs_options("mode=1777", &sizes.tmp).as_str()),
         )
         .map_err(|e| fail("tmpfs", Path::new("/tmp"), e)),
         Step::BindReadOnly(p) => bind_self(p, true),
@@ -346,7 +365,7 @@ fn hide_file(path: &Path) -> Result<(), JailError> {
         .map_err(|e| fail("hide read-only", path, e))
 }
 
-fn minimal_dev() -> Result<(), JailError> {
+fn minimal_dev(shm_size: &Option<String>) -> Result<(), JailError> {
     let dev = Path::new("/dev");
     // Hold the host's device nodes before /dev is covered.
     let mut nodes = Vec::new();
@@ -409,7 +428,7 @@ fn minimal_dev() -> Result<(), JailError> {
         &shm,
         Some("tmpfs"),
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        Some("mode=1777"),
+        Some(tmpfs_options("mode=1777", shm_size).as_str()),
     )
     .map_err(|e| fail("tmpfs", &shm, e))?;
     for (link, target) in [

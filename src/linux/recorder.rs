@@ -194,7 +194,7 @@ impl Recorder {
         };
         let mut resources = children_usage();
         resources.processes_started = result.as_ref().ok().and_then(|e| e.processes);
-        let gaps = crate::report::gaps(policy, &run.layers, &run.features);
+        let gaps = run.gaps(policy);
         let file = crate::status::PolicyFile::new(policy, &run.layers, gaps.clone());
         let report = RunReport::build(Facts {
             policy,

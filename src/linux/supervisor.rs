@@ -103,6 +103,8 @@ pub struct Confinement {
     /// Printed once this confinement is known to be built, before the command runs: what a
     /// degraded run lacks.
     pub warning: Option<String>,
+    /// The run's cgroups and rlimits, entered by the tree's first process (removed on drop).
+    pub limits: super::limits::Prepared,
 }
 
 /// What init does to the network before the command starts.
@@ -312,6 +314,9 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                     let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
                     // SAFETY: getpgrp only queries.
                     hand_terminal(tty, unsafe { libc::getpgrp() });
+                }
+                if let Err(e) = conf.limits.enter() {
+                    die(EXIT_JAIL_ERROR, &e);
                 }
                 command_main(conf, policy, &argv)
             }
@@ -742,10 +747,14 @@ fn init_main(
         // SAFETY: getpgrp only queries.
         hand_terminal(tty, unsafe { libc::getpgrp() });
     }
-    let mut report = match mounts::apply(mount_plan, &conf.policy_json) {
-        Ok(()) => "ok".to_string(),
-        Err(mounts::MountError::Unusable(e)) => format!("N{e}"),
-        Err(mounts::MountError::Failed(e)) => format!("E{e}"),
+    // Before anything of the tree is forked: every descendant is in the cgroups and inherits
+    // the limits.
+    let entered = conf.limits.enter().map_err(JailError::Io);
+    let mut report = match entered.map(|_| mounts::apply(mount_plan, &conf.policy_json)) {
+        Err(e) => format!("E{e}"),
+        Ok(Ok(())) => "ok".to_string(),
+        Ok(Err(mounts::MountError::Unusable(e))) => format!("N{e}"),
+        Ok(Err(mounts::MountError::Failed(e))) => format!("E{e}"),
     };
     if report == "ok" {
         if let Err(e) = init_network(&conf.net, &fd_channel) {

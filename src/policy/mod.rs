@@ -4,6 +4,7 @@
 mod defaults;
 pub mod env;
 pub mod gitconfig;
+pub mod limits;
 pub mod profile;
 mod resolve;
 
@@ -112,6 +113,8 @@ pub struct Policy {
     pub allow_unix_sockets: bool,
     /// The network the command gets.
     pub net: crate::net::NetPolicy,
+    /// Resource bounds asked for (`--limit`, `[limits]`); unset ones get jail's defaults.
+    pub limits: limits::Limits,
     #[serde(serialize_with = "serialize_command")]
     pub command: Vec<OsString>,
 }
@@ -142,6 +145,7 @@ impl Policy {
             allow_userns: false,
             allow_unix_sockets: false,
             net: crate::net::NetPolicy::Host,
+            limits: Default::default(),
             command: vec![],
         }
     }

@@ -31,6 +31,7 @@ pub struct PolicyInput {
     pub allow_userns: bool,
     pub allow_unix_sockets: bool,
     pub net: crate::net::NetPolicy,
+    pub limits: super::limits::Limits,
     pub command: Vec<OsString>,
     /// The profile's name.
     pub profile: String,
@@ -303,6 +304,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         allow_userns: input.allow_userns,
         allow_unix_sockets: input.allow_unix_sockets,
         net: input.net.clone(),
+        limits: input.limits,
         command: input.command.clone(),
     };
     if policy.access_at(&policy.cwd) == Access::Hide {
