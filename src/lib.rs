@@ -88,12 +88,18 @@ fn probe(json: bool) -> Result<i32, JailError> {
             layers: Layers,
             level: report::Level,
             gaps: Vec<String>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            limits: Option<serde_json::Value>,
         }
+        let limits = limits_probe(&layers);
+        let mut gaps = report::gaps(&Policy::probe_default(), &layers, &f);
+        gaps.extend(limits.iter().flat_map(|l| l.gaps.iter().cloned()));
         let out = Out {
             features: &f,
             layers,
             level: layers.level(),
-            gaps: report::gaps(&Policy::probe_default(), &layers, &f),
+            gaps,
+            limits: limits.map(|l| l.json),
         };
         println!(
             "{}",
@@ -102,8 +108,34 @@ fn probe(json: bool) -> Result<i32, JailError> {
     } else {
         print!("{}", report::probe_text(&f, &layers));
         print!("{}", extras_text(&f));
+        if let Some(l) = limits_probe(&layers) {
+            println!("limits:           {}", l.summary);
+        }
     }
     Ok(0)
+}
+
+/// What `jail probe` says of the limits: how a run with jail's defaults is bounded here.
+struct LimitsProbe {
+    json: serde_json::Value,
+    summary: String,
+    gaps: Vec<String>,
+}
+
+#[cfg(target_os = "linux")]
+fn limits_probe(layers: &Layers) -> Option<LimitsProbe> {
+    let host = linux::limits::Host::detect();
+    let plan = linux::limits::compile(&Policy::probe_default(), &host, layers.mount).ok()?;
+    Some(LimitsProbe {
+        json: serde_json::to_value(&plan).expect("serializable"),
+        summary: plan.summary(),
+        gaps: plan.gaps,
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn limits_probe(_: &Layers) -> Option<LimitsProbe> {
+    None
 }
 
 /// What `--net` and `--report` can use here (`jail probe`, text form).

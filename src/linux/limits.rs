@@ -486,6 +486,18 @@ fn tmpfs_bound(
     ))
 }
 
+/// `4G`, or `11.8G` for a size that no unit divides.
+fn approx_size(bytes: u64) -> String {
+    if bytes < 1 << 20 || bytes % (1 << 30) == 0 || (bytes < 1 << 30 && bytes % (1 << 20) == 0) {
+        return size_text(bytes);
+    }
+    if bytes >= 1 << 30 {
+        format!("{:.1}G", bytes as f64 / (1u64 << 30) as f64)
+    } else {
+        format!("{:.1}M", bytes as f64 / (1u64 << 20) as f64)
+    }
+}
+
 /// Inodes for a tmpfs of `bytes`.
 pub fn inodes_for(bytes: u64) -> u64 {
     (bytes / BYTES_PER_INODE).max(1024)
@@ -520,7 +532,7 @@ impl LimitsPlan {
     pub fn summary(&self) -> String {
         let one = |name: &str, b: &Bound, size: bool| {
             let value = match b.value {
-                Some(v) if size => size_text(v),
+                Some(v) if size => approx_size(v),
                 Some(v) => v.to_string(),
                 None => "none".into(),
             };
@@ -532,11 +544,16 @@ impl LimitsPlan {
             };
             format!("{name} {value} ({by})")
         };
+        let cpu = match self.cpu.enforced_by {
+            Enforcement::None => "cpu when asked (rlimit, per process)".to_string(),
+            _ => one("cpu", &self.cpu, false),
+        };
         [
             one("procs", &self.procs, false),
             one("memory", &self.memory, true),
             one("tmp", &self.tmp, true),
             one("shm", &self.shm, true),
+            cpu,
         ]
         .join(", ")
     }

@@ -2,7 +2,7 @@
  * limits.c - bounded resource exhaustion attempts for jail's limit tests.
  *
  * Build: cc -O1 -Wall -o limits limits.c
- * Usage: limits <op> MAX
+ * Usage: limits fork-bomb MAX [HOLD_S] | fill PATH MAX_MIB | hog MAX_MIB
  *
  * Each op tries to take MAX of one resource (never more: the tests must not really exhaust the
  * machine) and reports with attack.c's protocol:
@@ -47,7 +47,7 @@ struct shared {
  * until MAX processes exist in all or fork fails. Each one dies with its parent (PDEATHSIG),
  * and after 60 s in any case.
  */
-static void op_fork_bomb(long max)
+static void op_fork_bomb(long max, long hold)
 {
 	struct shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -97,14 +97,17 @@ static void op_fork_bomb(long max)
 	long made = atomic_load(&sh->made);
 	/* End the others, not ourselves. */
 	signal(SIGTERM, SIG_IGN);
-	if (err) {
+	if (err)
 		printf("BLOCKED fork-bomb: %ld processes: %s (errno=%d)\n", made, strerror(err), err);
-		kill(0, SIGTERM);
-		_exit(1);
+	else
+		printf("ALLOWED fork-bomb: %ld processes\n", made);
+	if (hold) {
+		/* Keep them all while the test forks on the host. */
+		printf("HOLDING\n");
+		sleep(hold);
 	}
-	printf("ALLOWED fork-bomb: %ld processes\n", made);
 	kill(0, SIGTERM);
-	_exit(0);
+	_exit(err ? 1 : 0);
 }
 
 /* Writes PATH in 1 MiB chunks up to MAX MiB. */
@@ -157,12 +160,12 @@ static void op_hog(long max_mib)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 3 && strcmp(argv[1], "fork-bomb") == 0)
-		op_fork_bomb(parse_max(argv[2]));
+	if ((argc == 3 || argc == 4) && strcmp(argv[1], "fork-bomb") == 0)
+		op_fork_bomb(parse_max(argv[2]), argc == 4 ? parse_max(argv[3]) : 0);
 	if (argc == 4 && strcmp(argv[1], "fill") == 0)
 		op_fill(argv[2], parse_max(argv[3]));
 	if (argc == 3 && strcmp(argv[1], "hog") == 0)
 		op_hog(parse_max(argv[2]));
-	fprintf(stderr, "usage: limits fork-bomb MAX | fill PATH MAX_MIB | hog MAX_MIB\n");
+	fprintf(stderr, "usage: limits fork-bomb MAX [HOLD_S] | fill PATH MAX_MIB | hog MAX_MIB\n");
 	return 2;
 }
