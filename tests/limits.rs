@@ -203,6 +203,35 @@ fn a_memory_hog_is_stopped_by_the_memory_limit() {
             );
             assert_eq!(verdict(&lifted), Verdict::Allowed, "{}", lifted.describe());
         }
+        if who == Who::Root {
+            // A cgroup also counts the tmpfs pages the tree writes: an unsized /tmp does not
+            // get past the memory bound (the OOM killer ends the writer).
+            let out = run(
+                &fx,
+                &["--limit", "memory=64M,tmp=none"],
+                &helper(&["fill", "/tmp/fill", "256"]),
+                &[],
+            );
+            assert_eq!(out.code, Some(128 + libc::SIGKILL), "{}", out.describe());
+        }
+    }
+}
+
+#[test]
+fn a_cpu_burner_is_stopped_by_the_cpu_limit() {
+    if !full_level_or_skip("a_cpu_burner_is_stopped_by_the_cpu_limit") {
+        return;
+    }
+    let burn = ["sh".to_string(), "-c".into(), "while :; do :; done".into()];
+    for who in users() {
+        let fx = Fixture::new(who, "cpu-burner");
+        let started = Instant::now();
+        let out = run(&fx, &["--limit", "cpu=1s", "--timeout", "30s"], &burn, &[]);
+        assert_eq!(out.code, Some(128 + libc::SIGXCPU), "{}", out.describe());
+        assert!(started.elapsed() < Duration::from_secs(20));
+        // Lifted, it burns on until the timeout.
+        let out = run(&fx, &["--limit", "cpu=none", "--timeout", "3s"], &burn, &[]);
+        assert_eq!(out.code, Some(124), "{}", out.describe());
     }
 }
 
@@ -308,13 +337,18 @@ fn an_asked_limit_that_cannot_hold_refuses_the_run() {
             assert!(out.stderr.contains(needle), "{needle}: {}", out.describe());
             assert!(out.stderr.contains(limit), "{limit}: {}", out.describe());
             // The same run with jail's defaults degrades instead, and says so.
-            let dflt = run(
-                &fx,
-                &[],
-                &["true".to_string()],
-                &[("JAIL_TEST_DISABLE", disable)],
-            );
+            let env = [("JAIL_TEST_DISABLE", disable)];
+            let dflt = run(&fx, &[], &["true".to_string()], &env);
             assert!(dflt.ok(), "{}", dflt.describe());
+            if disable == "cgroup" {
+                let dry = run(&fx, &["--dry-run"], &["true".to_string()], &env);
+                assert!(
+                    dry.stdout.contains("process count not bounded")
+                        && dry.stdout.contains("memory not bounded"),
+                    "{}",
+                    dry.describe()
+                );
+            }
         }
     }
 }
