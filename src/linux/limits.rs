@@ -580,7 +580,16 @@ impl LimitsPlan {
             };
             std::fs::create_dir(&dir).map_err(|e| fail("mkdir", e))?;
             // From here on it is removed again on every path (the drop of `out`).
-            let procs = open_write(&dir.join("cgroup.procs"));
+            // v1: the process that joins is single-threaded (init, or the command before it
+            // execs), so its one thread is the whole process, and moving a thread through
+            // `tasks` spares the RCU grace period that moving a process through cgroup.procs
+            // waits for (the threadgroup lock's writer side): ~0.6 ms instead of ~12 ms here.
+            let entry = if c.version == 1 {
+                "tasks"
+            } else {
+                "cgroup.procs"
+            };
+            let procs = open_write(&dir.join(entry));
             out.cgroups.push(Made {
                 dir: dir.clone(),
                 procs: None,
@@ -641,8 +650,8 @@ pub struct Prepared {
 #[derive(Debug)]
 struct Made {
     dir: PathBuf,
-    /// Its cgroup.procs, opened by the supervisor: the write from the child is checked against
-    /// the opener's credentials.
+    /// Its cgroup.procs (v1: tasks), opened by the supervisor: the write from the child is
+    /// checked against the opener's credentials.
     procs: Option<OwnedFd>,
 }
 
