@@ -218,6 +218,54 @@ fn a_memory_hog_is_stopped_by_the_memory_limit() {
 }
 
 #[test]
+fn the_tree_cannot_leave_its_cgroup() {
+    if !full_level_or_skip("the_tree_cannot_leave_its_cgroup") || !is_root() {
+        // Only root gets a cgroup on this machine kind (cgroup v1).
+        return;
+    }
+    let fx = Fixture::new(Who::Root, "cgroup-escape");
+    let hierarchy = pids_hierarchy();
+    let escape = [
+        "sh".to_string(),
+        "-c".into(),
+        format!(
+            "for f in tasks cgroup.procs; do echo 0 > /sys/fs/cgroup/pids/$f; done; \
+             grep '^{hierarchy}:pids:' /proc/self/cgroup"
+        ),
+    ];
+    // Each layer that guards files alone keeps /sys/fs/cgroup unwritable: the mount view
+    // (read-only, EROFS) and Landlock (EACCES).
+    for (disabled, errno) in [
+        (&[][..], "Read-only file system"),
+        (&[Layer::Mount][..], "Permission denied"),
+        (&[Layer::Landlock][..], "Read-only file system"),
+    ] {
+        let mut args = vec!["--"];
+        args.extend(escape.iter().map(String::as_str));
+        let out = fx.jail_with(&args, disabled, &[]);
+        assert!(
+            out.stdout.contains(":pids:/jail-"),
+            "{disabled:?}: {}",
+            out.describe()
+        );
+        assert!(
+            out.stderr.contains(errno),
+            "{disabled:?}: {}",
+            out.describe()
+        );
+    }
+    // With neither, the same commands leave it: the test can fail.
+    let mut args = vec!["--allow-unconfined", "--"];
+    args.extend(escape.iter().map(String::as_str));
+    let out = fx.jail_with(&args, &[Layer::Mount, Layer::Landlock], &[]);
+    assert!(
+        out.stdout.trim_end().ends_with(":pids:/"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
 fn a_cpu_burner_is_stopped_by_the_cpu_limit() {
     if !full_level_or_skip("a_cpu_burner_is_stopped_by_the_cpu_limit") {
         return;
