@@ -244,6 +244,7 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         net_plan,
         limits,
         limits_host,
+        limits_reached: Default::default(),
     };
     let bounds = run.prepare_limits(&policy)?;
     let mut conf = confinement(&policy, plans, &run, &net, bounds)?;
@@ -286,6 +287,8 @@ pub struct RunState {
     pub net_plan: NetPlan,
     pub limits: limits::LimitsPlan,
     limits_host: limits::Host,
+    /// What the run's cgroups counted at its end.
+    pub limits_reached: limits::Reached,
 }
 
 impl RunState {
@@ -405,7 +408,10 @@ fn run_supervised(
     recorder: &mut Option<Recorder>,
 ) -> Result<RunEnd, JailError> {
     match super::supervisor::run(policy, &conf)? {
-        Outcome::Exited(end) => Ok(end),
+        Outcome::Exited(end) => {
+            run.limits_reached = conf.limits.reached();
+            Ok(end)
+        }
         Outcome::NoNamespaces(e) => {
             // User namespaces looked available but could not be used (a container's seccomp
             // profile, an LSM, an outer jail): continue without the mount view only if the
@@ -437,7 +443,10 @@ fn run_supervised(
                 r.arm(&mut conf);
             }
             match super::supervisor::run(policy, &conf)? {
-                Outcome::Exited(end) => Ok(end),
+                Outcome::Exited(end) => {
+                    run.limits_reached = conf.limits.reached();
+                    Ok(end)
+                }
                 Outcome::NoNamespaces(_) => unreachable!("no namespaces are requested"),
             }
         }

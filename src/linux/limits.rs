@@ -707,6 +707,74 @@ fn rlimit_name(r: libc::__rlimit_resource_t) -> &'static str {
     }
 }
 
+/// What the run's cgroups counted, read before they are removed: how often the tree met its
+/// bounds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Reached {
+    /// Forks and clones refused at pids.max (pids.events `max`).
+    pub procs_refused: Option<u64>,
+    /// Processes the OOM killer ended at the memory bound (memory.events or, v1,
+    /// memory.oom_control `oom_kill`).
+    pub oom_kills: Option<u64>,
+}
+
+impl Prepared {
+    /// The cgroups' counters now (None for what no cgroup of the run counts).
+    pub fn reached(&self) -> Reached {
+        let field = |dir: &Path, file: &str, key: &str| -> Option<u64> {
+            let text = std::fs::read_to_string(dir.join(file)).ok()?;
+            text.lines().find_map(|l| {
+                let (k, v) = l.split_once(' ')?;
+                (k == key).then(|| v.trim().parse().ok()).flatten()
+            })
+        };
+        let mut out = Reached::default();
+        for m in &self.cgroups {
+            out.procs_refused = out.procs_refused.or(field(&m.dir, "pids.events", "max"));
+            out.oom_kills = out
+                .oom_kills
+                .or(field(&m.dir, "memory.events", "oom_kill"))
+                .or(field(&m.dir, "memory.oom_control", "oom_kill"));
+        }
+        out
+    }
+}
+
+/// The run report's `limits`: each bound as held, and what the cgroups counted.
+#[derive(Debug, Clone, Serialize)]
+pub struct LimitsReport {
+    pub procs: ReportedBound,
+    pub memory: ReportedBound,
+    pub tmp: ReportedBound,
+    pub shm: ReportedBound,
+    pub cpu: ReportedBound,
+    #[serde(flatten)]
+    pub reached: Reached,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportedBound {
+    pub value: Option<u64>,
+    pub enforced_by: Enforcement,
+}
+
+impl LimitsReport {
+    pub fn new(plan: &LimitsPlan, reached: Reached) -> LimitsReport {
+        let b = |b: &Bound| ReportedBound {
+            value: b.value,
+            enforced_by: b.enforced_by.clone(),
+        };
+        LimitsReport {
+            procs: b(&plan.procs),
+            memory: b(&plan.memory),
+            tmp: b(&plan.tmp),
+            shm: b(&plan.shm),
+            cpu: b(&plan.cpu),
+            reached,
+        }
+    }
+}
+
 impl Drop for Prepared {
     /// After the run: kill what is left in the cgroups (nothing, when the pid namespace ended
     /// with its init) and remove them.

@@ -207,6 +207,7 @@ impl Recorder {
             ended: SystemTime::now(),
             end,
             resources,
+            limits: super::limits::LimitsReport::new(&run.limits, run.limits_reached),
             decisions: net.proxy.as_ref().map(|p| {
                 (
                     p.decisions.allowed(),
