@@ -734,6 +734,9 @@ fn init_main(
         ready,
         fds: fd_channel,
     } = channels;
+    // Before anything of the tree is forked, every descendant is in the cgroups and inherits
+    // the limits; done while the supervisor writes the id maps (a failure is reported below).
+    let entered = conf.limits.enter().map_err(JailError::Io);
     let mut byte = [0u8; 1];
     match nix::unistd::read(&sync, &mut byte) {
         Ok(1) => {}
@@ -747,9 +750,6 @@ fn init_main(
         // SAFETY: getpgrp only queries.
         hand_terminal(tty, unsafe { libc::getpgrp() });
     }
-    // Before anything of the tree is forked: every descendant is in the cgroups and inherits
-    // the limits.
-    let entered = conf.limits.enter().map_err(JailError::Io);
     let mut report = match entered.map(|_| mounts::apply(mount_plan, &conf.policy_json)) {
         Err(e) => format!("E{e}"),
         Ok(Ok(())) => "ok".to_string(),
