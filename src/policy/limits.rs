@@ -129,6 +129,18 @@ impl Limits {
         Ok(out)
     }
 
+    /// The name of the first bound given a value (for a platform that enforces none).
+    pub fn first_set(&self) -> Option<&'static str> {
+        let set = [
+            matches!(self.memory, Limit::Set(_)),
+            matches!(self.procs, Limit::Set(_)),
+            matches!(self.tmp, Limit::Set(_)),
+            matches!(self.shm, Limit::Set(_)),
+            matches!(self.cpu, Limit::Set(_)),
+        ];
+        NAMES.iter().zip(set).find(|(_, s)| *s).map(|(n, _)| *n)
+    }
+
     /// The bounds set, as `[limits]` lines (`jail profile show --resolved`).
     pub fn to_toml(&self) -> String {
         let size = |l: Limit<u64>| match l {
@@ -282,6 +294,13 @@ mod tests {
                 assert!(e.contains(n), "{flag}: {e} lacks {n}");
             }
         }
+    }
+
+    #[test]
+    fn the_first_bound_set_is_named() {
+        assert_eq!(Limits::default().first_set(), None);
+        let l = Limits::from_flags(&["memory=none,tmp=1G".into()]).unwrap();
+        assert_eq!(l.first_set(), Some("tmp"));
     }
 
     #[test]
