@@ -951,6 +951,30 @@ mod tests {
         assert_eq!(cgroup_dirs("pids", own, mounts)[1].2, "/");
     }
 
+    #[test]
+    fn a_delegated_v2_subtree_gives_the_nearest_ancestor_with_the_controllers() {
+        // A fake cgroup2 tree: the caller sits in a scope (processes, no controllers for
+        // children); app.slice above it has pids and memory on and is the user's.
+        let root = std::env::temp_dir().join(format!("jail-cg-test-{}", std::process::id()));
+        let scope = root.join("user.slice/user@1000.service/app.slice/term.scope");
+        std::fs::create_dir_all(&scope).unwrap();
+        let app = scope.parent().unwrap().to_path_buf();
+        for (dir, controllers) in [(&scope, ""), (&app, "pids memory")] {
+            std::fs::write(dir.join("cgroup.subtree_control"), controllers).unwrap();
+            std::fs::write(dir.join("cgroup.procs"), "").unwrap();
+        }
+        let own = "0::/user.slice/user@1000.service/app.slice/term.scope\n";
+        let mounts = format!(
+            "30 1 0:26 / {} rw - cgroup2 cgroup2 rw,nsdelegate\n",
+            root.display()
+        );
+        let home = find_home("memory", own, &mounts).unwrap();
+        assert_eq!((home.version, home.parent.clone()), (2, app.clone()));
+        // Without the controller anywhere writable: none.
+        assert_eq!(find_home("cpu", own, &mounts), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     impl LimitsPlan {
         fn prepare_rlimits_for_test(&self) -> Vec<(libc::__rlimit_resource_t, u64, u64)> {
             self.rlimits()
