@@ -680,9 +680,10 @@ impl Prepared {
             };
             // SAFETY: getrlimit fills the struct we own.
             unsafe { libc::getrlimit(resource, &mut cur) };
-            // Never above what we were given: an unprivileged process cannot raise a hard limit.
+            // Never above what we were given: a tighter limit of the caller's stays, and an
+            // unprivileged process could not raise a hard limit anyway.
             let new = libc::rlimit {
-                rlim_cur: soft.min(cur.rlim_max),
+                rlim_cur: soft.min(cur.rlim_cur),
                 rlim_max: hard.min(cur.rlim_max),
             };
             // SAFETY: setrlimit reads the struct we own.
