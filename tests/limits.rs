@@ -501,3 +501,25 @@ fn probe_says_how_each_limit_is_enforced() {
         }
     }
 }
+
+#[test]
+fn a_lower_rlimit_of_the_caller_is_kept() {
+    if !full_level_or_skip("a_lower_rlimit_of_the_caller_is_kept") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "rlimit-kept");
+        let script = format!(
+            "ulimit -Su 50 && exec {} -- grep 'Max processes' /proc/self/limits",
+            jail_bin().display()
+        );
+        let out = Run::from(
+            fx.command(Path::new("/bin/bash"), &["-c", &script])
+                .output()
+                .unwrap(),
+        );
+        assert!(out.ok(), "{}", out.describe());
+        let soft = out.stdout.split_whitespace().nth(2).unwrap_or_default();
+        assert_eq!(soft, "50", "{who:?}: {}", out.describe());
+    }
+}
