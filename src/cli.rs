@@ -130,6 +130,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<std::time::Duration>,
 
+    /// Resource bounds: `memory=SIZE` (the whole tree, or each process without a cgroup),
+    /// `procs=N` (processes and threads), `tmp=SIZE` and `shm=SIZE` (the private /tmp and
+    /// /dev/shm), `cpu=DURATION` (CPU time of each process); `none` or 0 lifts one.
+    /// Comma-separated, repeatable; wins over the profile's `[limits]`.
+    #[arg(long = "limit", value_name = "NAME=VALUE")]
+    pub limit: Vec<String>,
+
     /// Let the command create user namespaces (for agents that nest their own bubblewrap sandbox).
     #[arg(long)]
     pub allow_userns: bool,
@@ -196,6 +203,7 @@ impl RunArgs {
             require: None,
             keep_fd: vec![],
             timeout: None,
+            limit: vec![],
             allow_userns: false,
             allow_unix_sockets: false,
             allow_socket: vec![],

@@ -89,13 +89,19 @@ fn probe(json: bool) -> Result<i32, JailError> {
             level: report::Level,
             gaps: Vec<String>,
             homes: String,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            limits: Option<serde_json::Value>,
         }
+        let limits = limits_probe(&layers);
+        let mut gaps = report::gaps(&Policy::probe_default(), &layers, &f);
+        gaps.extend(limits.iter().flat_map(|l| l.gaps.iter().cloned()));
         let out = Out {
             features: &f,
             layers,
             homes: home_text(&f),
             level: layers.level(),
-            gaps: report::gaps(&Policy::probe_default(), &layers, &f),
+            gaps,
+            limits: limits.map(|l| l.json),
         };
         println!(
             "{}",
@@ -104,8 +110,34 @@ fn probe(json: bool) -> Result<i32, JailError> {
     } else {
         print!("{}", report::probe_text(&f, &layers));
         print!("{}", extras_text(&f));
+        if let Some(l) = limits_probe(&layers) {
+            println!("limits:           {}", l.summary);
+        }
     }
     Ok(0)
+}
+
+/// What `jail probe` says of the limits: how a run with jail's defaults is bounded here.
+struct LimitsProbe {
+    json: serde_json::Value,
+    summary: String,
+    gaps: Vec<String>,
+}
+
+#[cfg(target_os = "linux")]
+fn limits_probe(layers: &Layers) -> Option<LimitsProbe> {
+    let host = linux::limits::Host::detect();
+    let plan = linux::limits::compile(&Policy::probe_default(), &host, layers.mount).ok()?;
+    Some(LimitsProbe {
+        json: serde_json::to_value(&plan).expect("serializable"),
+        summary: plan.summary(),
+        gaps: plan.gaps,
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn limits_probe(_: &Layers) -> Option<LimitsProbe> {
+    None
 }
 
 /// What `--net` and `--report` can use here (`jail probe`, text form).
@@ -311,6 +343,8 @@ fn resolved_toml(r: &Resolved) -> String {
         let items: Vec<String> = rules.iter().map(|s| q(s)).collect();
         out.push_str(&format!("net = [{}]\n", items.join(", ")));
     }
+    out.push_str("\n[limits]\n");
+    out.push_str(&r.limits.to_toml());
     out
 }
 
@@ -451,6 +485,9 @@ pub fn prepare(args: &RunArgs, create_missing: bool) -> Result<Policy, JailError
         allow_userns: args.allow_userns || o.allow_userns.unwrap_or(false),
         allow_unix_sockets: args.allow_unix_sockets || o.allow_unix_sockets.unwrap_or(false),
         allow_sockets: args.allow_socket.clone(),
+        limits: prof
+            .limits
+            .merged(policy::limits::Limits::from_flags(&args.limit).map_err(JailError::BadInput)?),
         net: if args.net.is_empty() {
             net::NetPolicy::parse(o.net.as_deref().unwrap_or_default())
                 .map_err(|e| JailError::BadInput(format!("profile {}: net {e}", prof.name)))?

@@ -39,6 +39,8 @@ pub struct RunReport {
     pub duration_ms: u64,
     pub outcome: Outcome,
     pub resources: Resources,
+    /// Each resource bound and how it held; what the cgroups counted.
+    pub limits: crate::linux::limits::LimitsReport,
     pub network: Network,
     pub changes: ChangesSection,
     pub denials: DenialsSection,
@@ -172,6 +174,7 @@ pub struct Facts<'a> {
     pub ended: SystemTime,
     pub end: EndFacts,
     pub resources: Resources,
+    pub limits: crate::linux::limits::LimitsReport,
     /// Allowed and refused counts, the decisions kept, and how many were not.
     pub decisions: Option<(u64, u64, Vec<Decision>, u64)>,
     pub roots: Vec<PathBuf>,
@@ -246,6 +249,7 @@ impl RunReport {
                 .as_millis() as u64,
             outcome,
             resources: f.resources,
+            limits: f.limits,
             network: Network {
                 mode: match net {
                     crate::net::NetPolicy::Host => "host",

@@ -601,3 +601,44 @@ fn a_repository_hidden_in_an_unreadable_directory_is_moved_aside() {
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
+
+/// The report records each resource bound as it held, and what the run's cgroup counted: a
+/// fork bomb under procs=64 shows its refused forks (as root: a cgroup here; as a user the
+/// bound is an rlimit, which counts nothing).
+#[test]
+fn the_report_records_each_limit_and_what_the_cgroup_counted() {
+    if !full_level_or_skip("the_report_records_each_limit_and_what_the_cgroup_counted") {
+        return;
+    }
+    let bomb = common::compile_helper("limits");
+    for who in users() {
+        let fx = Fixture::new(who, "report-limits");
+        let report = fx.p("limits.json");
+        let run = fx.jail(&[
+            "--limit",
+            "procs=64",
+            "--timeout",
+            "60s",
+            "--report",
+            &report,
+            "--",
+            bomb.to_str().unwrap(),
+            "fork-bomb",
+            "1000",
+        ]);
+        assert_eq!(run.code, Some(1), "{}", run.describe());
+        let v = read_report(&report);
+        let l = &v["limits"];
+        assert_eq!(l["procs"]["value"], 64, "{l:#}");
+        assert_eq!(l["tmp"]["enforced_by"], "tmpfs", "{l:#}");
+        assert_eq!(l["cpu"]["enforced_by"], "none", "{l:#}");
+        if who == Who::Root {
+            assert_eq!(l["procs"]["enforced_by"], "cgroup", "{l:#}");
+            assert!(l["procs_refused"].as_u64().unwrap() >= 1, "{l:#}");
+            assert_eq!(l["oom_kills"], 0, "{l:#}");
+        } else {
+            assert_eq!(l["procs"]["enforced_by"], "rlimit", "{l:#}");
+            assert!(l["procs_refused"].is_null(), "{l:#}");
+        }
+    }
+}

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::planted::Watch;
 use super::recorder::Recorder;
 use super::supervisor::{Confinement, NetSetup, Outcome, RunEnd};
-use super::{landlock, mounts, seccomp};
+use super::{landlock, limits, mounts, seccomp};
 use crate::cli::RunArgs;
 use crate::error::{EXIT_JAIL_ERROR, JailError};
 use crate::net::{self, NetPolicy};
@@ -34,6 +34,7 @@ struct DryRun<'a> {
     landlock: Option<&'a landlock::LandlockPlan>,
     seccomp: Option<&'a seccomp::SeccompPlan>,
     unix_sockets: UnixSockets<'a>,
+    limits: &'a limits::LimitsPlan,
 }
 
 /// How unix sockets are handled in a run.
@@ -64,9 +65,18 @@ struct Plans {
     seccomp: Option<seccomp::SeccompPlan>,
 }
 
-fn compile(policy: &Policy, layers: &Layers, f: &Features, net: &NetPlan) -> Plans {
+fn compile(
+    policy: &Policy,
+    layers: &Layers,
+    f: &Features,
+    net: &NetPlan,
+    limits: &limits::LimitsPlan,
+) -> Plans {
     Plans {
-        mount: layers.mount.then(|| mounts::compile(policy)),
+        mount: layers.mount.then(|| mounts::MountPlan {
+            tmpfs: limits.tmpfs(),
+            ..mounts::compile(policy)
+        }),
         landlock: layers.landlock.then(|| {
             let mut plan =
                 landlock::compile(policy, f.landlock_abi, layers.mount, &landlock::list_dir);
@@ -218,19 +228,22 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
     let mut net = NetRuntime::new(&policy)?;
     net.prepare_fallback(&layers)?;
     let net_plan = net_plan(&policy, &layers, &features, net.fallback_listener.as_ref())?;
-    let plans = compile(&policy, &layers, &features, &net_plan);
+    let limits_host = limits::Host::detect();
+    let limits = limits::compile(&policy, &limits_host, layers.mount)?;
+    let plans = compile(&policy, &layers, &features, &net_plan, &limits);
     if args.dry_run {
         let out = DryRun {
             policy: &policy,
             features: &features,
             layers,
             level: layers.level(),
-            gaps: report::gaps(&policy, &layers, &features),
+            gaps: all_gaps(&policy, &layers, &features, &limits),
             net: &net_plan,
             mount: plans.mount.as_ref(),
             landlock: plans.landlock.as_ref(),
             seccomp: plans.seccomp.as_ref(),
             unix_sockets: unix_sockets(&policy, &layers),
+            limits: &limits,
         };
         println!(
             "{}",
@@ -260,8 +273,12 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         layers,
         features,
         net_plan,
+        limits,
+        limits_host,
+        limits_reached: Default::default(),
     };
-    let mut conf = confinement(&policy, plans, &run, &net)?;
+    let bounds = run.prepare_limits(&policy)?;
+    let mut conf = confinement(&policy, plans, &run, &net, bounds)?;
     if let Some(r) = &mut recorder {
         r.arm(&mut conf);
     }
@@ -299,6 +316,39 @@ pub struct RunState {
     pub layers: Layers,
     pub features: Features,
     pub net_plan: NetPlan,
+    pub limits: limits::LimitsPlan,
+    limits_host: limits::Host,
+    /// What the run's cgroups counted at its end.
+    pub limits_reached: limits::Reached,
+}
+
+impl RunState {
+    /// The gaps of this run, the limits' included.
+    pub fn gaps(&self, policy: &Policy) -> Vec<String> {
+        all_gaps(policy, &self.layers, &self.features, &self.limits)
+    }
+
+    /// Makes the run's cgroups. When that fails and every bound they were to hold is jail's
+    /// default, the run goes on with rlimits (the gaps say so); an asked bound stops it.
+    fn prepare_limits(&mut self, policy: &Policy) -> Result<limits::Prepared, JailError> {
+        match self.limits.prepare() {
+            Ok(p) => Ok(p),
+            Err(e) if self.limits.cgroup_bounds_are_defaults() => {
+                tracing::info!("no cgroup: {e}");
+                self.limits_host.forgo_cgroups(e.to_string());
+                self.limits = limits::compile(policy, &self.limits_host, self.layers.mount)?;
+                self.limits.prepare()
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// What the run cannot enforce: the layers' gaps and the limits'.
+fn all_gaps(policy: &Policy, layers: &Layers, f: &Features, l: &limits::LimitsPlan) -> Vec<String> {
+    let mut gaps = report::gaps(policy, layers, f);
+    gaps.extend(l.gaps.iter().cloned());
+    gaps
 }
 
 /// What serves the network policy from outside the sandbox for the whole run: the proxy (with
@@ -389,7 +439,10 @@ fn run_supervised(
     recorder: &mut Option<Recorder>,
 ) -> Result<RunEnd, JailError> {
     match super::supervisor::run(policy, &conf)? {
-        Outcome::Exited(end) => Ok(end),
+        Outcome::Exited(end) => {
+            run.limits_reached = conf.limits.reached();
+            Ok(end)
+        }
         Outcome::NoNamespaces(e) => {
             // User namespaces looked available but could not be used (a container's seccomp
             // profile, an LSM, an outer jail): continue without the mount view only if the
@@ -406,14 +459,25 @@ fn run_supervised(
                 &run.features,
                 net.fallback_listener.as_ref(),
             )?;
-            let plans = compile(policy, &run.layers, &run.features, &run.net_plan);
-            let mut conf = confinement(policy, plans, run, net)?;
+            run.limits = limits::compile(policy, &run.limits_host, false)?;
+            let plans = compile(
+                policy,
+                &run.layers,
+                &run.features,
+                &run.net_plan,
+                &run.limits,
+            );
+            let bounds = run.prepare_limits(policy)?;
+            let mut conf = confinement(policy, plans, run, net, bounds)?;
             if let Some(r) = recorder {
                 r.recheck(policy, &run.layers)?;
                 r.arm(&mut conf);
             }
             match super::supervisor::run(policy, &conf)? {
-                Outcome::Exited(end) => Ok(end),
+                Outcome::Exited(end) => {
+                    run.limits_reached = conf.limits.reached();
+                    Ok(end)
+                }
                 Outcome::NoNamespaces(_) => unreachable!("no namespaces are requested"),
             }
         }
@@ -427,9 +491,10 @@ fn confinement(
     plans: Plans,
     run: &RunState,
     net: &NetRuntime,
+    limits: limits::Prepared,
 ) -> Result<Confinement, JailError> {
-    let (layers, features, net_plan) = (&run.layers, &run.features, &run.net_plan);
-    let file = status::PolicyFile::new(policy, layers, report::gaps(policy, layers, features));
+    let (layers, net_plan) = (&run.layers, &run.net_plan);
+    let file = status::PolicyFile::new(policy, layers, run.gaps(policy));
     let policy_json = serde_json::to_string_pretty(&file).expect("serializable");
     let mut envp = Vec::new();
     let allow_hosts = match &policy.net {
@@ -478,9 +543,10 @@ fn confinement(
         seccomp: plans.seccomp.as_ref().map(seccomp::build).transpose()?,
         envp,
         policy_json,
-        warning: degraded_warning(policy, layers, features),
+        warning: degraded_warning(layers, run.gaps(policy)),
         unix: unix_mediation(policy, layers)?,
         net: net.setup(net_plan)?,
+        limits,
         command_started: None,
     })
 }
@@ -513,7 +579,7 @@ fn unix_mediation(
 
 /// Never run half-confined without saying so: the line the supervisor prints once the layers
 /// are known to hold (not before a fallback that may still refuse the run).
-fn degraded_warning(policy: &Policy, layers: &Layers, f: &Features) -> Option<String> {
+fn degraded_warning(layers: &Layers, gaps: Vec<String>) -> Option<String> {
     if layers.level() == report::Level::Full {
         return None;
     }
@@ -525,7 +591,6 @@ fn degraded_warning(policy: &Policy, layers: &Layers, f: &Features) -> Option<St
     .into_iter()
     .flatten()
     .collect();
-    let gaps = report::gaps(policy, layers, f);
     if !layers.files_protected() {
         return Some(format!(
             "jail: warning: UNCONFINED (--allow-unconfined): no layer protects files; missing {}",

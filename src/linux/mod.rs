@@ -5,6 +5,7 @@ pub mod audit;
 pub mod evidence;
 pub mod landlock;
 pub mod launch;
+pub mod limits;
 pub mod mounts;
 pub mod planted;
 pub mod privileges;

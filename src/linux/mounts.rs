@@ -59,6 +59,24 @@ pub enum Step {
 pub struct MountPlan {
     pub steps: Vec<Step>,
     pub cwd: PathBuf,
+    /// The sizes of the private /tmp and /dev/shm (the limits layer's choice).
+    pub tmpfs: TmpfsSizes,
+}
+
+/// Extra tmpfs options (`size=…,nr_inodes=…`) for the writable tmpfs mounts; None leaves the
+/// kernel's default (half of RAM). The others are fixed: a hidden directory's tmpfs holds one
+/// inode in 4k (or 64k when it shows paths beneath, read-only after), jail's /dev 64k, sealed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TmpfsSizes {
+    pub tmp: Option<String>,
+    pub shm: Option<String>,
+}
+
+fn tmpfs_options(base: &str, extra: &Option<String>) -> String {
+    match extra {
+        Some(x) => format!("{base},{x}"),
+        None => base.to_string(),
+    }
 }
 
 /// Device nodes bound from the host into the minimal /dev.
@@ -176,6 +194,7 @@ pub fn compile(policy: &Policy) -> MountPlan {
     MountPlan {
         steps,
         cwd: policy.cwd.clone(),
+        tmpfs: TmpfsSizes::default(),
     }
 }
 
@@ -213,7 +232,7 @@ pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<(), MountError> {
             show_at(p, fd, false).map_err(MountError::Failed)?;
             continue;
         }
-        apply_step(step, dev_size(policy_json.len())).map_err(|e| {
+        apply_step(step, dev_size(policy_json.len()), &plan.tmpfs).map_err(|e| {
             // The very first mount refused: this process may not mount at all (it is already in
             // a Landlock domain, or an LSM forbids it). A fresh /proc refused: the /proc we were
             // given has parts covered (an outer jail's read-only /proc/sys), and the kernel lets
@@ -242,8 +261,8 @@ pub enum MountError {
     Failed(JailError),
 }
 
-/// `dev_bytes`: the size of the /dev tmpfs ([`dev_size`]).
-fn apply_step(step: &Step, dev_bytes: usize) -> Result<(), JailError> {
+/// `dev_bytes`: the size of the /dev tmpfs ([`dev_size`]); `sizes`: /tmp's and /dev/shm's.
+fn apply_step(step: &Step, dev_bytes: usize, sizes: &TmpfsSizes) -> Result<(), JailError> {
     let none: Option<&str> = None;
     match step {
         Step::MakeRootPrivate => {
@@ -261,14 +280,14 @@ fn apply_step(step: &Step, dev_bytes: usize) -> Result<(), JailError> {
             )
             .map_err(|e| fail("mount_setattr read-only", Path::new("/"), e))
         }
-        Step::MinimalDev => minimal_dev(dev_bytes),
+        Step::MinimalDev => minimal_dev(dev_bytes, &sizes.shm),
         Step::FreshProc => fresh_proc(),
         Step::PrivateTmp => mount(
             Some("tmpfs"),
             "/tmp",
             Some("tmpfs"),
             MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-            Some("mode=1777"),
+            Some(tmpfs_options("mode=1777", &sizes.tmp).as_str()),
         )
         .map_err(|e| fail("tmpfs", Path::new("/tmp"), e)),
         Step::BindReadOnly(p) => bind_self(p, true),
@@ -418,7 +437,7 @@ fn hide_file(path: &Path) -> Result<(), JailError> {
         .map_err(|e| fail("hide read-only", path, e))
 }
 
-fn minimal_dev(size: usize) -> Result<(), JailError> {
+fn minimal_dev(size: usize, shm_size: &Option<String>) -> Result<(), JailError> {
     let dev = Path::new("/dev");
     // Hold the host's device nodes before /dev is covered.
     let mut nodes = Vec::new();
@@ -481,7 +500,7 @@ fn minimal_dev(size: usize) -> Result<(), JailError> {
         &shm,
         Some("tmpfs"),
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        Some("mode=1777"),
+        Some(tmpfs_options("mode=1777", shm_size).as_str()),
     )
     .map_err(|e| fail("tmpfs", &shm, e))?;
     for (link, target) in [

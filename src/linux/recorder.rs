@@ -194,7 +194,7 @@ impl Recorder {
         };
         let mut resources = children_usage();
         resources.processes_started = result.as_ref().ok().and_then(|e| e.processes);
-        let gaps = crate::report::gaps(policy, &run.layers, &run.features);
+        let gaps = run.gaps(policy);
         let file = crate::status::PolicyFile::new(policy, &run.layers, gaps.clone());
         let report = RunReport::build(Facts {
             policy,
@@ -207,6 +207,7 @@ impl Recorder {
             ended: SystemTime::now(),
             end,
             resources,
+            limits: super::limits::LimitsReport::new(&run.limits, run.limits_reached),
             decisions: net.proxy.as_ref().map(|p| {
                 (
                     p.decisions.allowed(),

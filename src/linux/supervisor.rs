@@ -105,6 +105,8 @@ pub struct Confinement {
     pub warning: Option<String>,
     /// Unix sockets allowed: every connect goes through the supervisor (unix_connect.rs).
     pub unix: Option<UnixMediation>,
+    /// The run's cgroups and rlimits, entered by the tree's first process (removed on drop).
+    pub limits: super::limits::Prepared,
 }
 
 /// What a mediated run needs before the command is forked.
@@ -379,6 +381,9 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                     let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
                     // SAFETY: getpgrp only queries.
                     hand_terminal(tty, unsafe { libc::getpgrp() });
+                }
+                if let Err(e) = conf.limits.enter() {
+                    die(EXIT_JAIL_ERROR, &e);
                 }
                 command_main(conf, policy, &argv)
             }
@@ -802,6 +807,9 @@ fn init_main(
         ready,
         fds: fd_channel,
     } = channels;
+    // Before anything of the tree is forked, every descendant is in the cgroups and inherits
+    // the limits; done while the supervisor writes the id maps (a failure is reported below).
+    let entered = conf.limits.enter().map_err(JailError::Io);
     let mut byte = [0u8; 1];
     match nix::unistd::read(&sync, &mut byte) {
         Ok(1) => {}
@@ -815,10 +823,11 @@ fn init_main(
         // SAFETY: getpgrp only queries.
         hand_terminal(tty, unsafe { libc::getpgrp() });
     }
-    let mut report = match mounts::apply(mount_plan, &conf.policy_json) {
-        Ok(()) => "ok".to_string(),
-        Err(mounts::MountError::Unusable(e)) => format!("N{e}"),
-        Err(mounts::MountError::Failed(e)) => format!("E{e}"),
+    let mut report = match entered.map(|_| mounts::apply(mount_plan, &conf.policy_json)) {
+        Err(e) => format!("E{e}"),
+        Ok(Ok(())) => "ok".to_string(),
+        Ok(Err(mounts::MountError::Unusable(e))) => format!("N{e}"),
+        Ok(Err(mounts::MountError::Failed(e))) => format!("E{e}"),
     };
     if report == "ok" {
         if let Err(e) = init_network(&conf.net, &fd_channel) {

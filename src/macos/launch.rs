@@ -35,6 +35,11 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
             policy.net.summary()
         )));
     }
+    if let Some(name) = policy.limits.first_set() {
+        return Err(JailError::BadInput(format!(
+            "--limit {name}: resource limits are not enforced on macOS in this version"
+        )));
+    }
     let features = probe::detect(false);
     let layers = Layers::from_features(&features);
     let gaps = report::gaps(&policy, &layers, &features);

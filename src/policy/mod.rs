@@ -6,6 +6,7 @@ mod defaults;
 pub mod env;
 pub mod gitconfig;
 pub mod homes;
+pub mod limits;
 pub mod profile;
 mod resolve;
 mod secrets;
@@ -126,6 +127,8 @@ pub struct Policy {
     pub home: homes::HomeMode,
     /// The network the command gets.
     pub net: crate::net::NetPolicy,
+    /// Resource bounds asked for (`--limit`, `[limits]`); unset ones get jail's defaults.
+    pub limits: limits::Limits,
     #[serde(serialize_with = "serialize_command")]
     pub command: Vec<OsString>,
 }
@@ -158,6 +161,7 @@ impl Policy {
             allow_sockets: vec![],
             home: homes::HomeMode::Visible,
             net: crate::net::NetPolicy::Host,
+            limits: Default::default(),
             command: vec![],
         }
     }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use super::limits::Limits;
 use super::{Access, Require};
 use crate::error::JailError;
 
@@ -40,6 +41,11 @@ struct ProfileFile {
     env: EnvSection,
     #[serde(default)]
     options: OptionsSection,
+    /// `[limits]`: checked when the file is read, kept parsed below.
+    #[serde(default)]
+    limits: toml::Table,
+    #[serde(skip)]
+    parsed_limits: Limits,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -178,6 +184,8 @@ pub struct Resolved {
     pub guards: Vec<ProfileGuard>,
     pub env: ProfileEnv,
     pub options: ProfileOptions,
+    /// From `[limits]`: each bound the later profile sets wins.
+    pub limits: Limits,
 }
 
 /// A guarded JSON file, before `~` and `${…}` are expanded.
@@ -289,6 +297,7 @@ impl Catalog {
             guards: Vec::new(),
             env: ProfileEnv::default(),
             options: ProfileOptions::default(),
+            limits: Limits::default(),
         };
         for pname in order {
             let file: &ProfileFile = &parsed[&pname];
@@ -363,7 +372,7 @@ fn valid_name(name: &str) -> bool {
 }
 
 fn parse(entry: &Entry) -> Result<ProfileFile, JailError> {
-    toml::from_str::<ProfileFile>(&entry.text).map_err(|e| {
+    let mut file = toml::from_str::<ProfileFile>(&entry.text).map_err(|e| {
         let (line, col) = e
             .span()
             .map(|s| line_col(&entry.text, s.start))
@@ -373,7 +382,11 @@ fn parse(entry: &Entry) -> Result<ProfileFile, JailError> {
             "profile {} ({}:{line}:{col}): {message}",
             entry.name, entry.source
         ))
-    })
+    })?;
+    file.parsed_limits = Limits::from_table(&file.limits).map_err(|e| {
+        JailError::BadInput(format!("profile {} ({}): {e}", entry.name, entry.source))
+    })?;
+    Ok(file)
 }
 
 /// 1-based line and column of a byte offset.
@@ -449,6 +462,7 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
     if o.net.is_some() {
         dst.net = o.net.clone();
     }
+    out.limits = out.limits.merged(file.parsed_limits);
 }
 
 fn extend_unique(dst: &mut Vec<String>, src: &[String]) {

@@ -33,6 +33,7 @@ pub struct PolicyInput {
     /// `--allow-socket`: unix sockets the command may connect to although they are the host's.
     pub allow_sockets: Vec<PathBuf>,
     pub net: crate::net::NetPolicy,
+    pub limits: super::limits::Limits,
     pub command: Vec<OsString>,
     /// The profile's name.
     pub profile: String,
@@ -409,6 +410,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         allow_sockets,
         home: input.homes.mode,
         net: input.net.clone(),
+        limits: input.limits,
         command: input.command.clone(),
     };
     if policy.access_at(&policy.cwd) == Access::Hide {
