@@ -455,3 +455,36 @@ fn allow_socket_names_only_an_existing_socket() {
         );
     }
 }
+
+#[test]
+fn allow_userns_without_the_mount_view_is_refused() {
+    if !full_level_or_skip("allow_userns_without_the_mount_view_is_refused") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "userns-nomount");
+        let file = fx.p("repo/file.txt");
+        let args = [
+            "--allow-userns",
+            "--",
+            "sh",
+            "-c",
+            "echo changed > \"$0\"",
+            &file,
+        ];
+        // --allow-userns turns Landlock's filesystem rules off: without the mount view nothing
+        // would stop this write.
+        let run = fx.jail_with(&args, &[common::Layer::Mount], &[("PATH", PATH)]);
+        assert_refused(
+            &run,
+            &format!("--allow-userns without the mount view as {who:?}"),
+            &["--allow-userns", "no layer would protect files"],
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "original\n");
+        let mut open = vec!["--allow-unconfined"];
+        open.extend(args);
+        let run = fx.jail_with(&open, &[common::Layer::Mount], &[("PATH", PATH)]);
+        assert_eq!(run.code, Some(0), "{}", run.describe());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "changed\n");
+    }
+}

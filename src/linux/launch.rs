@@ -251,7 +251,7 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         );
         return Ok(0);
     }
-    report::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
+    check_level(&policy, args.allow_unconfined, &layers, &features)?;
     // Before anything runs: the baseline of the writable trees, for what the command plants.
     let watch = Watch::start(&policy)?;
     let mut recorder = match (&args.report, args.summary) {
@@ -309,6 +309,31 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         return Ok(EXIT_JAIL_ERROR);
     }
     Ok(end.code)
+}
+
+/// The level the caller requires, and files protected by some layer. With --allow-userns,
+/// Landlock's filesystem rules are off (they forbid a nested sandbox's mounts): only the mount
+/// view protects files then, and without it nothing does.
+fn check_level(
+    policy: &Policy,
+    allow_unconfined: bool,
+    layers: &Layers,
+    f: &Features,
+) -> Result<(), JailError> {
+    report::check_level(policy.require, allow_unconfined, layers, f)?;
+    if policy.allow_userns && !layers.mount && !allow_unconfined {
+        return Err(JailError::LevelNotMet {
+            required: "partial".into(),
+            missing: format!(
+                "--allow-userns turns Landlock's filesystem rules off, and the mount view is \
+                 unavailable ({}): no layer would protect files; --allow-unconfined runs anyway",
+                f.user_namespaces_detail
+                    .as_deref()
+                    .unwrap_or("user namespaces cannot be created")
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// The layers and network plan a run ends up with (the namespaces may fail at the start).
@@ -451,7 +476,7 @@ fn run_supervised(
             run.features.user_namespaces_detail = Some(format!("clone failed: {}", e.0));
             run.layers.mount = false;
             tracing::info!("no mount view: {}", e.0);
-            report::check_level(policy.require, allow_unconfined, &run.layers, &run.features)?;
+            check_level(policy, allow_unconfined, &run.layers, &run.features)?;
             net.prepare_fallback(&run.layers)?;
             run.net_plan = net_plan(
                 policy,
