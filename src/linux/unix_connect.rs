@@ -309,38 +309,83 @@ fn connector_main(requests: RawFd) -> ! {
         // SAFETY: the supervisor is gone: nothing is left to do.
         unsafe { libc::_exit(0) };
     }
+    let mut pool = Workers::default();
     loop {
         let Some((header, addr, fds)) = recv_request(CHANNEL) else {
             // SAFETY: the supervisor is gone: nothing is left to do.
             unsafe { libc::_exit(0) };
         };
-        let inline = fds.first().is_some_and(non_blocking);
-        let work = move || {
-            let errno = connect_for(header[8], &addr, &fds);
-            let mut reply = header[..8].to_vec();
-            reply.extend(errno.to_ne_bytes());
-            let _ = send_plain(CHANNEL, &reply);
-        };
+        let job = Job { header, addr, fds };
         // A non-blocking socket's connect returns at once (EINPROGRESS at worst): made here.
         // A blocking one may wait for a slow TCP handshake, which must not hold up the next.
-        if inline {
-            work();
+        if job.fds.first().is_some_and(non_blocking) {
+            job.run();
         } else {
-            // Shared so that a refused spawn (a process limit) still answers, made here.
-            let work = Arc::new(std::sync::Mutex::new(Some(work)));
-            let run = {
-                let work = Arc::clone(&work);
-                move || {
-                    if let Some(w) = work.lock().ok().and_then(|mut w| w.take()) {
-                        w();
+            pool.give(job);
+        }
+    }
+}
+
+/// One connect to make and answer.
+struct Job {
+    header: [u8; HEADER],
+    addr: Vec<u8>,
+    fds: Vec<OwnedFd>,
+}
+
+impl Job {
+    fn run(self) {
+        let errno = connect_for(self.header[8], &self.addr, &self.fds);
+        let mut reply = self.header[..8].to_vec();
+        reply.extend(errno.to_ne_bytes());
+        let _ = send_plain(CHANNEL, &reply);
+    }
+}
+
+/// Threads that make blocking connects, kept for the next one (a thread start costs more than
+/// the connect); one more is started whenever none is idle, up to a bound.
+#[derive(Default)]
+struct Workers {
+    queue: Option<std::sync::mpsc::Sender<Job>>,
+    receiver: Option<Arc<std::sync::Mutex<std::sync::mpsc::Receiver<Job>>>>,
+    idle: Arc<std::sync::atomic::AtomicUsize>,
+    started: usize,
+}
+
+const MAX_WORKERS: usize = 64;
+
+impl Workers {
+    fn give(&mut self, job: Job) {
+        use std::sync::atomic::Ordering;
+        if self.queue.is_none() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            self.queue = Some(tx);
+            self.receiver = Some(Arc::new(std::sync::Mutex::new(rx)));
+        }
+        if self.idle.load(Ordering::SeqCst) == 0 && self.started < MAX_WORKERS {
+            let rx = Arc::clone(self.receiver.as_ref().expect("made above"));
+            let idle = Arc::clone(&self.idle);
+            let worker = move || {
+                loop {
+                    idle.fetch_add(1, Ordering::SeqCst);
+                    let job = rx.lock().ok().and_then(|r| r.recv().ok());
+                    idle.fetch_sub(1, Ordering::SeqCst);
+                    match job {
+                        Some(job) => job.run(),
+                        None => return,
                     }
                 }
             };
-            if std::thread::Builder::new().spawn(run).is_err() {
-                if let Some(w) = work.lock().ok().and_then(|mut w| w.take()) {
-                    w();
-                }
+            if std::thread::Builder::new().spawn(worker).is_ok() {
+                self.started += 1;
+            } else if self.started == 0 {
+                // No thread at all (a process limit): made here, so that it is still answered.
+                return job.run();
             }
+        }
+        let queue = self.queue.as_ref().expect("made above");
+        if let Err(std::sync::mpsc::SendError(job)) = queue.send(job) {
+            job.run();
         }
     }
 }
@@ -420,6 +465,9 @@ fn sockaddr_un(path: &[u8]) -> Vec<u8> {
     out
 }
 
+/// linux/seccomp.h: the argument of SECCOMP_IOCTL_NOTIF_SET_FLAGS (a value, not a pointer).
+const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: libc::c_ulong = 1;
+
 /// The supervisor's side: receives the command's listener, then answers every connect.
 pub struct Mediator {
     listener: Arc<OwnedFd>,
@@ -443,6 +491,16 @@ impl Mediator {
     /// Takes the connector's first message (its diagnostics socket) off `requests`.
     pub fn new(listener: OwnedFd, requests: OwnedFd, rules: Rules) -> Mediator {
         let diag = super::sys::recv_fd(requests.as_raw_fd()).ok().flatten();
+        // The caller waits for the answer: wake it on the answering CPU (6.6; a hint, refused
+        // harmlessly by older kernels).
+        // SAFETY: NOTIF_SET_FLAGS reads the flags value only.
+        unsafe {
+            libc::ioctl(
+                listener.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS as _,
+                SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+            )
+        };
         Mediator {
             listener: Arc::new(listener),
             requests: Arc::new(requests),
