@@ -626,7 +626,7 @@ mod tests {
                 allow_unix_sockets: true,
                 ..Policy::probe_default()
             };
-            let plan = seccomp::compile(&policy, Default::default());
+            let plan = seccomp::compile(&policy, Default::default(), false);
             for (name, errno) in SECCOMP_PROBES {
                 let denied = plan
                     .deny

@@ -86,7 +86,7 @@ fn compile(
         }),
         seccomp: layers
             .seccomp
-            .then(|| seccomp::compile(policy, net.filter())),
+            .then(|| seccomp::compile(policy, net.filter(), !layers.mount)),
     }
 }
 

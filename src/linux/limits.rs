@@ -357,21 +357,19 @@ pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsP
                 // No default bound per process: RLIMIT_DATA at a share of RAM would stop a
                 // single large link or test while leaving a tree of many processes unbounded.
                 let why = no_cgroup();
-                gaps.push(format!(
-                    "memory not bounded: {why} (--limit memory=SIZE bounds each process)"
-                ));
+                gaps.push(format!("memory not bounded: {why}"));
                 unbounded(&why, true)
             } else {
-                gaps.push(
-                    "memory bounded per process (RLIMIT_DATA), not for the whole tree: no cgroup"
-                        .into(),
-                );
-                bound(
-                    bytes,
-                    Enforcement::Rlimit,
-                    format!("RLIMIT_DATA, per process ({})", no_cgroup()),
-                    false,
-                )
+                // An rlimit cannot hold what was asked: RLIMIT_DATA counts one process's private
+                // memory only (shared mappings, memfds, tmpfs and SysV segments pass it), and
+                // RLIMIT_AS would stop node, Go and sanitizers, which reserve address space.
+                return Err(refuse(
+                    format!("memory={bytes}"),
+                    format!(
+                        "{}; a per-process rlimit would not bound shared memory or the tree",
+                        no_cgroup()
+                    ),
+                ));
             }
         }
     };
@@ -574,6 +572,7 @@ impl LimitsPlan {
                 .unwrap_or(0)
         );
         for c in &self.cgroups {
+            sweep_left_behind(&c.parent);
             let dir = c.parent.join(&name);
             let fail = |step: &str, e: std::io::Error| {
                 JailError::layer("limits", format!("{step} {}", dir.display()), e)
@@ -696,6 +695,55 @@ impl Prepared {
             }
         }
         Ok(())
+    }
+}
+
+/// Removes the empty cgroups of earlier runs whose supervisor is gone (killed with SIGKILL, it
+/// could not remove them itself; its tree died with it). A cgroup is named after its
+/// supervisor's pid: one whose pid is alive in this pid namespace is left alone, and a cgroup
+/// still holding a process cannot be removed at all.
+fn sweep_left_behind(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("jail-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid > 1 && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// Per-user kernel pools the host shares with the jail's uid (inotify instances and watches):
+/// in init, in the jail's own user namespace, its limits are set to half of the host's, so the
+/// jail cannot take them all (a user namespace's counts are charged to its parents' too, each
+/// capped by its own limit). Best effort: a pool this kernel does not have is skipped.
+pub fn share_kernel_pools() {
+    for (host, own) in [
+        (
+            "/proc/sys/fs/inotify/max_user_instances",
+            "/proc/sys/user/max_inotify_instances",
+        ),
+        (
+            "/proc/sys/fs/inotify/max_user_watches",
+            "/proc/sys/user/max_inotify_watches",
+        ),
+    ] {
+        let Some(total) = std::fs::read_to_string(host)
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let _ = std::fs::write(own, (total / 2).max(1).to_string());
     }
 }
 
@@ -877,15 +925,13 @@ mod tests {
         assert_eq!(plan.procs.enforced_by, Enforcement::Rlimit);
         assert_eq!(plan.memory.enforced_by, Enforcement::None);
         assert!(plan.gaps.iter().any(|g| g.contains("memory not bounded")));
-        let plan = compile(&policy("memory=64M,cpu=10s"), &host(false, false), true).unwrap();
-        assert_eq!(plan.memory.enforced_by, Enforcement::Rlimit);
+        // Asked, memory needs a cgroup: an rlimit would not bound shared memory.
+        let err = compile(&policy("memory=64M"), &host(false, false), true).unwrap_err();
+        assert!(err.to_string().contains("memory="), "{err}");
+        let plan = compile(&policy("cpu=10s"), &host(false, false), true).unwrap();
         assert_eq!(
             plan.prepare_rlimits_for_test(),
-            vec![
-                (libc::RLIMIT_NPROC, 4096, 4096),
-                (libc::RLIMIT_DATA, 64 << 20, 64 << 20),
-                (libc::RLIMIT_CPU, 10, 15)
-            ]
+            vec![(libc::RLIMIT_NPROC, 4096, 4096), (libc::RLIMIT_CPU, 10, 15)]
         );
         assert!(plan.cgroups.is_empty());
     }

@@ -490,7 +490,9 @@ fn minimal_dev(size: usize, shm_size: &Option<String>) -> Result<(), JailError> 
         &pts,
         Some("devpts"),
         MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
-        Some("newinstance,ptmxmode=0666,mode=620"),
+        // Its own instance, bounded: the kernel's pool of ptys for every non-initial devpts
+        // (pty.max - pty.reserve) is shared by every container and jail on the host.
+        Some("newinstance,ptmxmode=0666,mode=620,max=1024"),
     )
     .map_err(|e| fail("devpts", &pts, e))?;
     let shm = dev.join("shm");

@@ -171,7 +171,9 @@ const X86_ONLY_DENIED: &[&str] = &[];
 /// UDP, raw sockets, other protocols over IP (SCTP, MPTCP) or other families (SMC connects
 /// through a TCP socket of the kernel's own), nor for TCP Fast Open's connect-on-send, so those
 /// are refused here: a DNS query or a datagram to any host would otherwise leave freely.
-pub fn compile(policy: &Policy, net: NetFilter) -> SeccompPlan {
+/// `shared_host`: no pid and IPC namespace of the jail's own (no mount view): calls that name
+/// another process by pid, and SysV/POSIX IPC, reach the host's.
+pub fn compile(policy: &Policy, net: NetFilter, shared_host: bool) -> SeccompPlan {
     let mut deny: Vec<Deny> = ALWAYS_DENIED
         .iter()
         .chain(X86_ONLY_DENIED)
@@ -184,6 +186,10 @@ pub fn compile(policy: &Policy, net: NetFilter) -> SeccompPlan {
         syscall: "file_setattr",
         when: When::Always,
     });
+    deny.extend(set_id_modes());
+    if shared_host {
+        deny.extend(host_processes_and_ipc());
+    }
     for request in [TIOCSTI, TIOCLINUX].into_iter().chain(INODE_ATTR_IOCTLS) {
         deny.push(Deny {
             syscall: "ioctl",
@@ -260,9 +266,118 @@ pub fn compile(policy: &Policy, net: NetFilter) -> SeccompPlan {
     SeccompPlan {
         arch: std::env::consts::ARCH,
         deny,
-        enosys: vec!["clone3"],
+        enosys: vec!["clone3", "openat2"],
         reject_x32: cfg!(target_arch = "x86_64"),
     }
+}
+
+/// S_ISUID and S_ISGID.
+const SET_ID_BITS: [u32; 2] = [0o4000, 0o2000];
+
+/// Setuid and setgid modes, given by chmod or at creation: a file the command makes so in a
+/// writable tree is a setuid program on the host (the view's nosuid holds only inside), and at
+/// the partial level root owns most read-only files. openat2 passes its mode in memory the
+/// filter cannot read: it answers ENOSYS (see [`compile`]'s `enosys`), as clone3 does.
+fn set_id_modes() -> Vec<Deny> {
+    // (call, argument holding the mode); the calls without an `at` exist on x86_64 only.
+    let mut calls = vec![
+        ("fchmod", 1),
+        ("fchmodat", 2),
+        ("fchmodat2", 2),
+        ("openat", 3),
+        ("mknodat", 2),
+    ];
+    if cfg!(target_arch = "x86_64") {
+        calls.extend([("chmod", 1), ("open", 2), ("creat", 1), ("mknod", 1)]);
+    }
+    let mut out = Vec::new();
+    for (call, arg) in calls {
+        for bit in SET_ID_BITS {
+            out.push(Deny {
+                syscall: call,
+                when: When::ArgMasked {
+                    arg,
+                    mask: bit,
+                    value: bit,
+                },
+            });
+        }
+    }
+    out
+}
+
+/// Without a pid and IPC namespace of its own: calls that act on another process by pid (its
+/// rlimits, priority, scheduling; Landlock scopes signals only) and SysV/POSIX IPC objects
+/// (keyed, shared with every host process of the user) are refused. Each call naming pid 0 or
+/// PRIO_PROCESS/IOPRIO_WHO_PROCESS of 0 acts on the caller and stays.
+fn host_processes_and_ipc() -> Vec<Deny> {
+    let not_zero = |arg| Cond {
+        arg,
+        mask: u32::MAX,
+        value: 0,
+        ne: true,
+    };
+    let mut out = Vec::new();
+    for call in [
+        "prlimit64",
+        "sched_setaffinity",
+        "sched_setscheduler",
+        "sched_setparam",
+        "sched_setattr",
+    ] {
+        out.push(Deny {
+            syscall: call,
+            when: When::All(vec![not_zero(0)]),
+        });
+    }
+    // setpriority(which, who, …): PRIO_PROCESS is 0; PRIO_PGRP and PRIO_USER reach others.
+    for arg in [0, 1] {
+        out.push(Deny {
+            syscall: "setpriority",
+            when: When::All(vec![not_zero(arg)]),
+        });
+    }
+    // ioprio_set(which, who, …): IOPRIO_WHO_PROCESS is 1.
+    out.push(Deny {
+        syscall: "ioprio_set",
+        when: When::All(vec![Cond {
+            arg: 0,
+            mask: u32::MAX,
+            value: 1,
+            ne: true,
+        }]),
+    });
+    out.push(Deny {
+        syscall: "ioprio_set",
+        when: When::All(vec![not_zero(1)]),
+    });
+    out.extend(
+        [
+            "shmget",
+            "shmat",
+            "shmctl",
+            "msgget",
+            "msgsnd",
+            "msgrcv",
+            "msgctl",
+            "semget",
+            "semop",
+            "semtimedop",
+            "semctl",
+            "mq_open",
+            "mq_unlink",
+            "mq_timedsend",
+            "mq_timedreceive",
+            "mq_notify",
+            "mq_getsetattr",
+        ]
+        .into_iter()
+        .map(|syscall| Deny {
+            syscall,
+            when: When::Always,
+        }),
+    );
+    out
 }
 
 /// `call` (socket or socketpair) making an AF_UNIX socket of any type but stream and seqpacket:
@@ -382,7 +497,9 @@ pub fn syscall_number(name: &str) -> Option<i64> {
     }
     let key = format!("SYS_{name}");
     #[cfg(target_arch = "x86_64")]
-    if let Some(n) = table!(key.as_str(); SYS_iopl, SYS_ioperm, SYS_uselib) {
+    if let Some(n) = table!(key.as_str(); SYS_iopl, SYS_ioperm, SYS_uselib, SYS_chmod, SYS_open,
+        SYS_creat, SYS_mknod)
+    {
         return Some(n);
     }
     table!(key.as_str();
@@ -433,6 +550,36 @@ pub fn syscall_number(name: &str) -> Option<i64> {
         SYS_ioctl,
         SYS_socket,
         SYS_socketpair,
+        SYS_fchmod,
+        SYS_fchmodat,
+        SYS_fchmodat2,
+        SYS_openat,
+        SYS_openat2,
+        SYS_mknodat,
+        SYS_prlimit64,
+        SYS_sched_setaffinity,
+        SYS_sched_setscheduler,
+        SYS_sched_setparam,
+        SYS_sched_setattr,
+        SYS_setpriority,
+        SYS_ioprio_set,
+        SYS_shmget,
+        SYS_shmat,
+        SYS_shmctl,
+        SYS_msgget,
+        SYS_msgsnd,
+        SYS_msgrcv,
+        SYS_msgctl,
+        SYS_semget,
+        SYS_semop,
+        SYS_semtimedop,
+        SYS_semctl,
+        SYS_mq_open,
+        SYS_mq_unlink,
+        SYS_mq_timedsend,
+        SYS_mq_timedreceive,
+        SYS_mq_notify,
+        SYS_mq_getsetattr,
         SYS_landlock_restrict_self,
         SYS_sendto,
         SYS_sendmsg,
@@ -587,7 +734,7 @@ mod tests {
 
     #[test]
     fn every_named_syscall_resolves_on_this_architecture() {
-        let plan = compile(&policy(false, false), NetFilter::default());
+        let plan = compile(&policy(false, false), NetFilter::default(), false);
         for d in &plan.deny {
             assert!(syscall_number(d.syscall).is_some(), "{}", d.syscall);
         }
@@ -596,11 +743,11 @@ mod tests {
 
     #[test]
     fn userns_and_unix_sockets_are_refused_unless_allowed() {
-        let strict = compile(&policy(false, false), NetFilter::default());
+        let strict = compile(&policy(false, false), NetFilter::default(), false);
         assert!(
             denies(&strict, "mount") && denies(&strict, "unshare") && denies(&strict, "socket")
         );
-        let open = compile(&policy(true, true), NetFilter::default());
+        let open = compile(&policy(true, true), NetFilter::default(), false);
         assert!(!denies(&open, "mount") && !denies(&open, "unshare"));
         let socket_families = |p: &SeccompPlan| -> Vec<u32> {
             p.deny
@@ -614,12 +761,12 @@ mod tests {
         assert_eq!(socket_families(&strict), [AF_VSOCK, AF_UNIX]);
         assert_eq!(socket_families(&open), [AF_VSOCK], "vsock stays refused");
         assert!(denies(&open, "ptrace") && denies(&open, "io_uring_setup"));
-        assert_eq!(open.enosys, ["clone3"]);
+        assert_eq!(open.enosys, ["clone3", "openat2"]);
     }
 
     #[test]
     fn terminal_injection_ioctls_are_matched_on_the_low_32_bits() {
-        let plan = compile(&policy(false, false), NetFilter::default());
+        let plan = compile(&policy(false, false), NetFilter::default(), false);
         let ioctls: Vec<_> = plan.deny.iter().filter(|d| d.syscall == "ioctl").collect();
         assert_eq!(ioctls.len(), 2 + INODE_ATTR_IOCTLS.len());
         for d in ioctls {
@@ -668,9 +815,52 @@ mod tests {
 
     #[test]
     fn prelude_checks_arch_first() {
-        let plan = compile(&policy(false, false), NetFilter::default());
+        let plan = compile(&policy(false, false), NetFilter::default(), false);
         let p = prelude(&plan).unwrap();
         assert_eq!(p[0].k, 4, "loads seccomp_data.arch");
         assert_eq!(p[2].k, libc::SECCOMP_RET_KILL_PROCESS);
+    }
+
+    #[test]
+    fn set_id_modes_are_refused_everywhere_and_host_calls_without_namespaces() {
+        let plan = compile(&policy(false, false), NetFilter::default(), false);
+        for call in ["fchmod", "fchmodat", "fchmodat2", "openat", "mknodat"] {
+            assert!(
+                plan.deny.iter().any(|d| d.syscall == call
+                    && d.when
+                        == When::ArgMasked {
+                            arg: if call == "fchmod" {
+                                1
+                            } else if call == "openat" {
+                                3
+                            } else {
+                                2
+                            },
+                            mask: 0o4000,
+                            value: 0o4000
+                        }),
+                "{call}"
+            );
+        }
+        assert!(plan.enosys.contains(&"openat2"));
+        assert!(
+            !plan
+                .deny
+                .iter()
+                .any(|d| d.syscall == "shmget" || d.syscall == "prlimit64")
+        );
+        let shared = compile(&policy(false, false), NetFilter::default(), true);
+        for call in [
+            "shmget",
+            "shmat",
+            "msgget",
+            "semget",
+            "mq_open",
+            "prlimit64",
+            "setpriority",
+        ] {
+            assert!(shared.deny.iter().any(|d| d.syscall == call), "{call}");
+        }
+        build(&shared).expect("every call is in the syscall table");
     }
 }

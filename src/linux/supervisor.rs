@@ -271,7 +271,10 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
         // pid into ours.
         nix::sys::socket::setsockopt(&fd_parent, nix::sys::socket::sockopt::PassCred, &true)
             .map_err(|e| io("SO_PASSCRED", &e))?;
-        let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+        // An IPC namespace of its own: SysV and POSIX IPC objects are keyed, and the host's
+        // would be reachable (and the jail's would outlive it).
+        let mut flags =
+            libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
         if matches!(conf.net, NetSetup::Loopback | NetSetup::Proxy { .. }) {
             flags |= libc::CLONE_NEWNET;
         }
@@ -817,6 +820,8 @@ fn init_main(
         _ => unsafe { libc::_exit(EXIT_JAIL_ERROR) },
     }
     drop(sync);
+    // With the id maps written and before /proc/sys is read-only in the view.
+    super::limits::share_kernel_pools();
     // A group of our own (see the module notes); the command inherits it.
     let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
     if let Some(tty) = tty {

@@ -39,6 +39,12 @@ const NAMES: &[&str] = &[
     "KRB5_KTNAME",
     "KRB5_CLIENT_KTNAME",
     "KRB5CCNAME",
+    "KUBE_CONFIG_PATH",
+    "ANDROID_KEYSTORE_PATH",
+    "RCLONE_CONFIG",
+    "PIP_CONFIG_FILE",
+    "KAGGLE_CONFIG_DIR",
+    "PASSWORD_STORE_DIR",
 ];
 
 /// Name shapes of the same (any case), the `*_FILE` convention of container images included
@@ -65,13 +71,16 @@ const PATTERNS: &[&str] = &[
     "*_AUTH_FILE",
     "*_SSL_KEY",
     "*_TLS_KEY",
+    "*_CLIENT_KEY",
+    "*_KEYSTORE",
+    "*_KEYSTORE_PATH",
 ];
 
 /// Variables whose value is a list of files (`:`-separated, as `PATH`).
 const LISTS: &[&str] = &["KUBECONFIG"];
 
 /// Variables whose value is an ssh command line: the keys its `-i` options name.
-const SSH_COMMANDS: &[&str] = &["GIT_SSH_COMMAND"];
+const SSH_COMMANDS: &[&str] = &["GIT_SSH_COMMAND", "*_RSH", "SVN_SSH", "*_SSH_COMMAND"];
 
 /// The files `name=value` names if it is a credential-file variable (maybe none that exist),
 /// `None` if it is not one. Relative paths are taken from `base`, `~/` from `home`.

@@ -5,8 +5,11 @@
 
 /// What kind of secret `value` carries, if any.
 pub fn secret_in_value(value: &str) -> Option<&'static str> {
-    if private_key_block(value) {
+    if private_key_block(value) || value.contains(BASE64_BEGIN) {
         return Some("a private key block");
+    }
+    if webhook_url(value) {
+        return Some("a webhook URL (its path is the secret)");
     }
     if credential_json(value) {
         return Some("credential JSON (a private key or token field)");
@@ -36,6 +39,25 @@ fn private_key_block(v: &str) -> bool {
     })
 }
 
+/// "-----BEGIN" in base64 (at any of the three byte alignments' first one, where an encoded
+/// PEM starts): a key block handed over encoded (a kubeconfig's `client-key-data`, a variable
+/// holding `base64 < key.pem`).
+const BASE64_BEGIN: &str = "LS0tLS1CRUdJTi";
+
+/// Incoming-webhook URLs carry their credential in the path: whoever has one can post.
+fn webhook_url(v: &str) -> bool {
+    [
+        "hooks.slack.com/services/",
+        "discord.com/api/webhooks/",
+        "discordapp.com/api/webhooks/",
+        ".webhook.office.com/",
+        "outlook.office.com/webhook/",
+        "chat.googleapis.com/v1/spaces/",
+    ]
+    .iter()
+    .any(|h| v.contains(h))
+}
+
 /// A JSON document with a secret field: a service account's `private_key`, an OAuth client's
 /// `client_secret` or `refresh_token` (gcloud's application-default credentials).
 fn credential_json(v: &str) -> bool {
@@ -47,16 +69,25 @@ fn credential_json(v: &str) -> bool {
             "\"refresh_token\"",
             "\"access_token\"",
             "\"password\"",
+            "\"token\"",
+            "\"auth\"",
+            "\"apiKey\"",
+            "\"api_key\"",
+            "\"secret\"",
         ]
         .iter()
         .any(|f| v.contains(f))
 }
 
-/// `scheme://user:pass@host` or `scheme://token@host`: user information before the host.
+/// `scheme://user:pass@host`, or `scheme://TOKEN@host` with a user part too long to be a name
+/// (`ssh://git@host` and `https://user@host` name a user, not a secret).
 fn url_with_userinfo(v: &str) -> bool {
     v.split("://").skip(1).any(|rest| {
         let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-        authority.contains('@')
+        match authority.rsplit_once('@') {
+            Some((userinfo, _)) => userinfo.contains(':') || userinfo.len() >= 20,
+            None => false,
+        }
     })
 }
 
@@ -72,10 +103,22 @@ fn credential_field(v: &str) -> bool {
         "secret=",
         "apikey=",
         "api_key=",
+        // Azure: storage and Service Bus connection strings, SAS tokens.
+        "accountkey=",
+        "sharedaccesskey=",
+        "&sig=",
+        "client-key-data:",
+        "client-secret:",
+        "aws_secret_access_key",
+        "x-api-key:",
+        "authorization:",
     ]
     .iter()
     .any(|f| lower.contains(f));
-    field || lower.starts_with("authorization:") || lower.starts_with("bearer ")
+    field
+        || ["bearer ", "basic ", "token "]
+            .iter()
+            .any(|p| lower.starts_with(p) && v.len() > p.len() + 8)
 }
 
 /// Well-known token prefixes, each with the length and alphabet of what follows, matched at the
@@ -183,7 +226,7 @@ fn aws_secret_shape(v: &str) -> bool {
 fn high_entropy(v: &str) -> bool {
     const MIN_LEN: usize = 32;
     const MIN_BITS_PER_CHAR: f64 = 4.3;
-    if v.len() < MIN_LEN || v.len() > 8192 || v.starts_with(['/', '.', '~']) {
+    if v.len() < MIN_LEN || v.starts_with(['/', '.', '~']) {
         return false;
     }
     if !v
@@ -192,6 +235,9 @@ fn high_entropy(v: &str) -> bool {
     {
         return false;
     }
+    // One word of that alphabet: its spread is judged on its first 8 KiB (a longer blob is no
+    // less random, and the count stays cheap).
+    let v = &v[..v.len().min(8192)];
     let count = |f: fn(&u8) -> bool| v.as_bytes().iter().filter(|c| f(c)).count();
     let (upper, lower, digit) = (
         count(u8::is_ascii_uppercase),
