@@ -569,7 +569,7 @@ fn confinement(
         envp,
         policy_json,
         warning: degraded_warning(layers, run.gaps(policy)),
-        unix: unix_mediation(policy, layers)?,
+        unix: unix_mediation(policy, layers, &run.features, net_plan)?,
         net: net.setup(net_plan)?,
         limits,
         command_started: None,
@@ -581,6 +581,8 @@ fn confinement(
 fn unix_mediation(
     policy: &Policy,
     layers: &Layers,
+    features: &Features,
+    net_plan: &NetPlan,
 ) -> Result<Option<super::supervisor::UnixMediation>, JailError> {
     if !policy.allow_unix_sockets || !layers.seccomp {
         return Ok(None);
@@ -595,10 +597,17 @@ fn unix_mediation(
     }
     let channels = super::unix_connect::Channels::new()
         .map_err(|e| JailError::layer("unix sockets", "socketpair", e))?;
+    let mut handed = vec![0, 1, 2];
+    handed.extend(&policy.keep_fds);
     Ok(Some(super::supervisor::UnixMediation {
         channels: std::cell::RefCell::new(Some(channels)),
         allowed,
         pins,
+        inherited: super::unix_connect::socket_inodes(&handed),
+        // Landlock's abstract-socket scope (ABI 6) judges the connector's connects as the
+        // command's; without it, only a network namespace of the jail's own keeps the host's
+        // abstract sockets out of reach.
+        abstract_refused: !(layers.landlock && features.landlock_abi >= 6) && !net_plan.namespace,
     }))
 }
 

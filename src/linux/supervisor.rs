@@ -115,6 +115,10 @@ pub struct UnixMediation {
     pub channels: std::cell::RefCell<Option<unix_connect::Channels>>,
     /// The `--allow-socket` sockets as the host shows them.
     pub allowed: std::collections::BTreeSet<unix_connect::SocketId>,
+    /// The socket inodes the command inherits (its stdio, `--keep-fd`).
+    pub inherited: std::collections::BTreeSet<u64>,
+    /// Abstract addresses refused (no Landlock scope, no network namespace of its own).
+    pub abstract_refused: bool,
     /// Their files, held open for the run: an inode in use is never handed to a new file, so
     /// another socket cannot come to carry an allowed identity (the socket removed and the
     /// number reused).
@@ -164,6 +168,8 @@ impl UnixMediation {
         let rules = unix_connect::Rules {
             own_filesystems,
             allowed: self.allowed.clone(),
+            inherited: self.inherited.clone(),
+            abstract_refused: self.abstract_refused,
         };
         unix_connect::Mediator::new(listener, requests_end, rules)
             .spawn()

@@ -47,6 +47,12 @@ pub struct Rules {
     pub own_filesystems: BTreeSet<u64>,
     /// The sockets named with `--allow-socket`, as the host showed them at the start.
     pub allowed: BTreeSet<SocketId>,
+    /// Socket inodes the command was handed at the start (its stdio, `--keep-fd`): a host
+    /// daemon's listener among them (socket activation) is never the jail's own.
+    pub inherited: BTreeSet<u64>,
+    /// Abstract addresses refused: neither Landlock's scope nor a network namespace of the
+    /// jail's own confines them, and the connector would reach the host's.
+    pub abstract_refused: bool,
 }
 
 impl Rules {
@@ -726,6 +732,11 @@ fn prepare(
         return Ok((KIND_ADDRESS, addr, vec![sock]));
     }
     let path = match parse_unix_address(&addr) {
+        UnixAddress::Abstract if rules.abstract_refused => {
+            let mut name = b"@".to_vec();
+            name.extend_from_slice(&addr[SUN_PATH_OFFSET + 1..]);
+            return Err(Refusal::NotOurs(name));
+        }
         UnixAddress::NoLookup | UnixAddress::Abstract => {
             return Ok((KIND_ADDRESS, addr, vec![sock]));
         }
@@ -746,7 +757,7 @@ fn prepare(
         Ok(()) => {}
         // Outside the jail's own filesystems, the jail's own daemon still passes: a process of
         // the jail holds the socket listening on that file.
-        Err(libc::EACCES) if diag.is_some_and(|d| held_by_jail(d, id)) => {}
+        Err(libc::EACCES) if diag.is_some_and(|d| held_by_jail(d, id, &rules.inherited)) => {}
         Err(libc::EACCES) => return Err(Refusal::NotOurs(path)),
         Err(errno) => return Err(errno.into()),
     }
@@ -756,8 +767,9 @@ fn prepare(
 /// Whether the socket listening on file `id` is held by a process of the jail (a descendant of
 /// the supervisor). The pinned file makes this race-free: a listener that closes leaves the file
 /// dead (ECONNREFUSED), and a new bind makes a new file.
-fn held_by_jail(diag: &OwnedFd, id: SocketId) -> bool {
+fn held_by_jail(diag: &OwnedFd, id: SocketId, inherited: &BTreeSet<u64>) -> bool {
     match super::unix_diag::listeners(diag, id) {
+        Ok(sockets) if sockets.iter().any(|s| inherited.contains(&u64::from(*s))) => false,
         Ok(sockets) if !sockets.is_empty() => {
             let jail = super::supervisor::descendants(std::process::id() as i32);
             super::unix_diag::held_by(&jail, &sockets)
@@ -940,6 +952,20 @@ pub fn kept_descriptor_risk(fd: RawFd, mediated: bool) -> Option<&'static str> {
     )
 }
 
+/// The socket inodes among `fds` (the low 32 bits, as socket diagnostics carry them).
+pub fn socket_inodes(fds: &[RawFd]) -> BTreeSet<u64> {
+    fds.iter()
+        .filter_map(|&fd| {
+            let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+            // SAFETY: fstat fills `st` on success; a closed descriptor fails harmlessly.
+            let ok = unsafe { libc::fstat(fd, st.as_mut_ptr()) } == 0;
+            // SAFETY: initialised by the successful fstat.
+            let st = ok.then(|| unsafe { st.assume_init() })?;
+            (st.st_mode & libc::S_IFMT == libc::S_IFSOCK).then_some(st.st_ino & 0xffff_ffff)
+        })
+        .collect()
+}
+
 /// Whether this kernel has what mediation needs: user notification (5.0), pidfd_getfd and
 /// openat2 (5.6). Probed with calls that fail harmlessly: ENOSYS means missing.
 pub fn available() -> Result<(), String> {
@@ -1050,6 +1076,7 @@ mod tests {
         let rules = Rules {
             own_filesystems: [5].into_iter().collect(),
             allowed: [SocketId { dev: 9, ino: 42 }].into_iter().collect(),
+            ..Rules::default()
         };
         let sock = libc::S_IFSOCK | 0o755;
         assert_eq!(rules.permits(sock, SocketId { dev: 5, ino: 1 }), Ok(()));

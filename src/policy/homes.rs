@@ -273,9 +273,17 @@ pub fn shebang_interpreter(head: &[u8]) -> Option<PathBuf> {
     let mut words = line.split_whitespace();
     let interpreter = PathBuf::from(words.next()?);
     if interpreter.file_name().is_some_and(|n| n == "env") {
-        return words.find(|w| !w.starts_with('-')).map(PathBuf::from);
+        // env's own options and NAME=VALUE words come first (`env -S X=/a sh`); the program is
+        // the first word that is neither. A bare name only: it is looked up on PATH, never in
+        // the script's directory (a planted project file must not name what is shown).
+        return words
+            .find(|w| !w.starts_with('-') && !w.contains('='))
+            .filter(|w| !w.contains('/'))
+            .map(PathBuf::from);
     }
-    Some(interpreter)
+    // The kernel runs an absolute interpreter; a relative one would be resolved against the
+    // working directory, which the command controls.
+    interpreter.is_absolute().then_some(interpreter)
 }
 
 /// The real paths of the command's executable (found on PATH when it names no directory) and
