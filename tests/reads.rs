@@ -628,7 +628,10 @@ fn a_commands_interpreter_installed_in_home_runs() {
         )
         .unwrap();
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
         fx.give_to(who);
         for disabled in [&[][..], &[L], &[M]] {
             let run = fx.jail_with(
@@ -686,6 +689,65 @@ fn the_agent_profiles_hide_the_rest_of_home() {
                 if hidden { "" } else { "SECRET-NOTES\n" }.to_string()
                     + "[user]\n\tname = Jail Test\n",
                 "{profile} as {who:?}\n{}",
+                run.describe()
+            );
+        }
+    }
+}
+
+/// Red-team round 2b: the interpreter reveal is steered by the project. A script the agent
+/// wrote in its writable project names, in its `#!/usr/bin/env -S` line, an assignment word
+/// `X=/a/other` that jail resolves against the working directory as if it were the
+/// interpreter; `a` is a symlink (in the project) to `~/work`, so jail shows `~/work`
+/// (the "interpreter's" parent) read-only, and the script, run as the jail's command on the
+/// next run, reads another project's `.env` there.
+#[test]
+#[ignore = "red-team rt2b finding: the planted shebang shows ~/work until fixed"]
+fn a_planted_shebang_does_not_make_jail_show_a_home_directory() {
+    for who in users() {
+        for disabled in [&[][..], &[Layer::Mount][..]] {
+            let fx = Fixture::new(who, "shebang-reveal");
+            let other = fx.home.join("work/other");
+            std::fs::create_dir_all(&other).unwrap();
+            std::fs::write(
+                other.join(".env.production"),
+                "DB_PASSWORD=OTHER-PROJECT-SECRET\n",
+            )
+            .unwrap();
+            std::fs::create_dir_all(fx.repo.join("X=")).unwrap();
+            std::os::unix::fs::symlink(fx.home.join("work"), fx.repo.join("X=/a")).unwrap();
+            let script = fx.repo.join("run.sh");
+            std::fs::write(
+                &script,
+                format!(
+                    "#!/usr/bin/env -S X=/a/other sh\ncat {}\n",
+                    s(&other.join(".env.production"))
+                ),
+            )
+            .unwrap();
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            fx.give_to(who);
+            let (repo, script) = (s(&fx.repo), s(&script));
+            // Run from the project, as a user does.
+            let list: Vec<&str> = disabled.iter().map(|l| l.name()).collect();
+            let run = common::Run::from(
+                fx.command(
+                    common::jail_bin(),
+                    &["--home", "hidden", "--rw", &repo, "--", "./run.sh"],
+                )
+                .current_dir(&fx.repo)
+                .env("JAIL_TEST_DISABLE", list.join(","))
+                .output()
+                .unwrap(),
+            );
+            let _ = &script;
+            assert_eq!(run.code, Some(0), "{}", run.describe());
+            assert!(
+                !run.stdout.contains("OTHER-PROJECT-SECRET"),
+                "{who:?} {disabled:?}: a planted shebang showed ~/work\n{}",
                 run.describe()
             );
         }
