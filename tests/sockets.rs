@@ -374,3 +374,52 @@ fn the_jails_own_daemon_outside_its_own_filesystems_connects() {
         assert!(run.stdout.contains("host refused:13"), "{}", run.describe());
     });
 }
+
+/// Red-team round 2b: "a process of the jail holds the listening socket" is not "the socket is
+/// the jail's". A host daemon whose listening socket reaches the jail on stdin (socket
+/// activation, inetd style: descriptors 0-2 are always kept) is held by the jail's command, so a
+/// connect to its path is let through, and the host daemon, accepting on the same socket,
+/// answers.
+#[test]
+#[ignore = "red-team rt2b finding: an inherited host listener is reachable until fixed"]
+fn a_host_listener_inherited_on_stdin_is_not_the_jails_own() {
+    for who in users() {
+        let fx = Fixture::new(who, "inherited-listener");
+        let path = fx.dir.join("host-daemon.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let daemon = listener.try_clone().unwrap();
+        std::thread::spawn(move || {
+            for mut c in daemon.incoming().flatten() {
+                let _ = c.write_all(b"HOST-DAEMON-REACHED\n");
+            }
+        });
+        let script = format!(
+            "import socket\ns=socket.socket(socket.AF_UNIX)\ns.settimeout(3)\n\
+             try:\n    s.connect({:?}); print(s.recv(64))\nexcept OSError as e: print(e)\n",
+            path.to_string_lossy()
+        );
+        let out = fx
+            .command(
+                common::jail_bin(),
+                &[
+                    "--allow-unix-sockets",
+                    "--",
+                    "/usr/bin/python3",
+                    "-c",
+                    &script,
+                ],
+            )
+            .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+                listener.try_clone().unwrap(),
+            )))
+            .output()
+            .unwrap();
+        let run = common::Run::from(out);
+        assert!(
+            !run.stdout.contains("HOST-DAEMON-REACHED"),
+            "{who:?}: the host daemon was reached through its inherited listener\n{}",
+            run.describe()
+        );
+    }
+}
