@@ -753,3 +753,47 @@ fn a_planted_shebang_does_not_make_jail_show_a_home_directory() {
         }
     }
 }
+
+/// Red-team round 2b: a PATH directory in HOME is widened to its tool's whole entry (`~/.cabal`
+/// for `~/.cabal/bin`), and the hide list does not name what some of those entries hold:
+/// RubyGems' XDG credentials, Cabal's Hackage password, Dart pub's old credentials, a Julia
+/// package server's token. Under an agent profile (home hidden) they are readable.
+#[test]
+#[ignore = "red-team rt2b finding: widened PATH entries show tool credentials until fixed"]
+fn a_path_entrys_widened_installation_does_not_show_its_credentials() {
+    let creds = [
+        (
+            ".local/share/gem/ruby/3.1.0/bin",
+            ".local/share/gem/credentials",
+        ),
+        (".cabal/bin", ".cabal/config"),
+        (".pub-cache/bin", ".pub-cache/credentials.json"),
+        (".julia/bin", ".julia/servers/pkg.juliahub.com/auth.toml"),
+    ];
+    for who in users() {
+        for disabled in [&[][..], &[Layer::Mount][..]] {
+            let fx = Fixture::new(who, "widened-creds");
+            let mut path = Vec::new();
+            let mut files = Vec::new();
+            for (bin, cred) in creds {
+                std::fs::create_dir_all(fx.home.join(bin)).unwrap();
+                let f = fx.home.join(cred);
+                std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+                std::fs::write(&f, "WIDENED-SECRET\n").unwrap();
+                path.push(s(&fx.home.join(bin)));
+                files.push(s(&f));
+            }
+            path.push("/usr/bin:/bin".into());
+            fx.give_to(who);
+            let path = path.join(":");
+            let mut args = vec!["--profile", "claude-code", "--", "cat"];
+            args.extend(files.iter().map(String::as_str));
+            let run = fx.jail_with(&args, disabled, &[("PATH", path.as_str())]);
+            assert!(
+                !run.stdout.contains("WIDENED-SECRET"),
+                "{who:?} {disabled:?}: a tool credential in a widened PATH entry was read\n{}",
+                run.describe()
+            );
+        }
+    }
+}
