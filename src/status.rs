@@ -228,16 +228,26 @@ pub fn notice_text(s: &Summary) -> String {
 }
 
 /// Where the policy file is: the mount view's fixed place when there is one (JAIL_POLICY can be
-/// changed by anyone), else JAIL_POLICY (a sealed memfd without the mount view).
+/// changed by anyone), else JAIL_POLICY (a sealed memfd without the mount view). A jail inside
+/// another without a mount view of its own sees the outer one's fixed file, but its own policy
+/// is the memfd JAIL_POLICY names: the innermost wins (a memfd is advisory at best, so pointing
+/// JAIL_POLICY at one can only lower the verdict).
 fn policy_path() -> Option<String> {
+    let env = std::env::var("JAIL_POLICY").ok().filter(|p| !p.is_empty());
     #[cfg(target_os = "linux")]
     {
+        if let Some(p) = env
+            .as_deref()
+            .filter(|p| crate::linux::evidence::is_sealed_memfd(p))
+        {
+            return Some(p.to_string());
+        }
         let fixed = crate::linux::mounts::POLICY_FILE;
         if std::path::Path::new(fixed).exists() {
             return Some(fixed.to_string());
         }
     }
-    std::env::var("JAIL_POLICY").ok().filter(|p| !p.is_empty())
+    env
 }
 
 /// The policy file, when there is a readable, valid one.
@@ -345,6 +355,8 @@ pub struct Claims {
     /// Paths a rule shows inside a hidden directory (a flag naming a path inside a hidden one
     /// wins): they and the directories leading to them are not hidden.
     pub revealed: Vec<PathBuf>,
+    /// Paths the policy makes writable (its rw rules).
+    pub writable: Vec<PathBuf>,
 }
 
 impl Claims {
@@ -388,6 +400,11 @@ impl Claims {
                 && file.policy.get("allow_userns") != Some(&true.into()),
             seccomp: file.layers.seccomp,
             read_only,
+            writable: rules
+                .iter()
+                .filter(|r| r.access == "rw")
+                .map(|r| r.path.clone())
+                .collect(),
             hidden: file.hidden.clone(),
             revealed: rules
                 .iter()

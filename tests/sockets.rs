@@ -381,7 +381,6 @@ fn the_jails_own_daemon_outside_its_own_filesystems_connects() {
 /// connect to its path is let through, and the host daemon, accepting on the same socket,
 /// answers.
 #[test]
-#[ignore = "red-team rt2b finding: an inherited host listener is reachable until fixed"]
 fn a_host_listener_inherited_on_stdin_is_not_the_jails_own() {
     for who in users() {
         let fx = Fixture::new(who, "inherited-listener");
@@ -430,7 +429,6 @@ fn a_host_listener_inherited_on_stdin_is_not_the_jails_own() {
 /// (`--net host`, the default) a host abstract socket (X11's `@/tmp/.X11-unix/X0`, a D-Bus
 /// abstract address) is reachable, and without Landlock at all no gap names it.
 #[test]
-#[ignore = "red-team rt2b finding: a host abstract socket is reachable without Landlock until fixed"]
 fn a_host_abstract_socket_is_unreachable_when_mediated_without_landlock() {
     use std::os::linux::net::SocketAddrExt;
     if !full_level_or_skip("abstract_without_landlock") {
@@ -438,7 +436,7 @@ fn a_host_abstract_socket_is_unreachable_when_mediated_without_landlock() {
     }
     for who in users() {
         let fx = Fixture::new(who, "abstract-nolandlock");
-        let name = format!("jail-rt2b-{}", std::process::id());
+        let name = format!("jail-rt2b-{}-{who:?}", std::process::id());
         let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
         let listener = UnixListener::bind_addr(&addr).unwrap();
         std::thread::spawn(move || {

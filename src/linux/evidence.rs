@@ -127,8 +127,23 @@ pub fn gather(path: &str, file: Option<(&PolicyFile, Claims)>) -> Vec<Check> {
     let (landlock_check, read_only_check) = read_only(&claims);
     if claims.landlock {
         checks.push(landlock_check);
+    } else if super::sys::landlock_abi() > 0 {
+        // jail uses Landlock wherever the kernel has it: a policy without it here is not
+        // jail's own account of this process (or a test switched it off).
+        checks.push(Check::new(
+            "landlock",
+            Finding::Advisory,
+            "landlock_create_ruleset(LANDLOCK_CREATE_RULESET_VERSION)",
+            format!(
+                "the policy claims no Landlock, but this kernel has ABI {}",
+                super::sys::landlock_abi()
+            ),
+        ));
     }
     checks.push(read_only_check);
+    if claims.mount {
+        checks.push(writable_mounts(&claims));
+    }
     if !claims.hidden.is_empty() {
         checks.push(hidden(&claims));
     }
@@ -227,7 +242,7 @@ fn fixed_file_facts() -> Result<String, String> {
 }
 
 /// jail's policy memfd (no mount view): named jail-policy and sealed against writing.
-fn is_sealed_memfd(path: &str) -> bool {
+pub fn is_sealed_memfd(path: &str) -> bool {
     let named = std::fs::read_link(path)
         .map(|t| t.to_string_lossy().starts_with("/memfd:jail-policy"))
         .unwrap_or(false);
@@ -269,13 +284,16 @@ fn process_image() -> Check {
     }
 }
 
+/// Asked of the kernel by syscall, not read from /proc: a /proc of the caller's making (a
+/// tmpfs over it, files bound over /proc/self/status) would say anything.
 fn no_new_privs() -> Check {
-    let nnp = status_field("NoNewPrivs").unwrap_or_default();
+    // SAFETY: PR_GET_NO_NEW_PRIVS only reads the calling thread's flag.
+    let nnp = unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) };
     Check::new(
         "no_new_privs",
-        verified_if(nnp == "1"),
-        "NoNewPrivs in /proc/self/status",
-        format!("NoNewPrivs: {nnp}"),
+        verified_if(nnp == 1),
+        "prctl(PR_GET_NO_NEW_PRIVS)",
+        format!("no_new_privs: {nnp}"),
     )
 }
 
@@ -283,22 +301,30 @@ fn no_new_privs() -> Check {
 /// CAP_SETPCAP in its user namespace there; an unprivileged caller without one cannot shrink
 /// it, and no_new_privs keeps execve from using it).
 fn capabilities(mount: bool) -> Check {
-    let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let mut sets = vec!["CapInh", "CapPrm", "CapEff", "CapAmb"];
+    use caps::CapSet;
+    let mut sets = vec![
+        ("inheritable", CapSet::Inheritable),
+        ("permitted", CapSet::Permitted),
+        ("effective", CapSet::Effective),
+        ("ambient", CapSet::Ambient),
+    ];
     if mount {
-        sets.push("CapBnd");
+        sets.push(("bounding", CapSet::Bounding));
     }
+    // capget for the first three, prctl (PR_CAP_AMBIENT_IS_SET, PR_CAPBSET_READ) for the rest.
     let held: Vec<String> = sets
         .iter()
-        .filter_map(|s| {
-            let v = field(&text, s).unwrap_or_default();
-            (u64::from_str_radix(&v, 16).ok() != Some(0)).then(|| format!("{s}: {v}"))
+        .filter_map(|(name, set)| match caps::read(None, *set) {
+            Ok(c) if c.is_empty() => None,
+            Ok(c) => Some(format!("{name}: {} held", c.len())),
+            Err(e) => Some(format!("{name}: {e}")),
         })
         .collect();
+    let names: Vec<&str> = sets.iter().map(|(n, _)| *n).collect();
     Check::new(
         "capabilities",
         verified_if(held.is_empty()),
-        format!("{} in /proc/self/status", sets.join(", ")),
+        format!("capget and prctl for the {} sets", names.join(", ")),
         if held.is_empty() {
             "all empty".to_string()
         } else {
@@ -311,14 +337,15 @@ fn capabilities(mount: bool) -> Check {
 fn seccomp(claimed: bool) -> Check {
     const NAME: &str = "seccomp filter";
     let how = format!(
-        "Seccomp and Seccomp_filters in /proc/self/status; {} called harmlessly",
+        "prctl(PR_GET_SECCOMP), Seccomp_filters in /proc/self/status; {} called harmlessly",
         SECCOMP_PROBES
             .iter()
             .map(|(n, _)| *n)
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let mode = status_field("Seccomp").unwrap_or_default();
+    // SAFETY: PR_GET_SECCOMP only reads the calling thread's mode (2: filters).
+    let mode = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) }.to_string();
     let filters = status_field("Seccomp_filters").unwrap_or_default();
     // A policy may claim no seccomp only where the kernel has none (else it is forged).
     if !claimed && !super::sys::seccomp_filters_supported() {
@@ -509,6 +536,77 @@ fn read_only(claims: &Claims) -> (Check, Check) {
         )
     };
     (landlock(claims, &refused), ro)
+}
+
+/// With the mount view, the only writable mounts are jail's own (/tmp, /dev/shm, /dev/pts,
+/// /proc, whose sensitive parts are read-only mounts beneath) and the policy's writable paths:
+/// any other would be a place the policy calls read-only. Read from /proc/self/mountinfo once
+/// fstatfs shows it is procfs (not a file of the caller's making).
+fn writable_mounts(claims: &Claims) -> Check {
+    const NAME: &str = "writable mounts";
+    let how = "/proc/self/mountinfo (fstatfs: procfs), every mount without ro";
+    const OWN: &[&str] = &["/tmp", "/dev/shm", "/dev/pts", "/proc"];
+    let text = match std::fs::File::open("/proc/self/mountinfo").and_then(|mut f| {
+        let fs = nix::sys::statfs::fstatfs(&f).map_err(std::io::Error::from)?;
+        if fs.filesystem_type() != nix::sys::statfs::PROC_SUPER_MAGIC {
+            return Err(std::io::Error::other(
+                "/proc/self/mountinfo is not on procfs",
+            ));
+        }
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut f, &mut s)?;
+        Ok(s)
+    }) {
+        Ok(t) => t,
+        Err(e) => return Check::new(NAME, Finding::Failed, how, e.to_string()),
+    };
+    let unexpected: Vec<String> = text
+        .lines()
+        .filter_map(|line| {
+            let mut f = line.split(' ');
+            let point = unescape_mountinfo(f.nth(4)?);
+            let options = f.next()?;
+            let writable = options.split(',').any(|o| o == "rw");
+            let expected = OWN.iter().any(|o| point == Path::new(o))
+                || claims.writable.iter().any(|w| point.starts_with(w));
+            (writable && !expected).then(|| point.display().to_string())
+        })
+        .collect();
+    if unexpected.is_empty() {
+        Check::new(
+            NAME,
+            Finding::Verified,
+            how,
+            "only jail's own and the policy's writable paths",
+        )
+    } else {
+        Check::new(
+            NAME,
+            Finding::Failed,
+            how,
+            format!("writable but not in the policy: {}", unexpected.join(", ")),
+        )
+    }
+}
+
+/// mountinfo escapes space, tab, newline and backslash as \ooo.
+fn unescape_mountinfo(s: &str) -> PathBuf {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    let os: std::ffi::OsString = std::os::unix::ffi::OsStringExt::from_vec(out);
+    PathBuf::from(os)
 }
 
 /// Our own /proc/self/comm: the file permissions let us write it and /proc is a writable mount
