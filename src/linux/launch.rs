@@ -607,7 +607,7 @@ fn unix_mediation(
         // Landlock's abstract-socket scope (ABI 6) judges the connector's connects as the
         // command's; without it, only a network namespace of the jail's own keeps the host's
         // abstract sockets out of reach.
-        abstract_refused: !(layers.landlock && features.landlock_abi >= 6) && !net_plan.namespace,
+        abstract_refused: !(net_plan.namespace || layers.landlock && features.landlock_abi >= 6),
     }))
 }
 
