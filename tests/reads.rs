@@ -627,7 +627,6 @@ fn a_commands_interpreter_installed_in_home_runs() {
             ),
         )
         .unwrap();
-        use std::os::unix::fs::PermissionsExt;
         {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -272,7 +272,9 @@ mod tests {
         let e = child_env(&caller, &ProfileEnv::default(), &EnvFlags::default(), &x()).unwrap();
         assert_eq!(e.removed, ["DATABASE_URL", "HTTPS_PROXY"]);
         let caller = env(&[
-            ("REPO", "https://ghp_abc@github.com/o/r"),
+            // A token as the user part (long as a token is); a plain user name is no secret.
+            ("REPO", "https://k9Vq2Lx7Rt4Wm8Zp3Nc6Yh1b@github.com/o/r"),
+            ("SSH_REPO", "ssh://git@github.com/o/r"),
             ("DSN", "Server=h;Password=p;"),
             ("MONGO", "mongodb://h/?password=x"),
             ("PLAIN", "https://example.org/x"),
