@@ -79,6 +79,8 @@ const INODE_ATTR_IOCTLS: [u32; 6] = [
 /// file_setattr(2) (Linux 6.17) sets the same attributes as FS_IOC_FSSETXATTR, by path; 469 in
 /// the numbering every architecture shares from 424 on. libc does not name it yet.
 const SYS_FILE_SETATTR: i64 = 469;
+/// fchmodat2(2) (Linux 6.6), 452 in the same shared numbering; libc names it on x86_64 only.
+const SYS_FCHMODAT2: i64 = 452;
 const CLONE_NEWUSER: u32 = 0x1000_0000;
 const AF_UNIX: u32 = 1;
 const AF_INET: u32 = 2;
@@ -492,8 +494,10 @@ pub fn syscall_number(name: &str) -> Option<i64> {
             }
         };
     }
-    if name == "file_setattr" {
-        return Some(SYS_FILE_SETATTR);
+    match name {
+        "file_setattr" => return Some(SYS_FILE_SETATTR),
+        "fchmodat2" => return Some(SYS_FCHMODAT2),
+        _ => {}
     }
     let key = format!("SYS_{name}");
     #[cfg(target_arch = "x86_64")]
@@ -552,7 +556,6 @@ pub fn syscall_number(name: &str) -> Option<i64> {
         SYS_socketpair,
         SYS_fchmod,
         SYS_fchmodat,
-        SYS_fchmodat2,
         SYS_openat,
         SYS_openat2,
         SYS_mknodat,
