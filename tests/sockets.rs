@@ -348,8 +348,8 @@ fn the_jails_own_daemon_outside_its_own_filesystems_connects() {
                 run.describe()
             );
         }
-        // Without the mount view: the host's /tmp is shared, the jail's daemon there works and
-        // the host's does not.
+        // Without the mount view, and with --tmp host: the host's /tmp is shared, the jail's
+        // daemon there works and the host's does not.
         let shared = format!(
             "{}/jail-own-{}.sock",
             host_dir.display(),
@@ -357,21 +357,30 @@ fn the_jails_own_daemon_outside_its_own_filesystems_connects() {
         );
         std::fs::set_permissions(&host_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
         let script = serve(&shared);
-        let run = fx.jail_with(
-            &[
+        for (extra, disabled) in [(&[][..], &[M][..]), (&["--tmp", "host"][..], &[][..])] {
+            let mut args = extra.to_vec();
+            args.extend([
                 "--allow-unix-sockets",
                 "--",
                 "python3",
                 "-c",
                 &script,
                 &host_s,
-            ],
-            &[M],
-            &[],
-        );
+            ]);
+            let run = fx.jail_with(&args, disabled, &[]);
+            let _ = std::fs::remove_file(&shared);
+            assert!(
+                run.stdout.contains("own OWN"),
+                "{extra:?}: {}",
+                run.describe()
+            );
+            assert!(
+                run.stdout.contains("host refused:13"),
+                "{extra:?}: {}",
+                run.describe()
+            );
+        }
         let _ = std::fs::remove_dir_all(&host_dir);
-        assert!(run.stdout.contains("own OWN"), "{}", run.describe());
-        assert!(run.stdout.contains("host refused:13"), "{}", run.describe());
     });
 }
 
