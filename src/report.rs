@@ -121,8 +121,20 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
                 .into(),
         );
     }
-    if layers.landlock && f.landlock_abi < 6 {
-        out.push("signals and abstract unix sockets not scoped (Landlock ABI < 6)".into());
+    let scoped = layers.landlock && f.landlock_abi >= 6;
+    if !scoped {
+        out.push(if layers.landlock {
+            "signals and abstract unix sockets not scoped (Landlock ABI < 6)".into()
+        } else {
+            "signals and abstract unix sockets not scoped (no Landlock)".into()
+        });
+        if policy.allow_unix_sockets && layers.seccomp {
+            out.push(
+                "abstract unix sockets refused unless the jail has a network namespace of its \
+                 own (the mediation cannot scope them)"
+                    .into(),
+            );
+        }
     }
     match &policy.net {
         crate::net::NetPolicy::Ports { .. } => out.push(
