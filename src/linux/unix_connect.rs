@@ -1,7 +1,8 @@
 //! Unix-socket mediation: with AF_UNIX sockets allowed, every `connect()` of the command goes to
 //! the supervisor (seccomp user notification), which lets a unix connect through only to a
 //! socket on one of the jail's own filesystems (its private /tmp, /dev/shm, the tmpfs over hidden
-//! paths) or to one named with `--allow-socket`. Everything else is refused with EACCES.
+//! paths), to one whose listener a process of the jail holds (unix_diag.rs), or to one named
+//! with `--allow-socket`. Everything else is refused with EACCES.
 //!
 //! Kernel facts behind the shape:
 //! - Landlock before ABI 9 has no right for a unix connect, a read-only mount does not stop it,
@@ -19,11 +20,13 @@
 //!   domain, same namespaces, same credentials) and before the notifying filter. The supervisor
 //!   decides; the connector only connects.
 //! - A datagram socket sends to any path with sendto() without connecting, and the filter cannot
-//!   read that address either: unix datagram sockets are refused by the main filter while
-//!   sockets are mediated (seccomp.rs).
+//!   read that address either: unix datagram sockets (SOCK_DGRAM, and SOCK_RAW, which the kernel
+//!   makes one) are refused by the main filter while sockets are mediated (seccomp.rs), and so
+//!   is a nested Landlock domain, whose rules the connector would not carry.
 //! - Addresses are resolved in the command's own view: `openat2(/proc/PID/root, path,
-//!   RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`, so absolute symlinks stay inside the jail's root
-//!   and no /proc magic link leads into another process's view.
+//!   RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`, a relative path joined to the working directory
+//!   as the process sees it, so absolute symlinks and `..` stay inside the jail's root and no
+//!   /proc magic link leads into another process's view.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -180,12 +183,6 @@ impl Channels {
             listener: seqpacket_pair()?,
             requests: seqpacket_pair()?,
         })
-    }
-
-    /// Closes the ends that belong to the command and the connector (in the supervisor once the
-    /// command is forked, and in init), so that their loss is seen as end of file.
-    pub fn child_ends(&self) -> [RawFd; 2] {
-        [self.listener.1.as_raw_fd(), self.requests.1.as_raw_fd()]
     }
 }
 
