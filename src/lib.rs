@@ -617,14 +617,45 @@ fn create_private_dir(path: &std::path::Path) -> std::io::Result<()> {
 }
 
 /// Runs the command confined by what this system offers.
+/// How a resolved policy is run: what a caller chooses beside the policy itself (the command
+/// line's `--dry-run`, `--report`, `--summary`, `--notice` and `--allow-unconfined`). The
+/// launchers take this and the policy, never the command line.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Print the plans every layer compiled, as JSON, and run nothing.
+    pub dry_run: bool,
+    /// Write the run report (JSON) to this file.
+    pub report: Option<PathBuf>,
+    /// Print the run report's summary on stderr after the run.
+    pub summary: bool,
+    /// Print what the jail allows before the command starts.
+    pub notice: bool,
+    /// Run even when no layer can protect files.
+    pub allow_unconfined: bool,
+}
+
+impl RunOptions {
+    pub fn from_args(args: &RunArgs) -> RunOptions {
+        RunOptions {
+            dry_run: args.dry_run,
+            report: args.report.clone(),
+            summary: args.summary,
+            notice: args.notice,
+            allow_unconfined: args.allow_unconfined,
+        }
+    }
+}
+
 #[cfg(target_os = "linux")]
 fn launch(args: &RunArgs) -> Result<i32, JailError> {
-    linux::launch::launch(args)
+    let policy = prepare(args, !args.dry_run)?;
+    linux::launch::launch(&policy, &RunOptions::from_args(args))
 }
 
 #[cfg(target_os = "macos")]
 fn launch(args: &RunArgs) -> Result<i32, JailError> {
-    macos::launch::launch(args)
+    let policy = prepare(args, !args.dry_run)?;
+    macos::launch::launch(&policy, &RunOptions::from_args(args))
 }
 
 /// No sandbox this build knows of: refuse, unless the caller accepts running unconfined.

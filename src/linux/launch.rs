@@ -13,13 +13,12 @@ use super::planted::Watch;
 use super::recorder::Recorder;
 use super::supervisor::{Confinement, NetSetup, Outcome, RunEnd};
 use super::{landlock, limits, mounts, seccomp};
-use crate::cli::RunArgs;
 use crate::error::{EXIT_JAIL_ERROR, JailError};
 use crate::net::{self, NetPolicy};
 use crate::policy::Policy;
 use crate::probe::{self, Features};
 use crate::report::{self, Layers};
-use crate::{prepare, status};
+use crate::{RunOptions, status};
 
 /// The plans every active layer compiled from the one policy.
 #[derive(Serialize)]
@@ -208,8 +207,8 @@ fn net_plan(
     Ok(plan)
 }
 
-pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
-    let policy = prepare(args, !args.dry_run)?;
+/// Runs `policy` (resolved by [`crate::prepare`]) as `args` say, and returns jail's exit code.
+pub fn launch(policy: &Policy, args: &RunOptions) -> Result<i32, JailError> {
     for fd in &policy.keep_fds {
         if !super::privileges::fd_is_open(*fd) {
             return Err(JailError::BadInput(format!(
@@ -225,24 +224,24 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
     // run would get; a real run tries them by running, and falls back if it must.
     let features = probe::detect(args.dry_run);
     let layers = Layers::from_features(&features);
-    let mut net = NetRuntime::new(&policy)?;
+    let mut net = NetRuntime::new(policy)?;
     net.prepare_fallback(&layers)?;
-    let net_plan = net_plan(&policy, &layers, &features, net.fallback_listener.as_ref())?;
+    let net_plan = net_plan(policy, &layers, &features, net.fallback_listener.as_ref())?;
     let limits_host = limits::Host::detect();
-    let limits = limits::compile(&policy, &limits_host, layers.mount)?;
-    let plans = compile(&policy, &layers, &features, &net_plan, &limits);
+    let limits = limits::compile(policy, &limits_host, layers.mount)?;
+    let plans = compile(policy, &layers, &features, &net_plan, &limits);
     if args.dry_run {
         let out = DryRun {
-            policy: &policy,
+            policy,
             features: &features,
             layers,
             level: layers.level(),
-            gaps: all_gaps(&policy, &layers, &features, &limits),
+            gaps: all_gaps(policy, &layers, &features, &limits),
             net: &net_plan,
             mount: plans.mount.as_ref(),
             landlock: plans.landlock.as_ref(),
             seccomp: plans.seccomp.as_ref(),
-            unix_sockets: unix_sockets(&policy, &layers),
+            unix_sockets: unix_sockets(policy, &layers),
             limits: &limits,
         };
         println!(
@@ -251,20 +250,20 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         );
         return Ok(0);
     }
-    check_level(&policy, args.allow_unconfined, &layers, &features)?;
+    check_level(policy, args.allow_unconfined, &layers, &features)?;
     // Before anything runs: the baseline of the writable trees, for what the command plants.
-    let watch = Watch::start(&policy)?;
+    let watch = Watch::start(policy)?;
     let mut recorder = match (&args.report, args.summary) {
         (None, false) => None,
         (path, _) => Some(Recorder::start(
             path.as_deref(),
-            &policy,
+            policy,
             &features,
             &layers,
         )?),
     };
     if args.notice {
-        eprintln!("{}", status::notice_text(&status::Summary::of(&policy)));
+        eprintln!("{}", status::notice_text(&status::Summary::of(policy)));
         if let Some(note) = policy.env.removal_note() {
             crate::text::say(note);
         }
@@ -277,14 +276,14 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
         limits_host,
         limits_reached: Default::default(),
     };
-    let bounds = run.prepare_limits(&policy)?;
-    let mut conf = confinement(&policy, plans, &run, &net, bounds)?;
+    let bounds = run.prepare_limits(policy)?;
+    let mut conf = confinement(policy, plans, &run, &net, bounds)?;
     if let Some(r) = &mut recorder {
         r.arm(&mut conf);
     }
     tracing::info!(level = ?layers.level(), ?layers, "launching {:?}", policy.command);
     let result = run_supervised(
-        &policy,
+        policy,
         conf,
         &mut run,
         args.allow_unconfined,
@@ -296,7 +295,7 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
     let quarantined = super::quarantine::move_aside_all(&planted, !run.layers.mount);
     if let Some(r) = recorder {
         r.finish(
-            &policy,
+            policy,
             &run,
             &net,
             &result,
@@ -636,4 +635,110 @@ fn degraded_warning(layers: &Layers, gaps: Vec<String>) -> Option<String> {
         missing.join(", "),
         gaps.join("; ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn features(landlock_abi: u32) -> Features {
+        Features {
+            kernel: "6.18".into(),
+            arch: "x86_64",
+            landlock_abi,
+            seccomp: true,
+            user_namespaces: true,
+            user_namespaces_detail: None,
+            seatbelt: false,
+            in_container: None,
+            euid: 1000,
+            test_disabled: vec![],
+        }
+    }
+
+    fn layers(mount: bool, landlock: bool) -> Layers {
+        Layers {
+            mount,
+            landlock,
+            seccomp: true,
+            seatbelt: false,
+        }
+    }
+
+    fn policy(net: &[&str]) -> Policy {
+        let spec: Vec<String> = net.iter().map(|s| s.to_string()).collect();
+        Policy {
+            net: NetPolicy::parse(&spec).unwrap(),
+            ..Policy::probe_default()
+        }
+    }
+
+    #[test]
+    fn each_network_policy_gets_its_enforcement_or_a_refusal() {
+        let f = features(7);
+        // The host's network: nothing to enforce.
+        let plan = net_plan(&policy(&["host"]), &layers(true, true), &f, None).unwrap();
+        assert!(!plan.namespace && plan.tcp_connect.is_none() && !plan.tcp_only);
+        // none: a namespace of its own with the mount view, else Landlock refuses every port.
+        let plan = net_plan(&policy(&["none"]), &layers(true, true), &f, None).unwrap();
+        assert!(plan.namespace && plan.tcp_connect.is_none());
+        let plan = net_plan(&policy(&["none"]), &layers(false, true), &f, None).unwrap();
+        assert!(!plan.namespace && plan.tcp_only);
+        assert_eq!(plan.tcp_connect, Some(vec![]));
+        assert_eq!(plan.tcp_bind, Some(vec![]));
+        assert!(
+            plan.filter().no_listen,
+            "no port bindable: listen() refused"
+        );
+        // Ports: Landlock TCP rules, in the host's network.
+        let plan = net_plan(&policy(&["connect=443"]), &layers(true, true), &f, None).unwrap();
+        assert_eq!(plan.tcp_connect, Some(vec![443]));
+        assert!(plan.tcp_only && !plan.namespace);
+        // allow=: the proxy inside the namespace.
+        let plan = net_plan(
+            &policy(&["allow=example.org"]),
+            &layers(true, true),
+            &f,
+            None,
+        )
+        .unwrap();
+        assert!(plan.namespace);
+        assert_eq!(plan.proxy, Some(([127, 0, 0, 1], PROXY_PORT).into()));
+    }
+
+    #[test]
+    fn a_network_policy_no_layer_can_hold_is_refused_by_name() {
+        // Ports without Landlock's TCP rules (ABI 4).
+        let err = net_plan(
+            &policy(&["connect=443"]),
+            &layers(true, true),
+            &features(3),
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("--net connect") && err.contains("ABI 4"),
+            "{err}"
+        );
+        let err = net_plan(
+            &policy(&["none"]),
+            &layers(false, false),
+            &features(0),
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("no Landlock"), "{err}");
+        // allow= without a namespace: only with --require any.
+        let err = net_plan(
+            &policy(&["allow=example.org"]),
+            &layers(false, true),
+            &features(7),
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("--require any"), "{err}");
+    }
 }

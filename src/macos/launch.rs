@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::exec;
 use super::seatbelt::{self, Params};
-use crate::cli::RunArgs;
+use crate::RunOptions;
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::probe::{self, Features};
@@ -21,8 +21,7 @@ struct DryRun<'a> {
     seatbelt_profile: Option<String>,
 }
 
-pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
-    let policy = crate::prepare(args, !args.dry_run)?;
+pub fn launch(policy: &Policy, args: &RunOptions) -> Result<i32, JailError> {
     if args.report.is_some() || args.summary {
         return Err(JailError::BadInput(
             "--report and --summary: Linux only in this version".into(),
@@ -42,19 +41,19 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
     }
     let features = probe::detect(false);
     let layers = Layers::from_features(&features);
-    let gaps = report::gaps(&policy, &layers, &features);
+    let gaps = report::gaps(policy, &layers, &features);
     if args.dry_run {
         let params = Params {
             tmp_dir: std::env::temp_dir().join("jail-RUN/tmp"),
             ttys: Vec::new(),
         };
         let out = DryRun {
-            policy: &policy,
+            policy,
             features: &features,
             layers,
             level: layers.level(),
             gaps: &gaps,
-            seatbelt_profile: seatbelt::profile(&policy, &params).ok(),
+            seatbelt_profile: seatbelt::profile(policy, &params).ok(),
         };
         println!(
             "{}",
@@ -64,21 +63,21 @@ pub fn launch(args: &RunArgs) -> Result<i32, JailError> {
     }
     report::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
     if args.notice {
-        eprintln!("{}", status::notice_text(&status::Summary::of(&policy)));
+        eprintln!("{}", status::notice_text(&status::Summary::of(policy)));
     }
     if !layers.seatbelt {
         eprintln!(
             "jail: warning: UNCONFINED (--allow-unconfined): no Seatbelt (/usr/bin/sandbox-exec \
              is missing); nothing is enforced"
         );
-        return crate::unconfined::run(&policy);
+        return crate::unconfined::run(policy);
     }
     // Seatbelt is one layer: say once per run what it leaves open.
     crate::text::say(format!(
         "jail: note: macOS Seatbelt (level partial); gaps: {}",
         gaps.join("; ")
     ));
-    let file = status::PolicyFile::new(&policy, &layers, gaps);
+    let file = status::PolicyFile::new(policy, &layers, gaps);
     let json = serde_json::to_string_pretty(&file).expect("serializable");
-    exec::run(&policy, &json)
+    exec::run(policy, &json)
 }
