@@ -12,7 +12,8 @@ use std::rc::Rc;
 use std::time::SystemTime;
 
 use super::audit::{self, AuditReader, AuditStream};
-use super::launch::{NetRuntime, RunState};
+use super::net_setup::NetRuntime;
+use super::run_state::RunState;
 use super::supervisor::{Confinement, RunEnd};
 use crate::changes::Changes;
 use crate::error::JailError;

@@ -1,0 +1,318 @@
+//! How the network policy is enforced with the layers a run has (a pure plan, [`net_plan`]),
+//! and what serves it from outside the sandbox for the whole run (the proxy and, without a
+//! network namespace, its socket on the host: [`NetRuntime`]).
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::seccomp;
+use super::supervisor::NetSetup;
+use crate::error::JailError;
+use crate::net::{self, NetPolicy};
+use crate::policy::Policy;
+use crate::probe::Features;
+use crate::report::Layers;
+
+/// The port jail's proxy listens on inside the command's own network namespace.
+pub const PROXY_PORT: u16 = 3128;
+
+/// How the network policy is enforced with the layers this run has.
+#[derive(Debug, Clone, Serialize)]
+pub struct NetPlan {
+    /// A network namespace of its own (comes with the user namespace of the mount view).
+    pub namespace: bool,
+    /// The proxy's address as the command reaches it.
+    pub proxy: Option<std::net::SocketAddr>,
+    pub tcp_connect: Option<Vec<u16>>,
+    pub tcp_bind: Option<Vec<u16>>,
+    /// UDP, raw and other non-TCP sockets over IP refused (seccomp), because Landlock's TCP
+    /// rules in the host's network are all that holds the policy.
+    pub tcp_only: bool,
+}
+
+impl NetPlan {
+    /// What the seccomp filter adds for this plan.
+    pub fn filter(&self) -> seccomp::NetFilter {
+        seccomp::NetFilter {
+            tcp_only: self.tcp_only,
+            // No port may be bound: then no socket may listen either (listen() on an unbound
+            // socket takes an ephemeral port without Landlock's bind check).
+            no_listen: self.tcp_bind.as_ref().is_some_and(Vec::is_empty),
+        }
+    }
+}
+
+/// Chooses the enforcement of `policy.net`, or refuses: never a silently open network.
+/// `fallback_listener` is the proxy's socket on the host's loopback when there is no namespace.
+pub fn net_plan(
+    policy: &Policy,
+    layers: &Layers,
+    f: &Features,
+    fallback_listener: Option<&std::net::TcpListener>,
+) -> Result<NetPlan, JailError> {
+    let namespace = layers.mount;
+    let mut plan = NetPlan {
+        namespace: false,
+        proxy: None,
+        tcp_connect: None,
+        tcp_bind: None,
+        tcp_only: false,
+    };
+    let value = policy.net.summary();
+    let need_tcp_rules = |plan: &mut NetPlan| -> Result<(), JailError> {
+        if !layers.landlock || f.landlock_abi < 4 {
+            return Err(JailError::layer(
+                "network",
+                format!("--net {value}"),
+                format!(
+                    "Landlock TCP rules need ABI 4 (Linux 6.7); this kernel has {}",
+                    if layers.landlock {
+                        format!("ABI {}", f.landlock_abi)
+                    } else {
+                        "no Landlock".into()
+                    }
+                ),
+            ));
+        }
+        if !layers.seccomp {
+            return Err(JailError::layer(
+                "network",
+                format!("--net {value}"),
+                "seccomp filters are needed to refuse UDP and other non-TCP sockets",
+            ));
+        }
+        plan.tcp_only = true;
+        Ok(())
+    };
+    match &policy.net {
+        NetPolicy::Host => {}
+        NetPolicy::None if namespace => plan.namespace = true,
+        NetPolicy::None => {
+            // No namespace: refuse every TCP connect and bind, and every other inet socket.
+            need_tcp_rules(&mut plan)?;
+            plan.tcp_connect = Some(Vec::new());
+            plan.tcp_bind = Some(Vec::new());
+        }
+        NetPolicy::Ports { connect, bind } => {
+            need_tcp_rules(&mut plan)?;
+            plan.tcp_connect = connect.clone();
+            plan.tcp_bind = bind.clone();
+        }
+        NetPolicy::Proxy { .. } if namespace => {
+            plan.namespace = true;
+            plan.proxy = Some(std::net::SocketAddr::from(([127, 0, 0, 1], PROXY_PORT)));
+        }
+        NetPolicy::Proxy { .. } => {
+            if policy.require != Some(crate::policy::Require::Any) {
+                return Err(JailError::layer(
+                    "network",
+                    format!("--net {value}"),
+                    format!(
+                        "needs a network namespace ({}); --require any runs with TCP limited to \
+                         the proxy's port instead",
+                        f.user_namespaces_detail
+                            .as_deref()
+                            .unwrap_or("user namespaces cannot be created")
+                    ),
+                ));
+            }
+            let listener = fallback_listener.ok_or_else(|| {
+                JailError::layer("network", "proxy", "no listening socket on the host")
+            })?;
+            let addr = listener
+                .local_addr()
+                .map_err(|e| JailError::layer("network", "proxy address", e))?;
+            need_tcp_rules(&mut plan)?;
+            plan.proxy = Some(addr);
+            plan.tcp_connect = Some(vec![addr.port()]);
+            plan.tcp_bind = Some(Vec::new());
+        }
+    }
+    Ok(plan)
+}
+
+/// What serves the network policy from outside the sandbox for the whole run: the proxy (with
+/// the record of its decisions) and, without a network namespace, its socket on the host.
+pub struct NetRuntime {
+    pub proxy: Option<Arc<net::proxy::Proxy>>,
+    pub fallback_listener: Option<std::net::TcpListener>,
+}
+
+impl NetRuntime {
+    pub fn new(policy: &Policy) -> Result<NetRuntime, JailError> {
+        let allow = net::AllowList::from_policy(&policy.net)
+            .map_err(|e| JailError::BadInput(e.to_string()))?;
+        let proxy = match allow {
+            Some(allow) => Some(Arc::new(net::proxy::Proxy::new(allow, resolver()?))),
+            None => None,
+        };
+        Ok(NetRuntime {
+            proxy,
+            fallback_listener: None,
+        })
+    }
+
+    /// Without a network namespace the proxy listens on the host's loopback, on a port of the
+    /// kernel's choosing that the command's TCP rules then name.
+    pub fn prepare_fallback(&mut self, layers: &Layers) -> Result<(), JailError> {
+        if let (Some(proxy), false, None) = (&self.proxy, layers.mount, &self.fallback_listener) {
+            let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+                .map_err(|e| JailError::layer("network", "proxy listen on 127.0.0.1", e))?;
+            self.fallback_listener = Some(listener);
+            // Any local user can reach the host's loopback: serve the command's user alone.
+            let _ = proxy.only_uid.set(nix::unistd::geteuid().as_raw());
+        }
+        Ok(())
+    }
+
+    /// How the supervisor sets the network up for `plan`.
+    pub fn setup(&self, plan: &NetPlan) -> Result<NetSetup, JailError> {
+        let serve = |proxy: &Arc<net::proxy::Proxy>| {
+            let proxy = Arc::clone(proxy);
+            Box::new(move |listener: std::net::TcpListener| {
+                net::proxy::spawn(listener, Arc::clone(&proxy))
+                    .map(|_| ())
+                    .map_err(|e| JailError::layer("network", "start the proxy", e))
+            }) as super::supervisor::ServeProxy
+        };
+        Ok(match (&self.proxy, plan.namespace) {
+            (None, false) => NetSetup::Host,
+            (None, true) => NetSetup::Loopback,
+            (Some(proxy), true) => NetSetup::Proxy {
+                port: PROXY_PORT,
+                serve: serve(proxy),
+            },
+            (Some(proxy), false) => {
+                let listener = self
+                    .fallback_listener
+                    .as_ref()
+                    .ok_or_else(|| JailError::layer("network", "proxy", "no listening socket"))?
+                    .try_clone()
+                    .map_err(|e| JailError::layer("network", "proxy socket", e))?;
+                NetSetup::HostProxy {
+                    listener,
+                    serve: serve(proxy),
+                }
+            }
+        })
+    }
+}
+
+/// Names are resolved by the proxy. Tests name their loopback servers through JAIL_TEST_HOSTS
+/// (test builds only), so that no real resolver is ever asked.
+fn resolver() -> Result<Box<dyn net::proxy::Resolve>, JailError> {
+    #[cfg(feature = "test-hooks")]
+    if let Ok(spec) = std::env::var("JAIL_TEST_HOSTS") {
+        return net::proxy::StaticResolver::parse(&spec)
+            .map(|r| Box::new(r) as Box<dyn net::proxy::Resolve>)
+            .map_err(|e| JailError::BadInput(format!("JAIL_TEST_HOSTS: {e}")));
+    }
+    Ok(Box::new(net::proxy::SystemResolver))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn features(landlock_abi: u32) -> Features {
+        Features {
+            kernel: "6.18".into(),
+            arch: "x86_64",
+            landlock_abi,
+            seccomp: true,
+            user_namespaces: true,
+            user_namespaces_detail: None,
+            seatbelt: false,
+            in_container: None,
+            euid: 1000,
+            test_disabled: vec![],
+        }
+    }
+
+    fn layers(mount: bool, landlock: bool) -> Layers {
+        Layers {
+            mount,
+            landlock,
+            seccomp: true,
+            seatbelt: false,
+        }
+    }
+
+    fn policy(net: &[&str]) -> Policy {
+        let spec: Vec<String> = net.iter().map(|s| s.to_string()).collect();
+        Policy {
+            net: NetPolicy::parse(&spec).unwrap(),
+            ..Policy::probe_default()
+        }
+    }
+
+    #[test]
+    fn each_network_policy_gets_its_enforcement_or_a_refusal() {
+        let f = features(7);
+        // The host's network: nothing to enforce.
+        let plan = net_plan(&policy(&["host"]), &layers(true, true), &f, None).unwrap();
+        assert!(!plan.namespace && plan.tcp_connect.is_none() && !plan.tcp_only);
+        // none: a namespace of its own with the mount view, else Landlock refuses every port.
+        let plan = net_plan(&policy(&["none"]), &layers(true, true), &f, None).unwrap();
+        assert!(plan.namespace && plan.tcp_connect.is_none());
+        let plan = net_plan(&policy(&["none"]), &layers(false, true), &f, None).unwrap();
+        assert!(!plan.namespace && plan.tcp_only);
+        assert_eq!(plan.tcp_connect, Some(vec![]));
+        assert_eq!(plan.tcp_bind, Some(vec![]));
+        assert!(
+            plan.filter().no_listen,
+            "no port bindable: listen() refused"
+        );
+        // Ports: Landlock TCP rules, in the host's network.
+        let plan = net_plan(&policy(&["connect=443"]), &layers(true, true), &f, None).unwrap();
+        assert_eq!(plan.tcp_connect, Some(vec![443]));
+        assert!(plan.tcp_only && !plan.namespace);
+        // allow=: the proxy inside the namespace.
+        let plan = net_plan(
+            &policy(&["allow=example.org"]),
+            &layers(true, true),
+            &f,
+            None,
+        )
+        .unwrap();
+        assert!(plan.namespace);
+        assert_eq!(plan.proxy, Some(([127, 0, 0, 1], PROXY_PORT).into()));
+    }
+
+    #[test]
+    fn a_network_policy_no_layer_can_hold_is_refused_by_name() {
+        // Ports without Landlock's TCP rules (ABI 4).
+        let err = net_plan(
+            &policy(&["connect=443"]),
+            &layers(true, true),
+            &features(3),
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("--net connect") && err.contains("ABI 4"),
+            "{err}"
+        );
+        let err = net_plan(
+            &policy(&["none"]),
+            &layers(false, false),
+            &features(0),
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("no Landlock"), "{err}");
+        // allow= without a namespace: only with --require any.
+        let err = net_plan(
+            &policy(&["allow=example.org"]),
+            &layers(false, true),
+            &features(7),
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("--require any"), "{err}");
+    }
+}
