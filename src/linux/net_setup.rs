@@ -280,39 +280,25 @@ mod tests {
         assert_eq!(plan.proxy, Some(([127, 0, 0, 1], PROXY_PORT).into()));
     }
 
+    /// The one-line reason `net_plan` refuses `net` with these layers.
+    fn refusal(net: &[&str], mount: bool, landlock: bool, abi: u32) -> String {
+        net_plan(&policy(net), &layers(mount, landlock), &features(abi), None)
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn a_network_policy_no_layer_can_hold_is_refused_by_name() {
         // Ports without Landlock's TCP rules (ABI 4).
-        let err = net_plan(
-            &policy(&["connect=443"]),
-            &layers(true, true),
-            &features(3),
-            None,
-        )
-        .unwrap_err()
-        .to_string();
+        let err = refusal(&["connect=443"], true, true, 3);
         assert!(
             err.contains("--net connect") && err.contains("ABI 4"),
             "{err}"
         );
-        let err = net_plan(
-            &policy(&["none"]),
-            &layers(false, false),
-            &features(0),
-            None,
-        )
-        .unwrap_err()
-        .to_string();
+        let err = refusal(&["none"], false, false, 0);
         assert!(err.contains("no Landlock"), "{err}");
         // allow= without a namespace: only with --require any.
-        let err = net_plan(
-            &policy(&["allow=example.org"]),
-            &layers(false, true),
-            &features(7),
-            None,
-        )
-        .unwrap_err()
-        .to_string();
+        let err = refusal(&["allow=example.org"], false, true, 7);
         assert!(err.contains("--require any"), "{err}");
     }
 }
