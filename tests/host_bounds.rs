@@ -435,3 +435,50 @@ fn the_jails_devpts_is_bounded() {
     ]);
     assert!(out.stdout.contains("max="), "{}", out.describe());
 }
+
+/// Setuid and setgid modes are refused in every jail, however they are asked for (chmod, fchmod,
+/// the mode given at creation), also in a writable tree where nothing else stops them: a file
+/// made so there is a setuid program on the host. Shown for root and the unprivileged user,
+/// refused by seccomp alone, and allowed with it off.
+#[test]
+fn setuid_modes_are_refused_in_a_writable_tree() {
+    if !full_level_or_skip("setuid_in_rw") {
+        return;
+    }
+    let script = "import os,sys,stat\n\
+        p=sys.argv[2]\n\
+        try:\n\
+        \x20   if sys.argv[1]=='chmod':\n\
+        \x20       open(p,'w').close(); os.chmod(p, 0o4755)\n\
+        \x20   elif sys.argv[1]=='fchmod':\n\
+        \x20       fd=os.open(p, os.O_CREAT|os.O_WRONLY, 0o755); os.fchmod(fd, 0o2755); os.close(fd)\n\
+        \x20   else:\n\
+        \x20       os.close(os.open(p, os.O_CREAT|os.O_WRONLY, 0o4755))\n\
+        except OSError as e:\n\
+        \x20   print('BLOCKED', sys.argv[1], e); sys.exit(1)\n\
+        m=os.stat(p).st_mode\n\
+        if m & 0o6000: print('ALLOWED', sys.argv[1], oct(m)); sys.exit(0)\n\
+        print('BLOCKED', sys.argv[1], 'mode', oct(m)); sys.exit(1)\n";
+    for who in users() {
+        let fx = Fixture::new(who, "hb-setuid-rw");
+        let scratch = fx.scratch.to_string_lossy().into_owned();
+        for how in ["chmod", "fchmod", "create"] {
+            let path = fx.scratch.join(format!("tool-{how}"));
+            let _ = std::fs::remove_file(&path);
+            Attack::new(
+                &format!("setuid by {how} in a writable tree"),
+                &["--rw", &scratch],
+                vec![
+                    "python3".into(),
+                    "-c".into(),
+                    script.into(),
+                    how.into(),
+                    path.to_string_lossy().into_owned(),
+                ],
+                &[Layer::Seccomp],
+            )
+            .prove(&fx);
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
