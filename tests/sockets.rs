@@ -184,6 +184,9 @@ fn the_jails_own_sockets_and_allowed_ones_connect() {
         for want in ["abs OWN", "rel OWN", "agent HOST", "host refused:13"] {
             assert!(run.stdout.contains(want), "{want}:\n{}", run.describe());
         }
+        // The refusal is named once, with the path, on jail's stderr.
+        let named = format!("jail: refused a unix connect to {}", host.display());
+        assert_eq!(run.stderr.matches(&named).count(), 1, "{}", run.describe());
     });
 }
 
