@@ -4,6 +4,7 @@
 #[cfg(target_os = "linux")]
 pub mod changes;
 pub mod cli;
+pub mod enforcement;
 pub mod error;
 #[cfg(target_os = "linux")]
 pub mod linux;
@@ -11,7 +12,6 @@ pub mod macos;
 pub mod net;
 pub mod policy;
 pub mod probe;
-pub mod report;
 #[cfg(target_os = "linux")]
 pub mod run_report;
 pub mod status;
@@ -32,7 +32,7 @@ use crate::policy::env::{EnvFlags, child_env};
 use crate::policy::profile::{Catalog, Expansion, Resolved, TmpOption};
 use crate::policy::{Access, Policy, PolicyInput, ProfilePathRule, Require};
 use crate::probe::Features;
-use crate::report::Layers;
+use crate::enforcement::Layers;
 
 /// Parses the command line, runs, and returns the process exit code.
 pub fn run_cli() -> i32 {
@@ -86,14 +86,14 @@ fn probe(json: bool) -> Result<i32, JailError> {
         struct Out<'a> {
             features: &'a Features,
             layers: Layers,
-            level: report::Level,
+            level: enforcement::Level,
             gaps: Vec<String>,
             homes: String,
             #[serde(skip_serializing_if = "Option::is_none")]
             limits: Option<serde_json::Value>,
         }
         let limits = limits_probe(&layers);
-        let mut gaps = report::gaps(&Policy::probe_default(), &layers, &f);
+        let mut gaps = enforcement::gaps(&Policy::probe_default(), &layers, &f);
         gaps.extend(limits.iter().flat_map(|l| l.gaps.iter().cloned()));
         let out = Out {
             features: &f,
@@ -108,7 +108,7 @@ fn probe(json: bool) -> Result<i32, JailError> {
             serde_json::to_string_pretty(&out).expect("serializable")
         );
     } else {
-        print!("{}", report::probe_text(&f, &layers));
+        print!("{}", enforcement::probe_text(&f, &layers));
         print!("{}", extras_text(&f));
         if let Some(l) = limits_probe(&layers) {
             println!("limits:           {}", l.summary);

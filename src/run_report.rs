@@ -12,7 +12,7 @@ use crate::changes::{ChangeKind, Changes};
 use crate::net::proxy::Decision;
 use crate::policy::Policy;
 use crate::probe::Features;
-use crate::report::{Layers, Level};
+use crate::enforcement::{Layers, Level};
 
 /// The `schema` field of every report of this layout. A change that removes or renames a field
 /// makes a new version; new optional fields do not.

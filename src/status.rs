@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::policy::homes::HomeMode;
 use crate::policy::{Access, Origin, Policy, TmpMode};
-use crate::report::{Layers, Level};
+use crate::enforcement::{Layers, Level};
 
 /// The read-only JSON document at JAIL_POLICY.
 #[derive(Debug, Clone, Serialize, Deserialize)]

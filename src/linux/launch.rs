@@ -17,7 +17,7 @@ use crate::error::{EXIT_JAIL_ERROR, JailError};
 use crate::net::{self, NetPolicy};
 use crate::policy::Policy;
 use crate::probe::{self, Features};
-use crate::report::{self, Layers};
+use crate::enforcement::{self, Layers};
 use crate::{RunOptions, status};
 
 /// The plans every active layer compiled from the one policy.
@@ -26,7 +26,7 @@ struct DryRun<'a> {
     policy: &'a Policy,
     features: &'a Features,
     layers: Layers,
-    level: report::Level,
+    level: enforcement::Level,
     gaps: Vec<String>,
     net: &'a NetPlan,
     mount: Option<&'a mounts::MountPlan>,
@@ -201,7 +201,7 @@ fn check_level(
     layers: &Layers,
     f: &Features,
 ) -> Result<(), JailError> {
-    report::check_level(policy.require, allow_unconfined, layers, f)?;
+    enforcement::check_level(policy.require, allow_unconfined, layers, f)?;
     if policy.allow_userns && !layers.mount && !allow_unconfined {
         return Err(JailError::LevelNotMet {
             required: "partial".into(),
@@ -376,7 +376,7 @@ fn unix_mediation(
 /// Never run half-confined without saying so: the line the supervisor prints once the layers
 /// are known to hold (not before a fallback that may still refuse the run).
 fn degraded_warning(layers: &Layers, gaps: Vec<String>) -> Option<String> {
-    if layers.level() == report::Level::Full {
+    if layers.level() == enforcement::Level::Full {
         return None;
     }
     let missing: Vec<&str> = [

@@ -19,7 +19,7 @@ use crate::changes::Changes;
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::probe::Features;
-use crate::report::Layers;
+use crate::enforcement::Layers;
 use crate::run_report::{self, DenialFacts, DenialItem, EndFacts, Facts, Resources, RunReport};
 
 /// The audit stream before the command exists, its reader while it runs.

@@ -6,7 +6,7 @@ use super::net_setup::NetPlan;
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::probe::Features;
-use crate::report::{self, Layers};
+use crate::enforcement::{self, Layers};
 
 /// The layers and network plan a run ends up with (the namespaces may fail at the start).
 pub struct RunState {
@@ -48,7 +48,7 @@ pub fn all_gaps(
     f: &Features,
     l: &limits::LimitsPlan,
 ) -> Vec<String> {
-    let mut gaps = report::gaps(policy, layers, f);
+    let mut gaps = enforcement::gaps(policy, layers, f);
     gaps.extend(l.gaps.iter().cloned());
     gaps
 }

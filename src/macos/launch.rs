@@ -8,7 +8,7 @@ use crate::RunOptions;
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::probe::{self, Features};
-use crate::report::{self, Layers};
+use crate::enforcement::{self, Layers};
 use crate::status;
 
 #[derive(Serialize)]
@@ -16,7 +16,7 @@ struct DryRun<'a> {
     policy: &'a Policy,
     features: &'a Features,
     layers: Layers,
-    level: report::Level,
+    level: enforcement::Level,
     gaps: &'a [String],
     seatbelt_profile: Option<String>,
 }
@@ -41,7 +41,7 @@ pub fn launch(policy: &Policy, args: &RunOptions) -> Result<i32, JailError> {
     }
     let features = probe::detect(false);
     let layers = Layers::from_features(&features);
-    let gaps = report::gaps(policy, &layers, &features);
+    let gaps = enforcement::gaps(policy, &layers, &features);
     if args.dry_run {
         let params = Params {
             tmp_dir: std::env::temp_dir().join("jail-RUN/tmp"),
@@ -61,7 +61,7 @@ pub fn launch(policy: &Policy, args: &RunOptions) -> Result<i32, JailError> {
         );
         return Ok(0);
     }
-    report::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
+    enforcement::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
     if args.notice {
         eprintln!("{}", status::notice_text(&status::Summary::of(policy)));
     }
