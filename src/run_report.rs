@@ -9,10 +9,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use crate::changes::{ChangeKind, Changes};
+use crate::enforcement::{Layers, Level};
 use crate::net::proxy::Decision;
 use crate::policy::Policy;
 use crate::probe::Features;
-use crate::enforcement::{Layers, Level};
 
 /// The `schema` field of every report of this layout. A change that removes or renames a field
 /// makes a new version; new optional fields do not.
@@ -59,7 +59,8 @@ pub struct LayerState {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
-    /// `exited`, `signaled`, `timeout` or `jail_error` (jail failed after the start).
+    /// `exited`, `signaled`, `timeout`, `stopped` (by the program that started jail, through
+    /// `--control-fd`) or `jail_error` (jail failed after the start).
     pub status: &'static str,
     /// jail's exit code.
     pub exit_code: i32,
@@ -157,6 +158,8 @@ pub enum EndFacts {
     Ended {
         code: i32,
         timed_out: bool,
+        /// The caller stopped the run (`--control-fd`).
+        stopped: bool,
         signal: Option<i32>,
     },
     JailError(String),
@@ -187,8 +190,20 @@ impl RunReport {
         let outcome = match &f.end {
             EndFacts::Ended {
                 code,
+                stopped: true,
+                signal,
+                ..
+            } => Outcome {
+                status: "stopped",
+                exit_code: *code,
+                signal: *signal,
+                error: None,
+            },
+            EndFacts::Ended {
+                code,
                 timed_out: true,
                 signal,
+                ..
             } => Outcome {
                 status: "timeout",
                 exit_code: *code,

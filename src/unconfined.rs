@@ -37,7 +37,7 @@ pub fn run(policy: &Policy) -> Result<i32, JailError> {
     loop {
         if let Some(status) = child
             .try_wait()
-            .map_err(|e| JailError::Io(format!("waiting for the command: {e}")))?
+            .map_err(|e| JailError::io("waiting for the command", e))?
         {
             return Ok(status
                 .code()
@@ -50,6 +50,37 @@ pub fn run(policy: &Policy) -> Result<i32, JailError> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Where jail has no sandbox: refuse, unless the caller accepts running unconfined.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub fn launch(
+    policy: &Policy,
+    options: &crate::sandbox::options::RunOptions,
+) -> Result<crate::sandbox::outcome::Outcome, JailError> {
+    if !options.allow_unconfined {
+        return Err(JailError::LevelNotMet {
+            required: "partial".into(),
+            missing: "jail has no sandbox for this system; --allow-unconfined runs anyway".into(),
+        });
+    }
+    crate::text::say("jail: warning: UNCONFINED (--allow-unconfined): no sandbox on this system");
+    let code = run(policy)?;
+    Ok(crate::sandbox::outcome::Outcome {
+        status: crate::sandbox::outcome::Status::Exited { code },
+        exit_code: code,
+        level: crate::enforcement::Level::None,
+        gaps: vec!["no sandbox on this system".into()],
+    })
+}
+
+/// Where jail has no sandbox, a dry run shows the policy alone.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub fn dry_run(
+    policy: &Policy,
+    _: &crate::sandbox::options::RunOptions,
+) -> Result<String, JailError> {
+    Ok(serde_json::to_string_pretty(policy).expect("serializable"))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod launch;
 pub mod limits;
 pub mod mounts;
 pub mod net_setup;
+pub mod plan;
 pub mod planted;
 pub mod privileges;
 pub mod quarantine;

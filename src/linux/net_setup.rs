@@ -8,11 +8,11 @@ use serde::Serialize;
 
 use super::seccomp;
 use super::supervisor::NetSetup;
+use crate::enforcement::Layers;
 use crate::error::JailError;
 use crate::net::{self, NetPolicy};
 use crate::policy::Policy;
 use crate::probe::Features;
-use crate::enforcement::Layers;
 
 /// The port jail's proxy listens on inside the command's own network namespace.
 pub const PROXY_PORT: u16 = 3128;
@@ -44,12 +44,13 @@ impl NetPlan {
 }
 
 /// Chooses the enforcement of `policy.net`, or refuses: never a silently open network.
-/// `fallback_listener` is the proxy's socket on the host's loopback when there is no namespace.
+/// `fallback_proxy` is the address of the proxy's socket on the host's loopback when there is
+/// no namespace.
 pub fn net_plan(
     policy: &Policy,
     layers: &Layers,
     f: &Features,
-    fallback_listener: Option<&std::net::TcpListener>,
+    fallback_proxy: Option<std::net::SocketAddr>,
 ) -> Result<NetPlan, JailError> {
     let namespace = layers.mount;
     let mut plan = NetPlan {
@@ -117,12 +118,9 @@ pub fn net_plan(
                     ),
                 ));
             }
-            let listener = fallback_listener.ok_or_else(|| {
+            let addr = fallback_proxy.ok_or_else(|| {
                 JailError::layer("network", "proxy", "no listening socket on the host")
             })?;
-            let addr = listener
-                .local_addr()
-                .map_err(|e| JailError::layer("network", "proxy address", e))?;
             need_tcp_rules(&mut plan)?;
             plan.proxy = Some(addr);
             plan.tcp_connect = Some(vec![addr.port()]);
@@ -164,6 +162,15 @@ impl NetRuntime {
             let _ = proxy.only_uid.set(nix::unistd::geteuid().as_raw());
         }
         Ok(())
+    }
+
+    /// The address of the proxy's socket on the host's loopback, once made.
+    pub fn fallback_addr(&self) -> Result<Option<std::net::SocketAddr>, JailError> {
+        self.fallback_listener
+            .as_ref()
+            .map(|l| l.local_addr())
+            .transpose()
+            .map_err(|e| JailError::os("network", "proxy address", e))
     }
 
     /// How the supervisor sets the network up for `plan`.

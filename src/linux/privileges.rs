@@ -71,7 +71,7 @@ pub fn fd_is_open(fd: i32) -> bool {
     unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
 }
 
-/// Core dumps off and /proc/<pid>/mem, ptrace and friends closed to same-uid processes.
+/// Core dumps off and `/proc/PID/mem`, ptrace and friends closed to same-uid processes.
 pub fn set_not_dumpable() -> Result<(), JailError> {
     nix::sys::prctl::set_dumpable(false).map_err(|e| err("PR_SET_DUMPABLE", e))
 }

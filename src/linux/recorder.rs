@@ -16,10 +16,10 @@ use super::net_setup::NetRuntime;
 use super::run_state::RunState;
 use super::supervisor::{Confinement, RunEnd};
 use crate::changes::Changes;
+use crate::enforcement::Layers;
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::probe::Features;
-use crate::enforcement::Layers;
 use crate::run_report::{self, DenialFacts, DenialItem, EndFacts, Facts, Resources, RunReport};
 
 /// The audit stream before the command exists, its reader while it runs.
@@ -48,7 +48,7 @@ impl Recorder {
     ) -> Result<Recorder, JailError> {
         let started = SystemTime::now();
         let base = std::env::current_dir()
-            .map_err(|e| JailError::Io(format!("cannot read the current directory: {e}")))?;
+            .map_err(|e| JailError::io("cannot read the current directory", e))?;
         let file = match report {
             None => None,
             Some(path) => {
@@ -153,7 +153,7 @@ impl Recorder {
         result: &Result<RunEnd, JailError>,
         (roots, changes): (Vec<PathBuf>, Changes),
         summary: bool,
-    ) -> Result<(), JailError> {
+    ) -> Result<RunReport, JailError> {
         let changes = Ok(changes);
         let phase = Rc::try_unwrap(self.audit)
             .map(RefCell::into_inner)
@@ -179,7 +179,7 @@ impl Recorder {
                     dropped_records: d.dropped_records,
                 }
             }
-            AuditPhase::Waiting(_) if !run.layers.landlock => {
+            AuditPhase::Waiting(_) if !run.plan.layers.landlock => {
                 DenialFacts::Unavailable("no Landlock layer in this run".into())
             }
             AuditPhase::Waiting(_) => DenialFacts::Unavailable("the command never started".into()),
@@ -189,26 +189,27 @@ impl Recorder {
             Ok(end) => EndFacts::Ended {
                 code: end.code,
                 timed_out: end.timed_out,
+                stopped: end.stopped,
                 signal: end.signal,
             },
             Err(e) => EndFacts::JailError(e.to_string()),
         };
         let mut resources = children_usage();
         resources.processes_started = result.as_ref().ok().and_then(|e| e.processes);
-        let gaps = run.gaps(policy);
-        let file = crate::status::PolicyFile::new(policy, &run.layers, gaps.clone());
+        let gaps = run.plan.gaps.clone();
+        let file = crate::status::PolicyFile::new(policy, &run.plan.layers, gaps.clone());
         let report = RunReport::build(Facts {
             policy,
             policy_json: serde_json::to_value(&file).expect("serializable"),
             features: &run.features,
-            layers: &run.layers,
+            layers: &run.plan.layers,
             gaps,
             network_enforcement: network_enforcement(run, net),
             started: self.started,
             ended: SystemTime::now(),
             end,
             resources,
-            limits: super::limits::LimitsReport::new(&run.limits, run.limits_reached),
+            limits: super::limits::LimitsReport::new(&run.plan.limits, run.limits_reached),
             decisions: net.proxy.as_ref().map(|p| {
                 (
                     p.decisions.allowed(),
@@ -231,7 +232,7 @@ impl Recorder {
                 .and_then(|_| file.sync_data())
                 .map_err(|e| JailError::bad_path("--report", &path, e.to_string()))?;
         }
-        Ok(())
+        Ok(report)
     }
 }
 
@@ -241,7 +242,7 @@ fn private_tmp(policy: &Policy, layers: &Layers) -> bool {
 }
 
 fn network_enforcement(run: &RunState, net: &NetRuntime) -> &'static str {
-    let p = &run.net_plan;
+    let p = &run.plan.net;
     match (
         p.namespace,
         net.proxy.is_some(),

@@ -1,54 +1,94 @@
-//! The layers, network plan and limits a run ends up with: the namespaces may fail at the
-//! start, and the fallback without them replans.
+//! What a run ends up with: the features it found, the plan it applied (the namespaces may fail
+//! at the start, a cgroup may not be made, and each time [`super::plan::compile`] replans), and
+//! what the cgroups counted at the end.
 
 use super::limits;
-use super::net_setup::NetPlan;
+use super::plan::{self, RunPlan};
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::probe::Features;
-use crate::enforcement::{self, Layers};
 
-/// The layers and network plan a run ends up with (the namespaces may fail at the start).
+/// The run's facts and its current plan.
 pub struct RunState {
-    pub layers: Layers,
     pub features: Features,
-    pub net_plan: NetPlan,
-    pub limits: limits::LimitsPlan,
     pub limits_host: limits::Host,
+    /// The proxy's socket on the host's loopback, when there is no namespace.
+    pub fallback_proxy: Option<std::net::SocketAddr>,
+    pub plan: RunPlan,
     /// What the run's cgroups counted at its end.
     pub limits_reached: limits::Reached,
 }
 
 impl RunState {
-    /// The gaps of this run, the limits' included.
-    pub fn gaps(&self, policy: &Policy) -> Vec<String> {
-        all_gaps(policy, &self.layers, &self.features, &self.limits)
+    /// Plans the run for `features`.
+    pub fn new(
+        policy: &Policy,
+        features: Features,
+        limits_host: limits::Host,
+        fallback_proxy: Option<std::net::SocketAddr>,
+    ) -> Result<RunState, JailError> {
+        let plan = compile(policy, &features, &limits_host, fallback_proxy)?;
+        Ok(RunState {
+            features,
+            limits_host,
+            fallback_proxy,
+            plan,
+            limits_reached: Default::default(),
+        })
+    }
+
+    /// The namespaces could not be used after all: the plan again, without them.
+    pub fn without_namespaces(
+        &mut self,
+        policy: &Policy,
+        why: String,
+        fallback_proxy: Option<std::net::SocketAddr>,
+    ) -> Result<(), JailError> {
+        self.features.user_namespaces = false;
+        self.features.user_namespaces_detail = Some(why);
+        self.fallback_proxy = fallback_proxy;
+        self.replan(policy)
+    }
+
+    fn replan(&mut self, policy: &Policy) -> Result<(), JailError> {
+        self.plan = compile(
+            policy,
+            &self.features,
+            &self.limits_host,
+            self.fallback_proxy,
+        )?;
+        Ok(())
     }
 
     /// Makes the run's cgroups. When that fails and every bound they were to hold is jail's
     /// default, the run goes on with rlimits (the gaps say so); an asked bound stops it.
     pub fn prepare_limits(&mut self, policy: &Policy) -> Result<limits::Prepared, JailError> {
-        match self.limits.prepare() {
+        match self.plan.limits.prepare() {
             Ok(p) => Ok(p),
-            Err(e) if self.limits.cgroup_bounds_are_defaults() => {
+            Err(e) if self.plan.limits.cgroup_bounds_are_defaults() => {
                 tracing::info!("no cgroup: {e}");
                 self.limits_host.forgo_cgroups(e.to_string());
-                self.limits = limits::compile(policy, &self.limits_host, self.layers.mount)?;
-                self.limits.prepare()
+                self.replan(policy)?;
+                self.plan.limits.prepare()
             }
             Err(e) => Err(e),
         }
     }
 }
 
-/// What the run cannot enforce: the layers' gaps and the limits'.
-pub fn all_gaps(
+fn compile(
     policy: &Policy,
-    layers: &Layers,
-    f: &Features,
-    l: &limits::LimitsPlan,
-) -> Vec<String> {
-    let mut gaps = enforcement::gaps(policy, layers, f);
-    gaps.extend(l.gaps.iter().cloned());
-    gaps
+    features: &Features,
+    limits_host: &limits::Host,
+    fallback_proxy: Option<std::net::SocketAddr>,
+) -> Result<RunPlan, JailError> {
+    plan::compile(
+        policy,
+        &plan::Host {
+            features,
+            limits: limits_host,
+            fallback_proxy,
+            list_dir: &super::landlock::list_dir,
+        },
+    )
 }

@@ -107,6 +107,9 @@ pub struct Confinement {
     pub unix: Option<UnixMediation>,
     /// The run's cgroups and rlimits, entered by the tree's first process (removed on drop).
     pub limits: super::limits::Prepared,
+    /// The control socket of the program that started jail (`--control-fd`): a byte on it, or
+    /// its closing, stops the whole tree as a timeout does.
+    pub stop_requests: Option<i32>,
 }
 
 /// What a mediated run needs before the command is forked.
@@ -218,6 +221,8 @@ pub struct RunEnd {
     /// Processes the command's tree started (the command included), where known: pids in a
     /// fresh pid namespace are handed out in order.
     pub processes: Option<u64>,
+    /// The caller asked for the stop (`--control-fd`), or went away.
+    pub stopped: bool,
 }
 
 fn handled_signals() -> SigSet {
@@ -339,7 +344,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                         Some(b'N') => Ok(Outcome::NoNamespaces(NamespacesUnavailable(
                             std::io::Error::other(text.into_owned()),
                         ))),
-                        Some(b'E') => Err(JailError::Io(text.into_owned())),
+                        Some(b'E') => Err(JailError::layer("init", "mount view", text)),
                         _ => Err(io("init", &"exited before building the mount view")),
                     };
                 }
@@ -429,7 +434,10 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
     let end = supervise(
         child,
         &sfd,
-        status,
+        Channels {
+            status,
+            stop_requests: conf.stop_requests,
+        },
         tty,
         policy.timeout,
         conf.mount.is_none(),
@@ -519,13 +527,21 @@ fn write_id_maps(pid: Pid) -> std::io::Result<()> {
     super::sys::write_file(&format!("{base}/gid_map"), &format!("{gid} {gid} 1"))
 }
 
-/// Waits for `child`, forwarding signals, relaying stops and enforcing the timeout; returns
-/// jail's exit code. `status` carries init's messages (namespace mode); without namespaces the
-/// command is our own child and its stops are seen by waitpid.
+/// What the supervisor listens to besides its signals.
+struct Channels {
+    /// Init's messages (namespace mode); without namespaces the command is our own child and its
+    /// stops are seen by waitpid.
+    status: Option<OwnedFd>,
+    /// The caller's control socket (`--control-fd`), until it asked for the stop.
+    stop_requests: Option<i32>,
+}
+
+/// Waits for `child`, forwarding signals, relaying stops and enforcing the timeout and the
+/// caller's stop; returns how the run ended.
 fn supervise(
     child: Pid,
     sfd: &SignalFd,
-    status: Option<OwnedFd>,
+    channels: Channels,
     tty: Option<i32>,
     timeout: Option<Duration>,
     reap_tree: bool,
@@ -533,22 +549,25 @@ fn supervise(
 ) -> RunEnd {
     let started = Instant::now();
     let mut deadline = timeout.map(|t| started + t);
+    // Set when the timeout expired or the caller asked for the stop: SIGTERM went out.
+    let mut ending = false;
     let mut timed_out = false;
     let mut killed = false;
-    let mut status = status;
+    let Channels {
+        mut status,
+        mut stop_requests,
+    } = channels;
     let mut end = RunEnd::default();
     loop {
         let wait_ms = match deadline {
             Some(d) => {
                 let left = d.saturating_duration_since(Instant::now());
                 if left.is_zero() {
-                    if !timed_out {
+                    if !ending {
+                        ending = true;
                         timed_out = true;
                         tracing::info!("timeout: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
-                        let _ = kill(child, Signal::SIGTERM);
-                        // A stopped command would never see the SIGTERM.
-                        let _ = kill(Pid::from_raw(-child.as_raw()), Signal::SIGCONT);
-                        deadline = Some(Instant::now() + KILL_GRACE);
+                        deadline = Some(begin_ending(child));
                     } else if !killed {
                         killed = true;
                         let _ = kill(child, Signal::SIGKILL);
@@ -575,15 +594,39 @@ fn supervise(
                 nix::poll::PollFlags::POLLIN,
             ));
         }
+        // SAFETY: the descriptor stays open for the run (the launch's control sender owns it).
+        let control = stop_requests.map(|fd| unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) });
+        if let Some(fd) = control {
+            fds.push(nix::poll::PollFd::new(fd, nix::poll::PollFlags::POLLIN));
+        }
         match nix::poll::poll(&mut fds, poll_timeout) {
             Ok(0) | Err(_) => continue,
             Ok(_) => {}
         }
-        let status_ready = fds
-            .get(1)
-            .and_then(|f| f.revents())
-            .is_some_and(|r| !r.is_empty());
+        let ready = |f: Option<&nix::poll::PollFd>| {
+            f.and_then(|f| f.revents()).is_some_and(|r| !r.is_empty())
+        };
+        let status_ready = status.is_some() && ready(fds.get(1));
+        let stop_ready = control.is_some() && ready(fds.last());
         drop(fds);
+        if stop_ready {
+            // A request byte or the caller's end closed (EOF, an error): either way, stop. The
+            // byte is read (a unix socket closed with unread data resets the caller's end, and
+            // the outcome written to it would be lost); the socket is not watched after that,
+            // so an EOF cannot spin the loop.
+            if let Some(fd) = control {
+                let mut request = [0u8; 64];
+                let _ = nix::unistd::read(fd, &mut request);
+            }
+            stop_requests = None;
+            if !ending {
+                ending = true;
+                end.stopped = true;
+                tracing::info!("stop requested: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
+                deadline = Some(begin_ending(child));
+            }
+            continue;
+        }
         if status_ready {
             let mut msg = [0u8; 1];
             let got = status
@@ -651,6 +694,15 @@ fn supervise(
             }
         }
     }
+}
+
+/// The timeout or the caller's stop: SIGTERM to the tree's first process (init forwards it to
+/// the command) and SIGCONT to its group, since a stopped command would never see the SIGTERM.
+/// Returns when SIGKILL follows.
+fn begin_ending(child: Pid) -> Instant {
+    let _ = kill(child, Signal::SIGTERM);
+    let _ = kill(Pid::from_raw(-child.as_raw()), Signal::SIGCONT);
+    Instant::now() + KILL_GRACE
 }
 
 /// Reads what is left on init's pipe after it exited, for its end message.
@@ -818,7 +870,10 @@ fn init_main(
     } = channels;
     // Before anything of the tree is forked, every descendant is in the cgroups and inherits
     // the limits; done while the supervisor writes the id maps (a failure is reported below).
-    let entered = conf.limits.enter().map_err(JailError::Io);
+    let entered = conf
+        .limits
+        .enter()
+        .map_err(|e| JailError::layer("limits", "enter", e));
     let mut byte = [0u8; 1];
     match nix::unistd::read(&sync, &mut byte) {
         Ok(1) => {}

@@ -4,27 +4,26 @@ use serde::Serialize;
 
 use super::exec;
 use super::seatbelt::{self, Params};
-use crate::RunOptions;
+use crate::enforcement::{self, Layers};
 use crate::error::JailError;
 use crate::policy::Policy;
-use crate::probe::{self, Features};
-use crate::enforcement::{self, Layers};
+use crate::probe;
+use crate::sandbox::dry_run::DryRun;
+use crate::sandbox::options::RunOptions;
+use crate::sandbox::outcome::{Outcome, Status};
 use crate::status;
 
+/// The macOS plans: the Seatbelt profile a run would get.
 #[derive(Serialize)]
-struct DryRun<'a> {
-    policy: &'a Policy,
-    features: &'a Features,
-    layers: Layers,
-    level: enforcement::Level,
-    gaps: &'a [String],
+struct Plans {
     seatbelt_profile: Option<String>,
 }
 
-pub fn launch(policy: &Policy, args: &RunOptions) -> Result<i32, JailError> {
-    if args.report.is_some() || args.summary {
+/// What the command line refuses on macOS in this version.
+fn refuse_unsupported(policy: &Policy, args: &RunOptions) -> Result<(), JailError> {
+    if args.recording() || args.control_fd.is_some() {
         return Err(JailError::BadInput(
-            "--report and --summary: Linux only in this version".into(),
+            "--report, --summary and --control-fd: Linux only in this version".into(),
         ));
     }
     if policy.net != crate::net::NetPolicy::Host {
@@ -39,28 +38,38 @@ pub fn launch(policy: &Policy, args: &RunOptions) -> Result<i32, JailError> {
             "--limit {name}: resource limits are not enforced on macOS in this version"
         )));
     }
+    Ok(())
+}
+
+/// What a run of `policy` would get here (`--dry-run`).
+pub fn dry_run(policy: &Policy, args: &RunOptions) -> Result<String, JailError> {
+    refuse_unsupported(policy, args)?;
     let features = probe::detect(false);
     let layers = Layers::from_features(&features);
     let gaps = enforcement::gaps(policy, &layers, &features);
-    if args.dry_run {
-        let params = Params {
-            tmp_dir: std::env::temp_dir().join("jail-RUN/tmp"),
-            ttys: Vec::new(),
-        };
-        let out = DryRun {
-            policy,
-            features: &features,
-            layers,
-            level: layers.level(),
-            gaps: &gaps,
+    let params = Params {
+        tmp_dir: std::env::temp_dir().join("jail-RUN/tmp"),
+        ttys: Vec::new(),
+    };
+    let out = DryRun {
+        policy,
+        features: &features,
+        layers,
+        level: layers.level(),
+        gaps: &gaps,
+        plans: Plans {
             seatbelt_profile: seatbelt::profile(policy, &params).ok(),
-        };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).expect("serializable")
-        );
-        return Ok(0);
-    }
+        },
+    };
+    Ok(serde_json::to_string_pretty(&out).expect("serializable"))
+}
+
+/// Runs `policy` under Seatbelt.
+pub fn launch(policy: &Policy, args: &RunOptions) -> Result<Outcome, JailError> {
+    refuse_unsupported(policy, args)?;
+    let features = probe::detect(false);
+    let layers = Layers::from_features(&features);
+    let gaps = enforcement::gaps(policy, &layers, &features);
     enforcement::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
     if args.notice {
         eprintln!("{}", status::notice_text(&status::Summary::of(policy)));
@@ -70,14 +79,27 @@ pub fn launch(policy: &Policy, args: &RunOptions) -> Result<i32, JailError> {
             "jail: warning: UNCONFINED (--allow-unconfined): no Seatbelt (/usr/bin/sandbox-exec \
              is missing); nothing is enforced"
         );
-        return crate::unconfined::run(policy);
+        let code = crate::unconfined::run(policy)?;
+        return Ok(outcome(code, &layers, gaps));
     }
     // Seatbelt is one layer: say once per run what it leaves open.
     crate::text::say(format!(
         "jail: note: macOS Seatbelt (level partial); gaps: {}",
         gaps.join("; ")
     ));
-    let file = status::PolicyFile::new(policy, &layers, gaps);
+    let file = status::PolicyFile::new(policy, &layers, gaps.clone());
     let json = serde_json::to_string_pretty(&file).expect("serializable");
-    exec::run(policy, &json)
+    let code = exec::run(policy, &json)?;
+    Ok(outcome(code, &layers, gaps))
+}
+
+/// The outcome of a run that ended with `code` (128+N after signal N, 124 on timeout).
+fn outcome(code: i32, layers: &Layers, gaps: Vec<String>) -> Outcome {
+    let signal = (code > 128 && code < 160).then_some(code - 128);
+    Outcome {
+        status: Status::of(code, signal, code == crate::error::EXIT_TIMEOUT, false),
+        exit_code: code,
+        level: layers.level(),
+        gaps,
+    }
 }

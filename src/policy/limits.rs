@@ -242,7 +242,7 @@ fn cpu(value: &str) -> Result<Limit<Duration>, String> {
     if lifted(value) {
         return Ok(Limit::Lifted);
     }
-    let d = crate::cli::parse_duration(value)?;
+    let d = super::duration::parse(value)?;
     if d < MIN_CPU {
         return Err(format!("'{value}' is below one second of CPU time"));
     }

@@ -3,11 +3,13 @@
 
 mod credfiles;
 mod defaults;
+pub mod duration;
 pub mod env;
 pub mod gitconfig;
 pub mod homes;
 pub mod limits;
 pub mod profile;
+pub mod request;
 mod resolve;
 mod secrets;
 pub mod sockets;

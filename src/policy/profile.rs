@@ -218,10 +218,10 @@ impl Catalog {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(cat),
             Err(e) => {
-                return Err(JailError::Io(format!(
-                    "profile directory {}: {e}",
-                    dir.display()
-                )));
+                return Err(JailError::io(
+                    format!("profile directory {}", dir.display()),
+                    e,
+                ));
             }
         };
         let mut files: Vec<PathBuf> = entries
@@ -236,13 +236,13 @@ impl Catalog {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             if !valid_name(&name) {
-                return Err(JailError::Io(format!(
+                return Err(JailError::BadInput(format!(
                     "profile {}: the name must be letters, digits, '-' or '_'",
                     path.display()
                 )));
             }
             let text = std::fs::read_to_string(&path)
-                .map_err(|e| JailError::Io(format!("profile {}: {e}", path.display())))?;
+                .map_err(|e| JailError::io(format!("profile {}", path.display()), e))?;
             let shadows = cat.entries.contains_key(&name);
             if shadows {
                 tracing::info!(

@@ -50,6 +50,11 @@ pub struct PolicyInput {
     pub credential_files: Vec<(String, PathBuf)>,
     /// `--home` and the home directories of this host.
     pub homes: super::homes::HomesInput,
+    /// The command's environment, as the profile and the flags make it from the caller's.
+    pub env: super::env::ChildEnv,
+    /// The caller's environment: the variables that name a host daemon's socket are removed
+    /// from `env` unless that socket is allowed.
+    pub caller_env: Vec<(OsString, OsString)>,
 }
 
 #[derive(Debug, Clone)]
@@ -395,7 +400,11 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
             .map(|(p, keys)| (real_path(p), keys.clone()))
             .collect(),
         profile: input.profile.clone(),
-        env: Default::default(),
+        env: {
+            let mut env = input.env.clone();
+            super::sockets::strip_socket_variables(&mut env, &input.caller_env, &allow_sockets);
+            env
+        },
         cwd,
         tmp: if input.tmp_host {
             TmpMode::Host

@@ -1,4 +1,5 @@
-//! Command-line definitions (clap derive) and nothing else.
+//! Command-line definitions (clap derive) and nothing else: what each flag means is documented
+//! here, what it does is [`crate::policy::request::Request`]'s.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -127,7 +128,7 @@ pub struct RunArgs {
     pub keep_fd: Vec<i32>,
 
     /// Kill the whole tree after DURATION (e.g. 30s, 5m, 1h, 1.5s; bare numbers are seconds); exit 124.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::policy::duration::parse)]
     pub timeout: Option<std::time::Duration>,
 
     /// Resource bounds: `memory=SIZE` (the whole tree, or each process without a cgroup),
@@ -164,6 +165,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
+    /// A unix stream socket (or pipe) inherited as descriptor N, for a program that starts jail:
+    /// at the end jail writes how the run went to it (one JSON document: the outcome, or the
+    /// error), and a byte `K` on it, or its closing, stops the whole tree as a timeout does.
+    /// Never handed to the command. `jail::Jail::spawn` uses this.
+    #[arg(long, value_name = "N")]
+    pub control_fd: Option<i32>,
+
+    /// With --control-fd: build the run report and send it there with the outcome.
+    #[arg(long, requires = "control_fd")]
+    pub control_report: bool,
+
     /// Print a one-line summary of the run to stderr at the end (changes, denials, network).
     #[arg(long)]
     pub summary: bool,
@@ -183,39 +195,6 @@ pub struct RunArgs {
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
-}
-
-impl RunArgs {
-    /// The arguments of a run with only a profile named (for `jail notice --profile`).
-    pub fn for_profile(profile: String) -> RunArgs {
-        RunArgs {
-            profile,
-            ro: vec![],
-            rw: vec![],
-            hide: vec![],
-            cwd: None,
-            tmp: None,
-            home: None,
-            env: vec![],
-            env_clear: false,
-            env_deny: vec![],
-            notice: false,
-            require: None,
-            keep_fd: vec![],
-            timeout: None,
-            limit: vec![],
-            allow_userns: false,
-            allow_unix_sockets: false,
-            allow_socket: vec![],
-            net: vec![],
-            report: None,
-            summary: false,
-            allow_unconfined: false,
-            dry_run: true,
-            verbose: 0,
-            command: vec!["true".into()],
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -238,50 +217,9 @@ pub enum RequireArg {
     Any,
 }
 
-/// Parses `30`, `30s`, `1.5s`, `250ms`, `5m`, `2h`.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration (examples: 30s, 5m, 1h, 250ms)"))?;
-    let seconds = match unit {
-        "" | "s" => value,
-        "ms" => value / 1000.0,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => {
-            return Err(format!(
-                "'{text}': unknown unit '{unit}' (use ms, s, m or h)"
-            ));
-        }
-    };
-    if !seconds.is_finite() || seconds <= 0.0 || seconds > 1.0e9 {
-        return Err(format!("'{text}' must be a positive duration"));
-    }
-    Ok(std::time::Duration::from_secs_f64(seconds))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        assert!(parse_duration("0").is_err());
-        assert!(parse_duration("-1").is_err());
-        assert!(parse_duration("5d").is_err());
-        assert!(parse_duration("abc").is_err());
-    }
 
     #[test]
     fn cli_definition_is_consistent() {

@@ -1,0 +1,151 @@
+//! The command line: parse it, turn a run's flags into a [`Request`] and [`RunOptions`], and
+//! hand them to [`Jail`]; the other subcommands print what the library knows. Nothing here
+//! confines anything: a flag's meaning is in [`args`], what it does is the library's.
+
+pub mod args;
+mod probe;
+mod profile;
+
+use clap::Parser;
+
+use self::args::{Cli, Command, HomeArg, RequireArg, RunArgs, TmpArg};
+use crate::error::{EXIT_JAIL_ERROR, JailError};
+use crate::policy::Require;
+use crate::policy::homes::HomeMode;
+use crate::policy::profile::TmpOption;
+use crate::policy::request::Request;
+use crate::sandbox::options::RunOptions;
+use crate::sandbox::{Jail, control};
+use crate::{prepare, status, text};
+
+/// Parses the command line, runs, and returns the process exit code.
+pub fn run_cli() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_JAIL_ERROR } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    init_logging(cli.run.verbose);
+    let result = match cli.subcommand {
+        Some(Command::Probe { json }) => probe::probe(json),
+        Some(Command::Profile { command }) => profile::profile_command(command),
+        Some(Command::Status { json }) => Ok(status::status(json)),
+        Some(Command::Notice { profile }) => print_notice(profile),
+        None => run(&cli.run),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            text::say(format!("jail: {e}"));
+            e.exit_code()
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .try_init();
+}
+
+/// The run a command line asks for.
+pub fn request(args: &RunArgs) -> Request {
+    Request {
+        profile: args.profile.clone(),
+        ro: args.ro.clone(),
+        rw: args.rw.clone(),
+        hide: args.hide.clone(),
+        cwd: args.cwd.clone(),
+        tmp: args.tmp.map(|t| match t {
+            TmpArg::Private => TmpOption::Private,
+            TmpArg::Host => TmpOption::Host,
+        }),
+        home: args.home.map(|h| match h {
+            HomeArg::Visible => HomeMode::Visible,
+            HomeArg::Hidden => HomeMode::Hidden,
+        }),
+        env: args.env.clone(),
+        env_clear: args.env_clear,
+        env_deny: args.env_deny.clone(),
+        require: args.require.map(|r| match r {
+            RequireArg::Full => Require::Full,
+            RequireArg::Landlock => Require::Landlock,
+            RequireArg::Mount => Require::Mount,
+            RequireArg::Any => Require::Any,
+        }),
+        keep_fds: args.keep_fd.clone(),
+        timeout: args.timeout,
+        limits: args.limit.clone(),
+        allow_userns: args.allow_userns,
+        allow_unix_sockets: args.allow_unix_sockets,
+        allow_sockets: args.allow_socket.clone(),
+        net: args.net.clone(),
+        command: args.command.clone(),
+    }
+}
+
+/// How the command line asks it to be run.
+pub fn options(args: &RunArgs) -> RunOptions {
+    RunOptions {
+        report: args.report.clone(),
+        summary: args.summary,
+        notice: args.notice,
+        allow_unconfined: args.allow_unconfined,
+        record: args.control_report,
+        control_fd: args.control_fd,
+    }
+}
+
+/// A run: the dry run's plans printed, or the command run in this process.
+fn run(args: &RunArgs) -> Result<i32, JailError> {
+    let jail = Jail::from_parts(request(args), options(args));
+    if args.dry_run {
+        println!("{}", jail.dry_run()?);
+        return Ok(0);
+    }
+    let control = args
+        .control_fd
+        .map(control::Sender::take)
+        .transpose()
+        .map_err(|e| JailError::bad_path("--control-fd", "", e))?;
+    let result = jail.run();
+    if let Some(sender) = control {
+        sender.send(&result);
+    }
+    result.map(|o| o.exit_code)
+}
+
+/// `jail notice`: inside a jail, its policy file's sentences; elsewhere, a profile's.
+fn print_notice(profile: Option<String>) -> Result<i32, JailError> {
+    if profile.is_none() {
+        if let Some(file) = status::read_policy_file() {
+            println!("{}", status::notice_text(&file.policy_summary()));
+            return Ok(0);
+        }
+    }
+    let request = Request {
+        profile: profile.unwrap_or_else(|| "default".into()),
+        // The sentences describe the profile, not a run from here: a profile that hides the
+        // homes must not refuse because this is asked from HOME.
+        cwd: Some("/".into()),
+        command: vec!["true".into()],
+        ..Request::default()
+    };
+    let policy = prepare::policy(&request, false)?;
+    println!("{}", status::notice_text(&status::Summary::of(&policy)));
+    Ok(0)
+}

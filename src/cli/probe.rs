@@ -1,0 +1,116 @@
+//! `jail probe`: what this kernel offers, the layers and level a run would get, and what
+//! `--net`, `--report`, unix sockets, `--home` and `--limit` can use here.
+
+use serde::Serialize;
+
+use crate::enforcement::{self, Layers};
+use crate::error::JailError;
+#[cfg(target_os = "linux")]
+use crate::linux;
+use crate::policy::Policy;
+use crate::probe::{self, Features};
+
+/// `jail probe`: what this kernel offers and the level a run would get.
+pub fn probe(json: bool) -> Result<i32, JailError> {
+    let f = probe::detect(true);
+    let layers = Layers::from_features(&f);
+    if json {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            features: &'a Features,
+            layers: Layers,
+            level: enforcement::Level,
+            gaps: Vec<String>,
+            homes: String,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            limits: Option<serde_json::Value>,
+        }
+        let limits = limits_probe(&layers);
+        let mut gaps = enforcement::gaps(&Policy::probe_default(), &layers, &f);
+        gaps.extend(limits.iter().flat_map(|l| l.gaps.iter().cloned()));
+        let out = Out {
+            features: &f,
+            layers,
+            homes: home_text(&f),
+            level: layers.level(),
+            gaps,
+            limits: limits.map(|l| l.json),
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).expect("serializable")
+        );
+    } else {
+        print!("{}", enforcement::probe_text(&f, &layers));
+        print!("{}", extras_text(&f));
+        if let Some(l) = limits_probe(&layers) {
+            println!("limits:           {}", l.summary);
+        }
+    }
+    Ok(0)
+}
+
+/// What `jail probe` says of the limits: how a run with jail's defaults is bounded here.
+struct LimitsProbe {
+    json: serde_json::Value,
+    summary: String,
+    gaps: Vec<String>,
+}
+
+#[cfg(target_os = "linux")]
+fn limits_probe(layers: &Layers) -> Option<LimitsProbe> {
+    let host = linux::limits::Host::detect();
+    let plan = linux::limits::compile(&Policy::probe_default(), &host, layers.mount).ok()?;
+    Some(LimitsProbe {
+        json: serde_json::to_value(&plan).expect("serializable"),
+        summary: plan.summary(),
+        gaps: plan.gaps,
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn limits_probe(_: &Layers) -> Option<LimitsProbe> {
+    None
+}
+
+/// What `--net` and `--report` can use here (`jail probe`, text form).
+fn extras_text(f: &Features) -> String {
+    let net = match (f.user_namespaces, f.landlock_abi >= 4) {
+        (true, true) => "all modes (namespace, proxy, Landlock TCP ports)",
+        (true, false) => "none and allow= (namespace); connect=/bind= need Landlock ABI 4",
+        (false, true) => {
+            "none and connect=/bind= via Landlock TCP rules; allow= only with --require any"
+        }
+        (false, false) => "host only",
+    };
+    #[cfg(target_os = "linux")]
+    let denials = match linux::audit::open(f.landlock_abi) {
+        Ok(_) => "yes (Landlock audit records)".to_string(),
+        Err(why) => format!("no: {why}"),
+    };
+    #[cfg(not(target_os = "linux"))]
+    let denials = "no (Linux only)".to_string();
+    #[cfg(target_os = "linux")]
+    let unix = match (f.seccomp, linux::unix_connect::available()) {
+        (true, Ok(())) => "refused; when allowed, every connect mediated by the supervisor".into(),
+        (true, Err(why)) => format!("refused; allowing them fails to start: {why}"),
+        (false, _) => "not confined (no seccomp)".to_string(),
+    };
+    #[cfg(not(target_os = "linux"))]
+    let unix = "see the Seatbelt profile".to_string();
+    format!(
+        "network (--net):  {net}\nreport denials:   {denials}\nunix sockets:     {unix}\nhomes (--home):   {}\n",
+        home_text(f)
+    )
+}
+
+/// What `--home hidden` gets here: the default run's read mode, and whether hiding works.
+fn home_text(f: &Features) -> String {
+    let by = match (f.user_namespaces, f.landlock_abi > 0) {
+        (true, true) => "mount view and Landlock",
+        (true, false) => "mount view",
+        (false, true) => "Landlock (names listable)",
+        (false, false) => return "visible; hidden needs the mount view or Landlock".into(),
+    };
+    format!("visible by default; hidden (--home hidden) enforced by {by}")
+}

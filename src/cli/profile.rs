@@ -1,0 +1,163 @@
+//! `jail profile list|show`: the profiles there are, where each comes from, and one profile as
+//! written or resolved (TOML with each rule's origin, or JSON).
+
+use serde::Serialize;
+
+use super::args::ProfileCommand;
+use crate::error::JailError;
+use crate::policy::Access;
+use crate::policy::profile::{self, Resolved, TmpOption};
+use crate::prepare;
+
+/// `jail profile list` and `jail profile show`.
+pub fn profile_command(command: ProfileCommand) -> Result<i32, JailError> {
+    let cat = prepare::catalog()?;
+    match command {
+        ProfileCommand::List => {
+            for (name, entry) in &cat.entries {
+                let description = cat
+                    .resolve(name)
+                    .ok()
+                    .and_then(|r| r.description)
+                    .unwrap_or_default();
+                let source = match (&entry.source, entry.shadows_embedded) {
+                    (profile::Source::File(p), true) => {
+                        format!("{} (shadows the embedded one)", p.display())
+                    }
+                    (src, _) => src.to_string(),
+                };
+                println!("{name:<12} {description}\n{:<12} from {source}", "");
+            }
+        }
+        ProfileCommand::Show {
+            name,
+            resolved,
+            json,
+        } => {
+            let entry = cat.entries.get(&name).ok_or_else(|| {
+                JailError::BadInput(format!("unknown profile '{name}' (see jail profile list)"))
+            })?;
+            let r = cat.resolve(&name)?;
+            match (resolved, json) {
+                (false, false) => print!("{}", entry.text),
+                (true, false) => print!("{}", resolved_toml(&r)),
+                (_, true) => {
+                    #[derive(Serialize)]
+                    struct Out<'a> {
+                        source: &'a profile::Source,
+                        #[serde(flatten)]
+                        profile: &'a Resolved,
+                    }
+                    let out = Out {
+                        source: &entry.source,
+                        profile: &r,
+                    };
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&out).expect("serializable")
+                    );
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// A resolved profile written back as TOML, each rule with the profile it came from.
+fn resolved_toml(r: &Resolved) -> String {
+    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let mut out = format!(
+        "# profile {} (resolved: {})\n",
+        r.name,
+        r.chain.join(" -> ")
+    );
+    if let Some(d) = &r.description {
+        out.push_str(&format!("description = {}\n", q(d)));
+    }
+    out.push_str("\n[paths]\n");
+    for (key, access, protect) in [
+        ("ro", Access::Ro, false),
+        ("rw", Access::Rw, false),
+        ("hide", Access::Hide, false),
+        ("protect", Access::Ro, true),
+    ] {
+        out.push_str(&format!("{key} = [\n"));
+        for p in r
+            .paths
+            .iter()
+            .filter(|p| p.access == access && p.protect == protect && p.seed.is_none())
+        {
+            out.push_str(&format!("    {},  # {}\n", q(&p.template), p.profile));
+        }
+        out.push_str("]\n");
+    }
+    out.push_str("\n[paths.guard]\n");
+    for g in &r.guards {
+        let keys: Vec<String> = g.keys.iter().map(|k| q(k)).collect();
+        out.push_str(&format!(
+            "{} = [{}]  # {}\n",
+            q(&g.template),
+            keys.join(", "),
+            g.profile
+        ));
+    }
+    out.push_str("\n[paths.seed]\n");
+    for p in r.paths.iter().filter(|p| p.seed.is_some()) {
+        let content = p.seed.as_deref().unwrap_or_default();
+        out.push_str(&format!(
+            "{} = {}  # {}\n",
+            q(&p.template),
+            q(content),
+            p.profile
+        ));
+    }
+    out.push_str(&format!("\n[env]\nclear = {}\n", r.env.clear));
+    for (key, list) in [("keep", &r.env.keep), ("deny", &r.env.deny)] {
+        let items: Vec<String> = list.iter().map(|s| q(s)).collect();
+        out.push_str(&format!("{key} = [{}]\n", items.join(", ")));
+    }
+    out.push_str("\n[env.set]\n");
+    for (k, v) in &r.env.set {
+        out.push_str(&format!("{k} = {}\n", q(v)));
+    }
+    out.push_str("\n[options]\n");
+    let o = &r.options;
+    if let Some(t) = o.tmp {
+        out.push_str(&format!(
+            "tmp = {}\n",
+            q(if t == TmpOption::Host {
+                "host"
+            } else {
+                "private"
+            })
+        ));
+    }
+    if let Some(req) = o.require {
+        out.push_str(&format!(
+            "require = {}\n",
+            serde_json::to_string(&req).expect("enum")
+        ));
+    }
+    if let Some(b) = o.allow_userns {
+        out.push_str(&format!("allow_userns = {b}\n"));
+    }
+    if let Some(b) = o.allow_unix_sockets {
+        out.push_str(&format!("allow_unix_sockets = {b}\n"));
+    }
+    if let Some(h) = o.home {
+        out.push_str(&format!(
+            "home = {}\n",
+            serde_json::to_string(&h).expect("enum")
+        ));
+    }
+    if let Some(t) = &o.timeout {
+        out.push_str(&format!("timeout = {}\n", q(t)));
+    }
+    if let Some(rules) = &o.net {
+        let items: Vec<String> = rules.iter().map(|s| q(s)).collect();
+        out.push_str(&format!("net = [{}]\n", items.join(", ")));
+    }
+    out.push_str("\n[limits]\n");
+    out.push_str(&r.limits.to_toml());
+    out
+}

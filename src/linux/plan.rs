@@ -1,0 +1,332 @@
+//! The one pure plan stage of a Linux run: the resolved policy and what this system offers
+//! (the features, the cgroup host, the proxy's socket when there is no namespace) in, every
+//! layer's plan out, with the network plan, the command's environment, the policy file it will
+//! read, the level, the gaps and the warning a degraded run prints. Nothing here makes a
+//! syscall; directory listings come in through `list_dir`, so tests feed their own.
+//!
+//! A run calls [`compile`] once, and again when it must change course before the command
+//! starts: without namespaces after all (the clone refused), or with rlimits when no cgroup can
+//! be made. `apply` (the supervisor) is the only code that acts on the result.
+
+use std::ffi::{CString, OsString};
+use std::net::SocketAddr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::net_setup::{NetPlan, net_plan};
+use super::{landlock, limits, mounts, seccomp};
+use crate::enforcement::{self, Layers, Level};
+use crate::error::JailError;
+use crate::net::{self, NetPolicy};
+use crate::policy::Policy;
+use crate::probe::Features;
+
+/// What the plan depends on besides the policy: facts of this system, gathered by the launch.
+pub struct Host<'a> {
+    pub features: &'a Features,
+    pub limits: &'a limits::Host,
+    /// The proxy's socket on the host's loopback, made when there is no network namespace.
+    pub fallback_proxy: Option<SocketAddr>,
+    /// A directory's entry names (Landlock rules for the hidden homes' siblings).
+    pub list_dir: &'a dyn Fn(&Path) -> Vec<OsString>,
+}
+
+/// Everything one attempt at the run applies. Serialized, it is the dry run's plans.
+#[derive(Serialize)]
+pub struct RunPlan {
+    #[serde(skip)]
+    pub layers: Layers,
+    #[serde(skip)]
+    pub gaps: Vec<String>,
+    pub net: NetPlan,
+    pub mount: Option<mounts::MountPlan>,
+    pub landlock: Option<landlock::LandlockPlan>,
+    pub seccomp: Option<seccomp::SeccompPlan>,
+    pub unix_sockets: UnixSockets,
+    pub limits: limits::LimitsPlan,
+    /// The command's environment, KEY=VALUE (values may be secrets: never printed).
+    #[serde(skip)]
+    pub envp: Vec<CString>,
+    /// The policy file the command reads at JAIL_POLICY, as JSON.
+    #[serde(skip)]
+    pub policy_json: String,
+    /// Printed once the layers are known to hold: what a degraded run lacks.
+    #[serde(skip)]
+    pub warning: Option<String>,
+}
+
+impl RunPlan {
+    pub fn level(&self) -> Level {
+        self.layers.level()
+    }
+}
+
+/// How unix sockets are handled in a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "mode")]
+pub enum UnixSockets {
+    /// socket(AF_UNIX) refused (socketpair stays).
+    Refused,
+    /// Every connect checked by the supervisor: the jail's own filesystems and these sockets.
+    /// Abstract addresses are refused when neither Landlock's scope (ABI 6) nor a network
+    /// namespace of the jail's own keeps the host's out of reach.
+    Mediated {
+        allowed: Vec<PathBuf>,
+        #[serde(skip)]
+        abstract_refused: bool,
+    },
+    /// No seccomp layer: nothing confines them but the hidden places.
+    NotConfined,
+}
+
+/// Compiles every layer's plan for `policy` on `host`, or refuses (a network policy this
+/// system cannot enforce, a bound it cannot hold).
+pub fn compile(policy: &Policy, host: &Host) -> Result<RunPlan, JailError> {
+    let f = host.features;
+    let layers = Layers::from_features(f);
+    let net = net_plan(policy, &layers, f, host.fallback_proxy)?;
+    let limits = limits::compile(policy, host.limits, layers.mount)?;
+    let mount = layers.mount.then(|| mounts::MountPlan {
+        tmpfs: limits.tmpfs(),
+        ..mounts::compile(policy)
+    });
+    let landlock = layers.landlock.then(|| landlock::LandlockPlan {
+        tcp_connect: net.tcp_connect.clone(),
+        tcp_bind: net.tcp_bind.clone(),
+        ..landlock::compile(policy, f.landlock_abi, layers.mount, host.list_dir)
+    });
+    let seccomp = layers
+        .seccomp
+        .then(|| seccomp::compile(policy, net.filter(), !layers.mount));
+    let unix_sockets = match (layers.seccomp, policy.allow_unix_sockets) {
+        (false, _) => UnixSockets::NotConfined,
+        (true, false) => UnixSockets::Refused,
+        (true, true) => UnixSockets::Mediated {
+            allowed: policy.allow_sockets.clone(),
+            abstract_refused: !(net.namespace || layers.landlock && f.landlock_abi >= 6),
+        },
+    };
+    let mut gaps = enforcement::gaps(policy, &layers, f);
+    gaps.extend(limits.gaps.iter().cloned());
+    let file = crate::status::PolicyFile::new(policy, &layers, gaps.clone());
+    Ok(RunPlan {
+        envp: environment(policy, &layers, &net)?,
+        policy_json: serde_json::to_string_pretty(&file).expect("serializable"),
+        warning: degraded_warning(&layers, &gaps),
+        layers,
+        gaps,
+        net,
+        mount,
+        landlock,
+        seccomp,
+        unix_sockets,
+        limits,
+    })
+}
+
+/// The command's environment: the policy's, the proxy's variables instead of any the caller
+/// had (in either case), and JAIL, JAIL_PROFILE and JAIL_POLICY set by jail alone.
+fn environment(policy: &Policy, layers: &Layers, net: &NetPlan) -> Result<Vec<CString>, JailError> {
+    let allow_hosts = match &policy.net {
+        NetPolicy::Proxy { allow_hosts, .. } => allow_hosts.as_slice(),
+        _ => &[],
+    };
+    let proxy_env = net
+        .proxy
+        .map(|addr| net::proxy_env(addr, allow_hosts))
+        .unwrap_or_default();
+    let mut envp = Vec::new();
+    for (k, v) in &policy.env.vars {
+        if ["JAIL", "JAIL_PROFILE", "JAIL_POLICY"]
+            .iter()
+            .any(|n| k.as_os_str() == *n)
+        {
+            continue;
+        }
+        if proxy_env
+            .iter()
+            .any(|(name, _)| k.to_string_lossy().eq_ignore_ascii_case(name))
+        {
+            continue;
+        }
+        let mut kv = k.as_bytes().to_vec();
+        kv.push(b'=');
+        kv.extend_from_slice(v.as_bytes());
+        if let Ok(c) = CString::new(kv) {
+            envp.push(c);
+        }
+    }
+    for (k, v) in &proxy_env {
+        envp.push(CString::new(format!("{k}={v}")).expect("no NUL"));
+    }
+    envp.push(CString::new("JAIL=1").expect("no NUL"));
+    envp.push(
+        CString::new(format!("JAIL_PROFILE={}", policy.profile))
+            .map_err(|_| JailError::BadInput("profile name contains a NUL byte".into()))?,
+    );
+    if layers.mount {
+        envp.push(CString::new(format!("JAIL_POLICY={}", mounts::POLICY_FILE)).expect("no NUL"));
+    }
+    Ok(envp)
+}
+
+/// Never run half-confined without saying so: the line a degraded run prints.
+fn degraded_warning(layers: &Layers, gaps: &[String]) -> Option<String> {
+    if layers.level() == Level::Full {
+        return None;
+    }
+    let missing: Vec<&str> = [
+        (!layers.mount).then_some("mount view"),
+        (!layers.landlock).then_some("landlock"),
+        (!layers.seccomp).then_some("seccomp"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !layers.files_protected() {
+        return Some(format!(
+            "jail: warning: UNCONFINED (--allow-unconfined): no layer protects files; missing {}",
+            missing.join(", ")
+        ));
+    }
+    Some(format!(
+        "jail: warning: partial confinement, missing {}; gaps: {}",
+        missing.join(", "),
+        gaps.join("; ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn features(userns: bool, landlock_abi: u32, seccomp: bool) -> Features {
+        Features {
+            kernel: "6.18".into(),
+            arch: "x86_64",
+            landlock_abi,
+            seccomp,
+            user_namespaces: userns,
+            user_namespaces_detail: (!userns).then(|| "clone failed".into()),
+            seatbelt: false,
+            in_container: None,
+            euid: 1000,
+            test_disabled: vec![],
+        }
+    }
+
+    fn policy() -> Policy {
+        let mut p = Policy::probe_default();
+        p.command = vec!["true".into()];
+        p.env.vars = vec![
+            ("PATH".into(), "/usr/bin".into()),
+            ("JAIL".into(), "0".into()),
+            ("https_proxy".into(), "http://elsewhere:1".into()),
+        ];
+        p
+    }
+
+    fn plan(p: &Policy, f: &Features, fallback: Option<SocketAddr>) -> Result<RunPlan, JailError> {
+        let limits_host = limits::Host {
+            euid: 1000,
+            mem_total: 1 << 34,
+            pids: None,
+            memory: None,
+            cgroup_detail: Some("no cgroup".into()),
+        };
+        compile(
+            p,
+            &Host {
+                features: f,
+                limits: &limits_host,
+                fallback_proxy: fallback,
+                list_dir: &|_| Vec::new(),
+            },
+        )
+    }
+
+    fn env(plan: &RunPlan) -> Vec<String> {
+        plan.envp
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn every_layer_is_planned_when_every_feature_is_there() {
+        let p = policy();
+        let full = plan(&p, &features(true, 7, true), None).unwrap();
+        assert_eq!(full.level(), Level::Full);
+        assert!(full.mount.is_some() && full.landlock.is_some() && full.seccomp.is_some());
+        assert_eq!(full.warning, None);
+        assert_eq!(full.unix_sockets, UnixSockets::Refused);
+        let e = env(&full);
+        assert!(e.contains(&"JAIL=1".to_string()), "{e:?}");
+        assert!(!e.contains(&"JAIL=0".to_string()), "{e:?}");
+        assert!(e.iter().any(|v| v.starts_with("JAIL_POLICY=")), "{e:?}");
+    }
+
+    #[test]
+    fn the_fallback_without_namespaces_replans_every_layer() {
+        let mut p = policy();
+        p.allow_unix_sockets = true;
+        let with = plan(&p, &features(true, 7, true), None).unwrap();
+        let without = plan(&p, &features(false, 7, true), None).unwrap();
+        assert!(with.mount.is_some() && without.mount.is_none());
+        assert_eq!(without.level(), Level::Partial);
+        let warning = without.warning.as_deref().unwrap_or_default();
+        assert!(warning.contains("missing mount view"), "{warning}");
+        // No namespace: no policy file in a /dev of its own (the supervisor seals a memfd).
+        assert!(!env(&without).iter().any(|v| v.starts_with("JAIL_POLICY=")));
+        // Abstract sockets: Landlock's scope (ABI 6) covers them either way; below it only a
+        // network namespace does.
+        let abi5 = plan(&p, &features(false, 5, true), None).unwrap();
+        assert!(matches!(
+            abi5.unix_sockets,
+            UnixSockets::Mediated {
+                abstract_refused: true,
+                ..
+            }
+        ));
+        assert!(matches!(
+            without.unix_sockets,
+            UnixSockets::Mediated {
+                abstract_refused: false,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_proxy_replaces_the_callers_proxy_variables_and_narrows_tcp_without_a_namespace() {
+        let mut p = policy();
+        p.net = NetPolicy::parse(&["allow=example.org".to_string()]).unwrap();
+        let ns = plan(&p, &features(true, 7, true), None).unwrap();
+        let e = env(&ns);
+        assert!(!e.iter().any(|v| v.contains("elsewhere")), "{e:?}");
+        assert!(
+            e.iter()
+                .any(|v| v.starts_with("HTTPS_PROXY=http://127.0.0.1:")),
+            "{e:?}"
+        );
+        // Without a namespace the proxy needs --require any, and then TCP goes to its port only.
+        assert!(plan(&p, &features(false, 7, true), None).is_err());
+        p.require = Some(crate::policy::Require::Any);
+        let addr = SocketAddr::from(([127, 0, 0, 1], 40000));
+        let host = plan(&p, &features(false, 7, true), Some(addr)).unwrap();
+        assert_eq!(host.net.tcp_connect, Some(vec![40000]));
+        let ll = host.landlock.as_ref().unwrap();
+        assert_eq!(ll.tcp_connect, Some(vec![40000]));
+    }
+
+    #[test]
+    fn without_any_file_layer_the_warning_says_unconfined() {
+        let w = plan(&policy(), &features(false, 0, false), None)
+            .unwrap()
+            .warning
+            .unwrap();
+        assert!(w.contains("UNCONFINED"), "{w}");
+    }
+}

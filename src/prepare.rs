@@ -1,0 +1,265 @@
+//! Reads this host for a request and resolves it into the one [`Policy`] every layer compiles:
+//! the working directory, HOME (as its real path), the caller's environment, /etc/passwd and
+//! PATH (for `--home hidden`), the profile files (embedded, then the user's), and the files the
+//! profile protects (for the scripts they name). With a real run it also creates the profile's
+//! missing state directories and seeds its protected files, so that the mount view has
+//! something to bind. The command line and [`crate::Jail`] both come through here: one
+//! resolution for both.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::error::JailError;
+use crate::net;
+use crate::policy::env::{EnvFlags, child_env};
+use crate::policy::homes::{HOME_ROOTS, HomeMode, HomesInput, passwd_homes};
+use crate::policy::profile::{Catalog, Expansion, TmpOption};
+use crate::policy::request::Request;
+use crate::policy::{self, Access, Policy, PolicyInput, ProfilePathRule};
+
+/// $XDG_CONFIG_HOME/jail/profiles, or ~/.config/jail/profiles: never anything in the project.
+fn user_profile_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("jail/profiles"))
+}
+
+/// The profiles there are: the embedded ones, then the user's directory.
+pub fn catalog() -> Result<Catalog, JailError> {
+    Catalog::load(user_profile_dir().as_deref())
+}
+
+/// Resolves the request's profile and rules into one policy, reading this host as it is now.
+/// With `create_missing`, the profile's writable directories that do not exist yet are created
+/// (an agent's state directory on its first run); a dry run creates nothing.
+pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> {
+    let base_dir = std::env::current_dir()
+        .map_err(|e| JailError::io("cannot read the current directory", e))?;
+    let cat = catalog()?;
+    let prof = cat.resolve(&req.profile)?;
+    // Its real path: a HOME spelled through a symlink must still be refused as a writable
+    // root and recognised under one.
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .map(|h| policy::real_path(&h));
+    let vars = |name: &str| std::env::var(name).ok();
+    let x = Expansion {
+        home: home.as_deref(),
+        cwd: &base_dir,
+        var: &vars,
+    };
+    let mut profile_paths = Vec::new();
+    for p in &prof.paths {
+        let expanded = x
+            .expand(&p.template)
+            .map_err(|e| JailError::BadInput(format!("profile {}: {e}", p.profile)))?;
+        let Some(path) = expanded else { continue };
+        let path = PathBuf::from(path);
+        if !path.is_absolute() {
+            return Err(JailError::BadInput(format!(
+                "profile {} ({}): path '{}' is not absolute",
+                p.profile,
+                cat.locate(&p.profile, &p.template),
+                path.display()
+            )));
+        }
+        if create_missing && p.access == Access::Rw && path.is_absolute() && !path.exists() {
+            create_private_dir(&path).map_err(|e| {
+                JailError::bad_path(&format!("profile {}", p.profile), &path, e.to_string())
+            })?;
+        }
+        if let (true, Some(content)) = (create_missing, &p.seed) {
+            if std::fs::symlink_metadata(&path).is_err() {
+                let seeded = if p.template.ends_with('/') {
+                    create_private_dir(&path)
+                } else {
+                    seed_file(&path, content)
+                };
+                seeded.map_err(|e| {
+                    JailError::bad_path(&format!("profile {}", p.profile), &path, e.to_string())
+                })?;
+            }
+        }
+        profile_paths.push(ProfilePathRule {
+            path,
+            access: p.access,
+            profile: p.profile.clone(),
+            protect: p.protect,
+        });
+    }
+    // A protected config may name a script inside the agent's writable state (a status line,
+    // a hook, a notify command): the host's agent runs it, so it is protected too.
+    let named = named_in_protected(&profile_paths, home.as_deref());
+    profile_paths.extend(named);
+    // The daemons the environment names are hidden wherever it says they are.
+    for path in policy::sockets::env_named_sockets(&vars, home.as_deref()) {
+        profile_paths.push(ProfilePathRule {
+            path,
+            access: Access::Hide,
+            profile: "environment".into(),
+            protect: false,
+        });
+    }
+    let mut guarded = Vec::new();
+    for g in &prof.guards {
+        let expanded = x
+            .expand(&g.template)
+            .map_err(|e| JailError::BadInput(format!("profile {}: {e}", g.profile)))?;
+        if let Some(path) = expanded.map(PathBuf::from).filter(|p| p.is_absolute()) {
+            guarded.push((path, g.keys.clone()));
+        }
+    }
+    // The environment first: the credential files its variables name are hidden too.
+    let flags =
+        EnvFlags::from_args(&req.env, &req.env_deny, req.env_clear).map_err(JailError::BadInput)?;
+    let caller: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let env = child_env(&caller, &prof.env, &flags, &x)
+        .map_err(|e| JailError::BadInput(format!("profile {}: {e}", prof.name)))?;
+    let o = &prof.options;
+    let timeout = match (req.timeout, &o.timeout) {
+        (Some(t), _) => Some(t),
+        (None, Some(text)) => Some(
+            policy::duration::parse(text)
+                .map_err(|e| JailError::BadInput(format!("profile {}: timeout {e}", prof.name)))?,
+        ),
+        (None, None) => None,
+    };
+    let input = PolicyInput {
+        ro: req.ro.clone(),
+        rw: req.rw.clone(),
+        hide: req.hide.clone(),
+        cwd: req.cwd.clone(),
+        base_dir: base_dir.clone(),
+        tmp_host: req.tmp.or(o.tmp) == Some(TmpOption::Host),
+        require: req.require.or(o.require),
+        keep_fds: req.keep_fds.clone(),
+        timeout,
+        allow_userns: req.allow_userns || o.allow_userns.unwrap_or(false),
+        allow_unix_sockets: req.allow_unix_sockets || o.allow_unix_sockets.unwrap_or(false),
+        allow_sockets: req.allow_sockets.clone(),
+        limits: prof
+            .limits
+            .merged(policy::limits::Limits::from_flags(&req.limits).map_err(JailError::BadInput)?),
+        net: if req.net.is_empty() {
+            net::NetPolicy::parse(o.net.as_deref().unwrap_or_default())
+                .map_err(|e| JailError::BadInput(format!("profile {}: net {e}", prof.name)))?
+        } else {
+            net::NetPolicy::parse(&req.net).map_err(|e| JailError::BadInput(e.to_string()))?
+        },
+        command: req.command.clone(),
+        profile: prof.name.clone(),
+        home: home.clone(),
+        profile_paths,
+        guarded,
+        credential_files: env.credential_files.clone(),
+        homes: homes_input(req, o.home, home.as_deref(), &base_dir),
+        env,
+        caller_env: caller,
+    };
+    policy::resolve(&input)
+}
+
+/// `--home` (else the profile's), and when hidden the homes of this host, the PATH
+/// directories and the command's programs, as real paths.
+fn homes_input(
+    req: &Request,
+    profile: Option<HomeMode>,
+    home: Option<&Path>,
+    base: &Path,
+) -> HomesInput {
+    let mode = req.home.or(profile).unwrap_or_default();
+    if mode == HomeMode::Visible {
+        return HomesInput::default();
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let mut homes: Vec<PathBuf> = HOME_ROOTS.iter().map(PathBuf::from).collect();
+    homes.extend(passwd_homes(&passwd));
+    homes.extend(home.map(PathBuf::from));
+    let path_dirs = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let programs = req
+        .command
+        .first()
+        .map(|c| policy::homes::programs_of(c.as_ref(), &path_dirs, base))
+        .unwrap_or_default();
+    HomesInput {
+        mode,
+        homes: homes.iter().map(|h| policy::real_path(h)).collect(),
+        path_dirs: path_dirs
+            .iter()
+            .filter(|d| d.is_absolute())
+            .map(|d| policy::real_path(d))
+            .collect(),
+        programs,
+    }
+}
+
+/// The files that the profile's protected files name (as `/abs/path`, `~/path`, `$HOME/path`)
+/// inside one of the profile's writable directories: protected as well.
+fn named_in_protected(paths: &[ProfilePathRule], home: Option<&Path>) -> Vec<ProfilePathRule> {
+    let writable: Vec<&PathBuf> = paths
+        .iter()
+        .filter(|p| p.access == Access::Rw)
+        .map(|p| &p.path)
+        .collect();
+    let mut out: Vec<ProfilePathRule> = Vec::new();
+    for rule in paths.iter().filter(|p| p.protect) {
+        let Ok(text) = policy::gitconfig::read_small(&rule.path) else {
+            continue;
+        };
+        let separators = |c: char| c.is_whitespace() || "\"'`,;=()[]{}<>|&".contains(c);
+        for token in text.split(separators) {
+            let rest = ["~/", "$HOME/", "${HOME}/"]
+                .iter()
+                .find_map(|p| token.strip_prefix(p));
+            let path = match (rest, home) {
+                (Some(rest), Some(h)) => h.join(rest),
+                (None, _) if token.starts_with('/') => PathBuf::from(token),
+                _ => continue,
+            };
+            let path = policy::absolute(Path::new("/"), &path);
+            let inside = writable.iter().any(|w| path.starts_with(w) && path != **w);
+            let known = paths.iter().chain(&out).any(|p| p.path == path);
+            if inside && !known && out.len() < 256 {
+                out.push(ProfilePathRule {
+                    path,
+                    access: Access::Ro,
+                    profile: rule.profile.clone(),
+                    protect: true,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A protected file the agent would otherwise create itself (and see moved aside after every
+/// run): written new, never over anything, readable by its owner only.
+fn seed_file(path: &Path, content: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(parent) = path.parent() {
+        create_private_dir(parent)?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?
+        .write_all(content.as_bytes())
+}
+
+fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+}

@@ -1,0 +1,298 @@
+//! The library's front door: [`Jail`] builds a request (a profile plus rules, resolved exactly
+//! as the command line resolves its flags), then runs the command confined, in this process
+//! ([`Jail::run`], what the `jail` program does) or in a jail process of its own
+//! ([`Jail::spawn`], for orchestrators that start several sub-agents), and hands back a typed
+//! [`Outcome`]: how the command ended, the level reached, the gaps, the run report.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use jail::{Jail, Require, Status};
+//!
+//! let outcome = Jail::new(["sh", "-c", "cargo test"])
+//!     .profile("review")
+//!     .ro("./repo")
+//!     .require(Require::Full)
+//!     .timeout(Duration::from_secs(600))
+//!     .record(true)
+//!     .spawn()?
+//!     .wait()?;
+//! match outcome.status {
+//!     Status::Exited { code: 0 } => println!("passed at level {:?}", outcome.level),
+//!     other => println!("{other:?}; gaps: {:?}", outcome.gaps),
+//! }
+//! # Ok::<(), jail::JailError>(())
+//! ```
+
+mod child;
+pub mod control;
+pub mod dry_run;
+pub mod options;
+pub mod outcome;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+pub use child::{Child, Stopper};
+pub use options::RunOptions;
+pub use outcome::{Outcome, Status};
+
+use crate::error::JailError;
+use crate::policy::homes::HomeMode;
+use crate::policy::profile::TmpOption;
+use crate::policy::request::Request;
+use crate::policy::{Policy, Require};
+
+/// One confined run, built up as [`std::process::Command`] is.
+#[must_use = "a Jail does nothing until it is run or spawned"]
+pub struct Jail {
+    request: Request,
+    options: RunOptions,
+    program: Option<PathBuf>,
+    stdio: child::Stdios,
+}
+
+impl Jail {
+    /// A run of `command` (program and arguments) on the `default` profile.
+    pub fn new<I, S>(command: I) -> Jail
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        Jail::from_parts(
+            Request {
+                command: command.into_iter().map(Into::into).collect(),
+                ..Request::default()
+            },
+            RunOptions::default(),
+        )
+    }
+
+    /// A run of a request as it stands, with these options (what the command line builds).
+    pub fn from_parts(request: Request, options: RunOptions) -> Jail {
+        Jail {
+            request,
+            options,
+            program: None,
+            stdio: child::Stdios::default(),
+        }
+    }
+
+    /// The request so far.
+    pub fn request(&self) -> &Request {
+        &self.request
+    }
+
+    /// The profile to start from (`jail profile list`); the rules below apply after it.
+    pub fn profile(mut self, name: impl Into<String>) -> Jail {
+        self.request.profile = name.into();
+        self
+    }
+
+    /// Makes `path` and everything beneath it read-only.
+    pub fn ro(mut self, path: impl Into<PathBuf>) -> Jail {
+        self.request.ro.push(path.into());
+        self
+    }
+
+    /// Makes `path` writable; protected names beneath it stay read-only.
+    pub fn rw(mut self, path: impl Into<PathBuf>) -> Jail {
+        self.request.rw.push(path.into());
+        self
+    }
+
+    /// Hides `path`: it appears empty.
+    pub fn hide(mut self, path: impl Into<PathBuf>) -> Jail {
+        self.request.hide.push(path.into());
+        self
+    }
+
+    /// The working directory inside the jail (default: the caller's).
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Jail {
+        self.request.cwd = Some(dir.into());
+        self
+    }
+
+    /// /tmp private (the default) or the host's.
+    pub fn tmp(mut self, tmp: TmpOption) -> Jail {
+        self.request.tmp = Some(tmp);
+        self
+    }
+
+    /// The home directories visible or hidden.
+    pub fn home(mut self, home: HomeMode) -> Jail {
+        self.request.home = Some(home);
+        self
+    }
+
+    /// Keeps `KEY` whatever the profile removes, or sets `KEY=VALUE`.
+    pub fn env(mut self, key_or_pair: impl Into<String>) -> Jail {
+        self.request.env.push(key_or_pair.into());
+        self
+    }
+
+    /// Starts from an empty environment (plus [`Jail::env`] and the profile's keep list).
+    pub fn env_clear(mut self) -> Jail {
+        self.request.env_clear = true;
+        self
+    }
+
+    /// Removes the variables matching `pattern` (`*` wildcards).
+    pub fn env_deny(mut self, pattern: impl Into<String>) -> Jail {
+        self.request.env_deny.push(pattern.into());
+        self
+    }
+
+    /// Refuses to run unless this level is reached.
+    pub fn require(mut self, level: Require) -> Jail {
+        self.request.require = Some(level);
+        self
+    }
+
+    /// Kills the whole tree after `timeout` ([`Status::TimedOut`]).
+    pub fn timeout(mut self, timeout: Duration) -> Jail {
+        self.request.timeout = Some(timeout);
+        self
+    }
+
+    /// A resource bound, as `--limit` takes it (`memory=1G`, `procs=256`, `tmp=512M`).
+    pub fn limit(mut self, bound: impl Into<String>) -> Jail {
+        self.request.limits.push(bound.into());
+        self
+    }
+
+    /// A network rule, as `--net` takes it (`none`, `connect=443`, `allow=api.example.org`).
+    pub fn net(mut self, rule: impl Into<String>) -> Jail {
+        self.request.net.push(rule.into());
+        self
+    }
+
+    /// Keeps descriptor `fd` open in the command.
+    pub fn keep_fd(mut self, fd: i32) -> Jail {
+        self.request.keep_fds.push(fd);
+        self
+    }
+
+    /// Lets the command create user namespaces (a nested sandbox).
+    pub fn allow_userns(mut self) -> Jail {
+        self.request.allow_userns = true;
+        self
+    }
+
+    /// Lets the command create unix sockets; every connect is mediated.
+    pub fn allow_unix_sockets(mut self) -> Jail {
+        self.request.allow_unix_sockets = true;
+        self
+    }
+
+    /// Lets the command connect to this host unix socket.
+    pub fn allow_socket(mut self, path: impl Into<PathBuf>) -> Jail {
+        self.request.allow_sockets.push(path.into());
+        self
+    }
+
+    /// Writes the run report (JSON) to this file as well.
+    pub fn report_file(mut self, path: impl Into<PathBuf>) -> Jail {
+        self.options.report = Some(path.into());
+        self
+    }
+
+    /// Hands the run report back in [`Outcome::report`].
+    pub fn record(mut self, on: bool) -> Jail {
+        self.options.record = on;
+        self
+    }
+
+    /// Prints, on stderr before the command starts, what the jail allows.
+    pub fn notice(mut self, on: bool) -> Jail {
+        self.options.notice = on;
+        self
+    }
+
+    /// Prints the report's one-line summary on stderr at the end.
+    pub fn summary(mut self, on: bool) -> Jail {
+        self.options.summary = on;
+        self
+    }
+
+    /// Runs even when no layer can protect files (level none).
+    pub fn allow_unconfined(mut self, on: bool) -> Jail {
+        self.options.allow_unconfined = on;
+        self
+    }
+
+    /// The `jail` program [`Jail::spawn`] starts (default: `$JAIL_PROGRAM`, a `jail` beside
+    /// this program, or on PATH).
+    pub fn program(mut self, path: impl Into<PathBuf>) -> Jail {
+        self.program = Some(path.into());
+        self
+    }
+
+    /// The command's stdin with [`Jail::spawn`] (default: inherited).
+    pub fn stdin(mut self, stdio: Stdio) -> Jail {
+        self.stdio.stdin = Some(stdio);
+        self
+    }
+
+    /// The command's stdout with [`Jail::spawn`] (default: inherited).
+    pub fn stdout(mut self, stdio: Stdio) -> Jail {
+        self.stdio.stdout = Some(stdio);
+        self
+    }
+
+    /// The command's and jail's stderr with [`Jail::spawn`] (default: inherited).
+    pub fn stderr(mut self, stdio: Stdio) -> Jail {
+        self.stdio.stderr = Some(stdio);
+        self
+    }
+
+    /// The policy the request resolves to here and now (nothing is created or run).
+    pub fn policy(&self) -> Result<Policy, JailError> {
+        crate::prepare::policy(&self.request, false)
+    }
+
+    /// What a run would get, as `--dry-run` prints it (JSON): the policy, the features, the level
+    /// and gaps, and every layer's plan.
+    pub fn dry_run(&self) -> Result<String, JailError> {
+        let policy = self.policy()?;
+        crate::platform::dry_run(&policy, &self.options)
+    }
+
+    /// Runs the command confined, in this process, and waits for it.
+    ///
+    /// The supervisor takes this process over for the run (signal mask, child subreaper,
+    /// terminal, a fork of the namespaces): call it from a program that is one jail, before any
+    /// thread starts; it refuses otherwise. An orchestrator uses [`Jail::spawn`].
+    pub fn run(self) -> Result<Outcome, JailError> {
+        refuse_threads()?;
+        let policy = crate::prepare::policy(&self.request, true)?;
+        crate::platform::launch(&policy, &self.options)
+    }
+
+    /// Starts the command confined in a jail process of its own and returns at once. The request
+    /// is checked here first, so a bad path or flag is an error of this call.
+    pub fn spawn(self) -> Result<Child, JailError> {
+        self.policy()?;
+        let program = child::find_program(self.program.as_deref())?;
+        Child::spawn(&program, &self.request, &self.options, self.stdio)
+    }
+}
+
+/// A second thread could be holding a lock the forked child needs, or receive the signals the
+/// supervisor waits for.
+fn refuse_threads() -> Result<(), JailError> {
+    if !cfg!(target_os = "linux") {
+        return Ok(());
+    }
+    let threads = std::fs::read_dir("/proc/self/task")
+        .map(|d| d.count())
+        .unwrap_or(1);
+    if threads > 1 {
+        return Err(JailError::BadInput(format!(
+            "Jail::run: this process has {threads} threads; the supervisor needs a process of \
+             its own (use Jail::spawn)"
+        )));
+    }
+    Ok(())
+}
