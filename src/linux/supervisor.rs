@@ -778,7 +778,7 @@ fn kill_remaining_children() -> bool {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let me = std::process::id() as i32;
     loop {
-        let tree = descendants(me);
+        let tree = super::sys::descendants(me);
         if tree.is_empty() {
             return true;
         }
@@ -792,44 +792,10 @@ fn kill_remaining_children() -> bool {
             }
         }
         if std::time::Instant::now() > deadline {
-            return descendants(me).is_empty();
+            return super::sys::descendants(me).is_empty();
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-}
-
-/// Every process below `root`, from the parent pids in /proc/*/stat (zombies included: they are
-/// reaped, not killed).
-pub(super) fn descendants(root: i32) -> Vec<i32> {
-    let mut parent_of = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid …: comm may hold spaces and parentheses; the last ')' ends it.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let _state = fields.next();
-        if let Some(ppid) = fields.next().and_then(|p| p.parse::<i32>().ok()) {
-            parent_of.push((pid, ppid));
-        }
-    }
-    let mut out = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(p) = frontier.pop() {
-        for &(child, parent) in &parent_of {
-            if parent == p && !out.contains(&child) {
-                out.push(child);
-                frontier.push(child);
-            }
-        }
-    }
-    out
 }
 
 /// Prints a one-line error and leaves with `code`. Only for the children, which must not unwind

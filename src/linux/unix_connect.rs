@@ -35,12 +35,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-/// A socket file's identity: the inode that a path resolved to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct SocketId {
-    pub dev: u64,
-    pub ino: u64,
-}
+pub use super::unix_diag::SocketId;
 
 /// What the supervisor lets a unix connect reach.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -768,7 +763,7 @@ fn held_by_jail(diag: &OwnedFd, id: SocketId, inherited: &BTreeSet<u64>) -> bool
     match super::unix_diag::listeners(diag, id) {
         Ok(sockets) if sockets.iter().any(|s| inherited.contains(&u64::from(*s))) => false,
         Ok(sockets) if !sockets.is_empty() => {
-            let jail = super::supervisor::descendants(std::process::id() as i32);
+            let jail = super::sys::descendants(std::process::id() as i32);
             super::unix_diag::held_by(&jail, &sockets)
         }
         Ok(_) => false,

@@ -11,7 +11,12 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use super::unix_connect::SocketId;
+/// A socket file's identity: the inode that a path resolved to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct SocketId {
+    pub dev: u64,
+    pub ino: u64,
+}
 
 const NETLINK_SOCK_DIAG: libc::c_int = 4;
 const SOCK_DIAG_BY_FAMILY: u16 = 20;

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::env::matches;
+use super::wildcard::matches;
 
 /// Variables that name one credential file or directory.
 const NAMES: &[&str] = &[

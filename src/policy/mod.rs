@@ -13,6 +13,7 @@ pub mod request;
 mod resolve;
 mod secrets;
 pub mod sockets;
+pub mod wildcard;
 
 pub use defaults::{
     PROTECTED, PROTECTED_IN_GIT_DIRS, ProtectedName, is_git_layout, pattern_matches,
