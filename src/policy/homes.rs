@@ -147,9 +147,7 @@ pub fn hide_homes(
             // profile's rw on a parent. Not the read-only root, nor the host's /tmp of
             // --tmp host (a HOME there is still a home).
             !rules.values().any(|r| {
-                r.path != Path::new("/")
-                    && r.origin != Origin::Flag("--tmp host".into())
-                    && h.starts_with(&r.path)
+                r.path != Path::new("/") && r.origin != Origin::SharedTmp && h.starts_with(&r.path)
             })
         })
         .collect();
@@ -484,7 +482,7 @@ mod tests {
 
         // The host's /tmp made writable is no choice about a HOME in it.
         let (path, mut tmp) = rule("/tmp", Access::Rw);
-        tmp.origin = Origin::Flag("--tmp host".into());
+        tmp.origin = Origin::SharedTmp;
         let mut rules: BTreeMap<PathBuf, PathRule> =
             [rule("/", Access::Ro), (path, tmp)].into_iter().collect();
         hide_homes(

@@ -68,6 +68,10 @@ pub enum Origin {
     /// `--home hidden`: a home directory hidden, or the working directory or a PATH directory
     /// in one shown read-only.
     Home,
+    /// The host's /tmp, writable and shared with the host (`--tmp host`, or a profile's
+    /// `tmp = "host"`): no project, so it is not searched for protected names and a home
+    /// beneath it stays a home.
+    SharedTmp,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -100,13 +100,109 @@ fn allowed_sockets(raw: &[PathBuf], base: &Path) -> Result<Vec<PathBuf>, JailErr
 /// shadowed, so they are refused.
 const VIEW_OWNED: &[&str] = &["/proc", "/dev", "/sys"];
 
+/// The flags' paths: their access, kind, and the flag that named them.
+type FlagRules = BTreeMap<PathBuf, (Access, Kind, &'static str)>;
+/// Every rule so far, by path.
+type Rules = BTreeMap<PathBuf, PathRule>;
+
+/// Resolves flags, profile and environment into one policy, in phases: the flags' own rules
+/// first (checked on their own), then the read-only root, the profile's rules, the credential
+/// files the environment names, the flags over both, the homes hidden, and the protected names
+/// under every writable path; last the policy is assembled and checked as a whole.
 pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     if input.command.is_empty() {
         return Err(JailError::BadInput(
             "no command given: usage is jail [OPTIONS] -- CMD [ARGS...]".into(),
         ));
     }
-    let mut user: BTreeMap<PathBuf, (Access, Kind, &'static str)> = BTreeMap::new();
+    let user = flag_rules(input)?;
+    let mut rules = base_rules(input);
+    let profile = add_profile_rules(input, &user, &mut rules)?;
+    add_credential_hides(input, &user, &mut rules)?;
+    add_flag_rules(&user, &mut rules);
+    // The working directory, resolved first: `--home hidden` shows it when it is in a home.
+    let cwd = working_dir(input)?;
+    super::homes::hide_homes(&mut rules, &input.homes, &cwd, !input.tmp_host, &|p| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
+    })?;
+    drop_nested_hides(&mut rules);
+    let (mut absent_protected, search_notes) = protect_names(&user, &mut rules)?;
+    if !cwd.is_dir() {
+        return Err(JailError::bad_path("--cwd", &cwd, "is not a directory"));
+    }
+    absent_protected.extend(profile.absent);
+    let allow_sockets = allowed_sockets(&input.allow_sockets, &input.base_dir)?;
+    // A socket the command is given on purpose is not hidden (the profile hides SSH_AUTH_SOCK).
+    rules.retain(|path, rule| rule.access != Access::Hide || !allow_sockets.contains(path));
+    let policy = Policy {
+        rules: rules.into_values().collect(),
+        absent_protected,
+        protected_search_truncated: search_notes,
+        profile_rw_missing: profile.skipped,
+        profile_protected: profile.protected,
+        guarded: input
+            .guarded
+            .iter()
+            .map(|(p, keys)| (real_path(p), keys.clone()))
+            .collect(),
+        profile: input.profile.clone(),
+        env: {
+            let mut env = input.env.clone();
+            super::sockets::strip_socket_variables(&mut env, &input.caller_env, &allow_sockets);
+            env
+        },
+        cwd,
+        tmp: if input.tmp_host {
+            TmpMode::Host
+        } else {
+            TmpMode::Private
+        },
+        require: input.require,
+        keep_fds: input.keep_fds.clone(),
+        timeout: input.timeout,
+        allow_userns: input.allow_userns,
+        allow_unix_sockets: input.allow_unix_sockets || !allow_sockets.is_empty(),
+        allow_sockets,
+        home: input.homes.mode,
+        net: input.net.clone(),
+        limits: input.limits,
+        command: input.command.clone(),
+    };
+    check_whole(&policy)?;
+    Ok(policy)
+}
+
+/// What only the assembled policy can tell: the working directory reachable, the kept
+/// descriptors above the standard three.
+fn check_whole(policy: &Policy) -> Result<(), JailError> {
+    if policy.access_at(&policy.cwd) == Access::Hide {
+        return Err(JailError::bad_path(
+            "--cwd",
+            &policy.cwd,
+            "is hidden by the policy",
+        ));
+    }
+    if policy.tmp == TmpMode::Private && policy.cwd.starts_with("/tmp") {
+        return Err(JailError::bad_path(
+            "--cwd",
+            &policy.cwd,
+            "/tmp is a private tmpfs in the jail; add --tmp host or work from another directory",
+        ));
+    }
+    for fd in &policy.keep_fds {
+        if *fd < 3 {
+            return Err(JailError::BadInput(format!(
+                "--keep-fd {fd}: descriptors 0, 1 and 2 are always kept; name 3 or higher"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The `--ro`, `--rw` and `--hide` paths, checked: absolute and real, one rule a path, nothing
+/// opened inside a hidden one, nothing in the private /tmp or the places the view builds.
+fn flag_rules(input: &PolicyInput) -> Result<FlagRules, JailError> {
+    let mut user = FlagRules::new();
     for (flag, access, paths) in [
         ("--ro", Access::Ro, &input.ro),
         ("--rw", Access::Rw, &input.rw),
@@ -153,8 +249,12 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
             }
         }
     }
+    Ok(user)
+}
 
-    let mut rules: BTreeMap<PathBuf, PathRule> = BTreeMap::new();
+/// The read-only root, and the host's /tmp when it is shared.
+fn base_rules(input: &PolicyInput) -> Rules {
+    let mut rules = Rules::new();
     rules.insert(
         PathBuf::from("/"),
         PathRule {
@@ -171,11 +271,29 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
                 path: "/tmp".into(),
                 access: Access::Rw,
                 kind: Kind::Dir,
-                origin: Origin::Flag("--tmp host".into()),
+                origin: Origin::SharedTmp,
             },
         );
     }
+    rules
+}
 
+/// What the profile's paths add (a flag naming the same path wins).
+struct ProfileFacts {
+    /// Writable paths of the profile that do not exist (created before a real run).
+    skipped: Vec<PathBuf>,
+    /// Protected paths of the profile that do not exist.
+    absent: Vec<PathBuf>,
+    /// Every protected path of the profile, as real paths.
+    protected: Vec<PathBuf>,
+}
+
+/// The profile's rules, unless a flag decides for the same path.
+fn add_profile_rules(
+    input: &PolicyInput,
+    user: &FlagRules,
+    rules: &mut Rules,
+) -> Result<ProfileFacts, JailError> {
     // Profile rules, unless a flag names the same path (the flag wins). A flag naming something
     // inside a hidden path opens only that (the mount view shows it inside the otherwise empty
     // hidden directory).
@@ -245,7 +363,19 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
             },
         );
     }
+    Ok(ProfileFacts {
+        skipped,
+        absent: profile_absent,
+        protected: profile_protected,
+    })
+}
 
+/// The credential files the caller's environment names: hidden, unless a flag names them.
+fn add_credential_hides(
+    input: &PolicyInput,
+    user: &FlagRules,
+    rules: &mut Rules,
+) -> Result<(), JailError> {
     for (var, named) in &input.credential_files {
         let Some(path) = existing_target(named) else {
             continue;
@@ -286,8 +416,12 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
             },
         );
     }
+    Ok(())
+}
 
-    for (path, (access, kind, flag)) in &user {
+/// The flags' rules, over whatever a profile or the environment said of the same path.
+fn add_flag_rules(user: &FlagRules, rules: &mut Rules) {
+    for (path, (access, kind, flag)) in user {
         rules.insert(
             path.clone(),
             PathRule {
@@ -298,22 +432,24 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
             },
         );
     }
+}
 
-    // The working directory, resolved first: `--home hidden` shows it when it is in a home.
-    let cwd = match &input.cwd {
+/// The working directory, as a real path.
+fn working_dir(input: &PolicyInput) -> Result<PathBuf, JailError> {
+    Ok(match &input.cwd {
         Some(dir) => {
             let abs = absolute(&input.base_dir, dir);
             std::fs::canonicalize(&abs)
                 .map_err(|e| JailError::bad_path("--cwd", &abs, e.to_string()))?
         }
         None => input.base_dir.clone(),
-    };
-    super::homes::hide_homes(&mut rules, &input.homes, &cwd, !input.tmp_host, &|p| {
-        std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
-    })?;
-    // A hidden path inside another with nothing opened in between (`~/.aws/credentials` named by
-    // AWS_SHARED_CREDENTIALS_FILE, under the hidden `~/.aws`) is hidden already; the mount view
-    // could not even place it, since the enclosing empty tmpfs does not hold it.
+    })
+}
+
+/// A hidden path inside another with nothing opened in between (`~/.aws/credentials` named by
+/// AWS_SHARED_CREDENTIALS_FILE, under the hidden `~/.aws`) is hidden already; the mount view
+/// could not even place it, since the enclosing empty tmpfs does not hold it.
+fn drop_nested_hides(rules: &mut Rules) {
     let nested_hides: Vec<PathBuf> = rules
         .values()
         .filter(|r| r.access == Access::Hide)
@@ -329,15 +465,21 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     for path in nested_hides {
         rules.remove(&path);
     }
+}
 
-    // Protected names stay read-only under every writable path unless named exactly, including
-    // in projects nested a few levels below it (`--rw ~/projects`).
+/// Protected names stay read-only under every writable path unless named exactly, including in
+/// projects nested a few levels below it (`--rw ~/projects`). Returns the protected names that
+/// do not exist, and the roots whose search was cut short.
+fn protect_names(
+    user: &FlagRules,
+    rules: &mut Rules,
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), JailError> {
     let mut absent_protected = Vec::new();
     let mut search_notes = Vec::new();
     // The shared /tmp of --tmp host is no project: it is not searched.
     let writable: Vec<PathBuf> = rules
         .values()
-        .filter(|r| r.access == Access::Rw && r.origin != Origin::Flag("--tmp host".into()))
+        .filter(|r| r.access == Access::Rw && r.origin != Origin::SharedTmp)
         .map(|r| r.path.clone())
         .collect();
     for root in writable {
@@ -380,70 +522,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
             );
         }
     }
-
-    if !cwd.is_dir() {
-        return Err(JailError::bad_path("--cwd", &cwd, "is not a directory"));
-    }
-    absent_protected.extend(profile_absent);
-    let allow_sockets = allowed_sockets(&input.allow_sockets, &input.base_dir)?;
-    // A socket the command is given on purpose is not hidden (the profile hides SSH_AUTH_SOCK).
-    rules.retain(|path, rule| rule.access != Access::Hide || !allow_sockets.contains(path));
-    let policy = Policy {
-        rules: rules.into_values().collect(),
-        absent_protected,
-        protected_search_truncated: search_notes,
-        profile_rw_missing: skipped,
-        profile_protected,
-        guarded: input
-            .guarded
-            .iter()
-            .map(|(p, keys)| (real_path(p), keys.clone()))
-            .collect(),
-        profile: input.profile.clone(),
-        env: {
-            let mut env = input.env.clone();
-            super::sockets::strip_socket_variables(&mut env, &input.caller_env, &allow_sockets);
-            env
-        },
-        cwd,
-        tmp: if input.tmp_host {
-            TmpMode::Host
-        } else {
-            TmpMode::Private
-        },
-        require: input.require,
-        keep_fds: input.keep_fds.clone(),
-        timeout: input.timeout,
-        allow_userns: input.allow_userns,
-        allow_unix_sockets: input.allow_unix_sockets || !allow_sockets.is_empty(),
-        allow_sockets,
-        home: input.homes.mode,
-        net: input.net.clone(),
-        limits: input.limits,
-        command: input.command.clone(),
-    };
-    if policy.access_at(&policy.cwd) == Access::Hide {
-        return Err(JailError::bad_path(
-            "--cwd",
-            &policy.cwd,
-            "is hidden by the policy",
-        ));
-    }
-    if !input.tmp_host && policy.cwd.starts_with("/tmp") {
-        return Err(JailError::bad_path(
-            "--cwd",
-            &policy.cwd,
-            "/tmp is a private tmpfs in the jail; add --tmp host or work from another directory",
-        ));
-    }
-    for fd in &input.keep_fds {
-        if *fd < 3 {
-            return Err(JailError::BadInput(format!(
-                "--keep-fd {fd}: descriptors 0, 1 and 2 are always kept; name 3 or higher"
-            )));
-        }
-    }
-    Ok(policy)
+    Ok((absent_protected, search_notes))
 }
 
 /// How deep below a writable root protected names are looked for, and how many directories at
