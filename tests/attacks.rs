@@ -6,7 +6,9 @@
 mod common;
 
 use Layer::{Landlock as L, Mount as M, Seccomp as S};
-use common::{Attack, Fixture, Layer, Outsider, Who, attack_bin, full_level_or_skip, users};
+use common::{
+    Attack, Fixture, Layer, Outsider, Who, attack_bin, full_level_or_skip, sh_argv, users,
+};
 
 fn a() -> String {
     attack_bin().to_string_lossy().into_owned()
@@ -16,10 +18,6 @@ fn argv(parts: &[&str]) -> Vec<String> {
     std::iter::once(a())
         .chain(parts.iter().map(|s| s.to_string()))
         .collect()
-}
-
-fn sh(script: &str) -> Vec<String> {
-    vec!["/bin/sh".into(), "-c".into(), script.into()]
 }
 
 /// Runs `make(fx)` for every user and proves each attack it returns.
@@ -38,12 +36,8 @@ fn prove_all(test: &str, make: impl Fn(&Fixture) -> Vec<Attack>) {
     }
 }
 
-fn ro_flags(fx: &Fixture) -> Vec<String> {
-    vec!["--ro".into(), fx.p("repo"), "--rw".into(), fx.p("scratch")]
-}
-
 fn with_flags(name: &str, fx: &Fixture, argv: Vec<String>, blockers: &[Layer]) -> Attack {
-    let flags = ro_flags(fx);
+    let flags = fx.ro_flags();
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     Attack::new(name, &flags, argv, blockers)
 }
@@ -72,7 +66,7 @@ fn writes_to_read_only_files_are_refused() {
             with_flags(
                 "proc-parent-root-write",
                 fx,
-                sh(&format!("{} proc-pid-root-write $$ {f}", a())),
+                sh_argv(&format!("{} proc-pid-root-write $$ {f}", a())),
                 &[M, L],
             ),
             with_flags(
@@ -161,7 +155,7 @@ fn remounting_from_a_new_user_namespace_is_refused() {
         // --allow-unconfined: without the mount view nothing else protects files under
         // --allow-userns, and jail refuses such a run unless told to (the control run below).
         let allow = {
-            let mut f = ro_flags(fx);
+            let mut f = fx.ro_flags();
             f.push("--allow-userns".into());
             f.push("--allow-unconfined".into());
             f
@@ -307,7 +301,7 @@ fn sockets_served_outside_cannot_be_reached() {
         let abstract_listener = UnixListener::bind_addr(&addr).unwrap();
         let sock = path.to_string_lossy().into_owned();
         let docker = docker.to_string_lossy().into_owned();
-        let mut allow = ro_flags(fx);
+        let mut allow = fx.ro_flags();
         allow.push("--allow-unix-sockets".into());
         let allow: Vec<&str> = allow.iter().map(String::as_str).collect();
         let attacks = vec![

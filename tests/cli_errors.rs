@@ -21,15 +21,16 @@ fn unique(tag: &str) -> String {
     )
 }
 
-fn jail(fx: &Fixture, args: &[&str]) -> Run {
-    fx.jail_with(args, &[], &[("PATH", PATH)])
+/// A fixture whose commands get a usable PATH.
+fn fixture(who: common::Who, name: &str) -> Fixture {
+    Fixture::new(who, name).with_env(&[("PATH", PATH)])
 }
 
 /// jail `flags` -- echo RAN: the marker shows whether the command ran.
 fn attempt(fx: &Fixture, flags: &[&str]) -> Run {
     let mut args = flags.to_vec();
     args.extend(["--", "echo", "RAN"]);
-    jail(fx, &args)
+    fx.jail(&args)
 }
 
 #[test]
@@ -38,7 +39,7 @@ fn missing_paths_are_refused_by_name() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "missing");
+        let fx = fixture(who, "missing");
         for flag in ["--ro", "--rw", "--hide"] {
             let run = attempt(&fx, &[flag, "nope/deeper"]);
             assert_refused(
@@ -58,24 +59,21 @@ fn relative_paths_work() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "relative");
-        let run = jail(&fx, &["--ro", "./repo", "--", "cat", "repo/file.txt"]);
+        let fx = fixture(who, "relative");
+        let run = fx.jail(&["--ro", "./repo", "--", "cat", "repo/file.txt"]);
         assert!(run.ok(), "--ro ./repo as {who:?}\n{}", run.describe());
         assert_eq!(run.stdout, "original\n");
 
-        let run = jail(
-            &fx,
-            &[
-                "--ro",
-                "repo/sub/../src",
-                "--rw",
-                "./scratch",
-                "--",
-                "/bin/sh",
-                "-c",
-                "echo rel > scratch/rel.txt && echo WROTE; echo bad > repo/src/x && echo BAD; true",
-            ],
-        );
+        let run = fx.jail(&[
+            "--ro",
+            "repo/sub/../src",
+            "--rw",
+            "./scratch",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo rel > scratch/rel.txt && echo WROTE; echo bad > repo/src/x && echo BAD; true",
+        ]);
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
         assert_eq!(run.stdout, "WROTE\n", "as {who:?}\n{}", run.describe());
         assert_eq!(
@@ -92,7 +90,7 @@ fn symlinked_paths_are_refused_naming_the_real_path() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "symlink");
+        let fx = fixture(who, "symlink");
         std::os::unix::fs::symlink(&fx.repo, fx.dir.join("link")).unwrap();
         std::os::unix::fs::symlink("repo", fx.dir.join("rellink")).unwrap();
         for (flag, path, real) in [
@@ -108,10 +106,7 @@ fn symlinked_paths_are_refused_naming_the_real_path() {
             );
         }
         // The suggested real path works.
-        let run = jail(
-            &fx,
-            &["--ro", &fx.p("repo/sub"), "--", "cat", "repo/sub/keep"],
-        );
+        let run = fx.jail(&["--ro", &fx.p("repo/sub"), "--", "cat", "repo/sub/keep"]);
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
     }
 }
@@ -122,7 +117,7 @@ fn contradicting_rules_are_refused() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "contradict");
+        let fx = fixture(who, "contradict");
         let run = attempt(&fx, &["--ro", &fx.p("repo"), "--rw", "./repo"]);
         assert_refused(
             &run,
@@ -144,18 +139,15 @@ fn contradicting_rules_are_refused() {
             );
         }
         // The same rule twice is not a contradiction.
-        let run = jail(
-            &fx,
-            &[
-                "--ro",
-                "repo",
-                "--ro",
-                "./repo",
-                "--",
-                "cat",
-                "repo/file.txt",
-            ],
-        );
+        let run = fx.jail(&[
+            "--ro",
+            "repo",
+            "--ro",
+            "./repo",
+            "--",
+            "cat",
+            "repo/file.txt",
+        ]);
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
         assert_eq!(run.stdout, "original\n");
     }
@@ -167,7 +159,7 @@ fn rules_in_places_jail_builds_are_refused() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "owned");
+        let fx = fixture(who, "owned");
         for (flag, path, owner) in [
             ("--rw", "/proc/sys/kernel", "/proc"),
             ("--ro", "/proc", "/proc"),
@@ -196,7 +188,7 @@ fn a_proc_self_path_is_refused_as_a_proc_path() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "procself");
+        let fx = fixture(who, "procself");
         let run = attempt(&fx, &["--rw", "/proc/self/fd"]);
         assert_refused(
             &run,
@@ -212,7 +204,7 @@ fn rules_under_a_private_tmp_need_tmp_host() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "tmp");
+        let fx = fixture(who, "tmp");
         let dir = Path::new("/tmp").join(unique("dir"));
         std::fs::create_dir(&dir).unwrap();
         if common::is_root() {
@@ -237,10 +229,7 @@ fn rules_under_a_private_tmp_need_tmp_host() {
 
         // With --tmp host the same rule works and the write lands on the host.
         let script = format!("echo in > {d}/f && echo WROTE");
-        let run = jail(
-            &fx,
-            &["--tmp", "host", "--rw", &d, "--", "/bin/sh", "-c", &script],
-        );
+        let run = fx.jail(&["--tmp", "host", "--rw", &d, "--", "/bin/sh", "-c", &script]);
         let landed = std::fs::read_to_string(dir.join("f")).ok();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(run.ok(), "--tmp host as {who:?}\n{}", run.describe());
@@ -254,7 +243,7 @@ fn bad_flags_and_values_are_refused() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "flags");
+        let fx = fixture(who, "flags");
         let cases: &[(&[&str], &[&str])] = &[
             (&["--frobnicate"], &["--frobnicate"]),
             (&["--read-only", "repo"], &["--read-only"]),
@@ -286,9 +275,9 @@ fn a_missing_command_is_refused() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "nocmd");
+        let fx = fixture(who, "nocmd");
         for args in [&[][..], &["--"], &["--ro", "repo"], &["--ro", "repo", "--"]] {
-            let run = jail(&fx, args);
+            let run = fx.jail(args);
             assert_refused(&run, &format!("{args:?} as {who:?}"), &[]);
             assert!(
                 run.stdout.is_empty(),
@@ -297,7 +286,7 @@ fn a_missing_command_is_refused() {
             );
         }
         // A command without `--` is not taken as one either.
-        let run = jail(&fx, &["echo", "RAN"]);
+        let run = fx.jail(&["echo", "RAN"]);
         assert_refused(&run, &format!("no -- as {who:?}"), &[]);
     }
 }
@@ -308,7 +297,7 @@ fn keep_fd_must_name_an_open_descriptor() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "keepfd");
+        let fx = fixture(who, "keepfd");
         let jail_path = jail_bin().to_string_lossy().into_owned();
         let file = fx.p("repo/file.txt");
         let run_sh = |script: &str| {
@@ -349,21 +338,18 @@ fn a_symlink_at_a_protected_name_fails_closed() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "protsym");
+        let fx = fixture(who, "protsym");
         std::fs::create_dir_all(fx.repo.join(".git")).unwrap();
         std::os::unix::fs::symlink("../../scratch", fx.repo.join(".git/hooks")).unwrap();
         fx.give_to(who);
-        let run = jail(
-            &fx,
-            &[
-                "--rw",
-                "repo",
-                "--",
-                "/bin/sh",
-                "-c",
-                "echo pwned > repo/.git/hooks/pre-commit; echo RAN",
-            ],
-        );
+        let run = fx.jail(&[
+            "--rw",
+            "repo",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo pwned > repo/.git/hooks/pre-commit; echo RAN",
+        ]);
         assert_refused(
             &run,
             &format!("symlinked .git/hooks as {who:?}"),
@@ -385,7 +371,7 @@ fn a_symlink_at_a_protected_name_fails_closed() {
         // Not protected: a symlink elsewhere under --rw is fine.
         std::fs::remove_file(fx.repo.join(".envrc")).unwrap();
         std::os::unix::fs::symlink("file.txt", fx.repo.join("alias.txt")).unwrap();
-        let run = jail(&fx, &["--rw", "repo", "--", "cat", "repo/alias.txt"]);
+        let run = fx.jail(&["--rw", "repo", "--", "cat", "repo/alias.txt"]);
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
         assert_eq!(run.stdout, "original\n");
     }
@@ -399,7 +385,7 @@ fn following_the_advice_for_a_symlinked_protected_name_works() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "protsym-advice");
+        let fx = fixture(who, "protsym-advice");
         std::fs::create_dir_all(fx.scratch.join("claude")).unwrap();
         std::os::unix::fs::symlink(fx.scratch.join("claude"), fx.repo.join(".claude")).unwrap();
         fx.give_to(who);
@@ -410,17 +396,14 @@ fn following_the_advice_for_a_symlinked_protected_name_works() {
             &["replace it with the real file or directory", "do not make"],
         );
         // Following the second half of the advice: the project read-only.
-        let run = jail(
-            &fx,
-            &[
-                "--ro",
-                "repo",
-                "--",
-                "/bin/sh",
-                "-c",
-                "echo x > repo/.claude/settings.json && echo BAD; echo RAN",
-            ],
-        );
+        let run = fx.jail(&[
+            "--ro",
+            "repo",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo x > repo/.claude/settings.json && echo BAD; echo RAN",
+        ]);
         assert!(
             run.ok() && run.stdout == "RAN\n",
             "as {who:?}: following the advice of\n  {}\ngives\n{}",
@@ -436,7 +419,7 @@ fn allow_socket_names_only_an_existing_socket() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "allowsock");
+        let fx = fixture(who, "allowsock");
         let run = attempt(&fx, &["--allow-socket", &fx.p("repo/file.txt")]);
         assert_refused(
             &run,
@@ -462,7 +445,7 @@ fn allow_userns_without_the_mount_view_is_refused() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "userns-nomount");
+        let fx = fixture(who, "userns-nomount");
         let file = fx.p("repo/file.txt");
         let args = [
             "--allow-userns",

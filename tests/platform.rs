@@ -72,7 +72,7 @@ fn run_cmd(mut cmd: Command) -> Run {
 }
 
 /// jail `args` under `outer`, as the fixture's user, with layers switched off by the test hook.
-fn jail_in(fx: &Fixture, outer: Outer, disabled: &str, args: &[&str]) -> Run {
+fn jail_under(fx: &Fixture, outer: Outer, disabled: &str, args: &[&str]) -> Run {
     let mut argv = jail_argv(outer);
     argv.extend(args.iter().map(|a| a.to_string()));
     let rest: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
@@ -129,10 +129,10 @@ fn under_dockers_profile_jail_runs_at_level_partial_and_says_so() {
     for who in users() {
         let fx = Fixture::new(who, "ds-levels");
         // The machine itself gives every layer: what follows is the profile's doing.
-        let bare = jail_in(&fx, Outer::None, "", &["probe"]);
+        let bare = jail_under(&fx, Outer::None, "", &["probe"]);
         assert!(bare.stdout.contains("level:            full"), "{bare:?}");
 
-        let probe = jail_in(&fx, Outer::Docker, "", &["probe"]);
+        let probe = jail_under(&fx, Outer::Docker, "", &["probe"]);
         assert!(probe.ok(), "{who:?}: {}", probe.describe());
         for needle in [
             "user namespaces:  no",
@@ -147,7 +147,7 @@ fn under_dockers_profile_jail_runs_at_level_partial_and_says_so() {
         }
 
         // Runs, with one warning line naming what is missing and the first gap.
-        let run = jail_in(&fx, Outer::Docker, "", &["--", "/bin/sh", "-c", "echo RAN"]);
+        let run = jail_under(&fx, Outer::Docker, "", &["--", "/bin/sh", "-c", "echo RAN"]);
         assert_eq!(run.stdout, "RAN\n", "{who:?}: {}", run.describe());
         assert!(run.ok(), "{who:?}: {}", run.describe());
         assert_eq!(
@@ -165,7 +165,7 @@ fn under_dockers_profile_jail_runs_at_level_partial_and_says_so() {
             run.describe()
         );
         // Proof that the check can fail: at the full level there is no warning at all.
-        let quiet = jail_in(&fx, Outer::None, "", &["--", "/bin/sh", "-c", "echo RAN"]);
+        let quiet = jail_under(&fx, Outer::None, "", &["--", "/bin/sh", "-c", "echo RAN"]);
         assert!(
             quiet.ok() && quiet.stderr.is_empty(),
             "{}",
@@ -173,7 +173,7 @@ fn under_dockers_profile_jail_runs_at_level_partial_and_says_so() {
         );
 
         for require in ["full", "mount"] {
-            let refused = jail_in(
+            let refused = jail_under(
                 &fx,
                 Outer::Docker,
                 "",
@@ -190,7 +190,7 @@ fn under_dockers_profile_jail_runs_at_level_partial_and_says_so() {
             );
         }
         for require in ["landlock", "any"] {
-            let ok = jail_in(
+            let ok = jail_under(
                 &fx,
                 Outer::Docker,
                 "",
@@ -201,14 +201,9 @@ fn under_dockers_profile_jail_runs_at_level_partial_and_says_so() {
     }
 }
 
-/// Flags of every attack below: the fixture's project read-only, its scratch dir writable.
-fn ro_flags(fx: &Fixture) -> Vec<String> {
-    vec!["--ro".into(), fx.p("repo"), "--rw".into(), fx.p("scratch")]
-}
-
 /// Runs the attack helper under Docker's profile, with `disabled` layers switched off.
 fn attack_in_docker(fx: &Fixture, disabled: &str, attack: &[&str]) -> Run {
-    let mut args: Vec<String> = ro_flags(fx);
+    let mut args: Vec<String> = fx.ro_flags();
     if disabled.contains("landlock") {
         // No layer protects files then: jail refuses unless told to run anyway.
         args.push("--allow-unconfined".into());
@@ -217,7 +212,7 @@ fn attack_in_docker(fx: &Fixture, disabled: &str, attack: &[&str]) -> Run {
     args.push(a());
     args.extend(attack.iter().map(|x| x.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    jail_in(fx, Outer::Docker, disabled, &args)
+    jail_under(fx, Outer::Docker, disabled, &args)
 }
 
 #[test]
@@ -315,12 +310,12 @@ fn under_dockers_profile_metadata_is_not_confined() {
 }
 
 fn attack_with(fx: &Fixture, outer: Outer, attack: &[&str]) -> Run {
-    let mut args = ro_flags(fx);
+    let mut args = fx.ro_flags();
     args.push("--".into());
     args.push(a());
     args.extend(attack.iter().map(|x| x.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    jail_in(fx, outer, "", &args)
+    jail_under(fx, outer, "", &args)
 }
 
 #[test]
@@ -332,13 +327,13 @@ fn the_recommended_custom_profile_gives_the_full_level() {
     }
     for who in users() {
         let fx = Fixture::new(who, "custom");
-        let probe = jail_in(&fx, Outer::Custom, "", &["probe"]);
+        let probe = jail_under(&fx, Outer::Custom, "", &["probe"]);
         assert!(
             probe.stdout.contains("level:            full"),
             "{who:?}: {}",
             probe.describe()
         );
-        let run = jail_in(
+        let run = jail_under(
             &fx,
             Outer::Custom,
             "",
@@ -467,7 +462,7 @@ fn dry_run_agrees_with_a_run_under_dockers_profile() {
     }
     for who in users() {
         let fx = Fixture::new(who, "ds-dry");
-        let dry = jail_in(&fx, Outer::Docker, "", &["--dry-run", "--", "true"]);
+        let dry = jail_under(&fx, Outer::Docker, "", &["--dry-run", "--", "true"]);
         let json: serde_json::Value = serde_json::from_str(&dry.stdout).unwrap();
         assert_eq!(json["level"], "partial", "{who:?}: {}", dry.describe());
         assert!(
@@ -1069,7 +1064,7 @@ fn with_no_layer_for_files_jail_refuses_unless_allow_unconfined_and_then_warns_e
         let script = format!("echo RAN; echo changed > {f}");
         let mut args: Vec<&str> = write.to_vec();
         args.push(&script);
-        let refused = jail_in(&fx, Outer::Docker, "landlock", &args);
+        let refused = jail_under(&fx, Outer::Docker, "landlock", &args);
         assert_refused(
             &refused,
             &format!("{who:?} no layer"),
@@ -1080,7 +1075,7 @@ fn with_no_layer_for_files_jail_refuses_unless_allow_unconfined_and_then_warns_e
             let mut args = vec!["--allow-unconfined"];
             args.extend(write);
             args.push(&script);
-            let run = jail_in(&fx, Outer::Docker, "landlock", &args);
+            let run = jail_under(&fx, Outer::Docker, "landlock", &args);
             assert_eq!(
                 run.stdout,
                 "RAN\n",

@@ -47,37 +47,11 @@ const SCRUBBED: &[&str] = &[
     "OPENAI_API_KEY",
 ];
 
-/// `program args` as the fixture's user, in `dir`, with HOME in the fixture, every layer on and
-/// `env` added.
-fn run_prog(fx: &Fixture, program: &Path, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = fx.command(program, args);
-    cmd.current_dir(dir)
-        .env("PATH", PATH)
-        .env("JAIL_TEST_DISABLE", "");
-    for k in SCRUBBED {
-        cmd.env_remove(k);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Run::from(cmd.output().expect("run jail"))
-}
-
-/// jail `args` in `dir`.
-fn jail_in(fx: &Fixture, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    run_prog(fx, jail_bin(), dir, args, env)
-}
-
-/// jail `args` at the fixture's root.
-fn jail(fx: &Fixture, args: &[&str], env: &[(&str, &str)]) -> Run {
-    jail_in(fx, &fx.dir, args, env)
-}
-
-/// jail `flags` -- /bin/sh -c `script`, in `dir`.
-fn sh_in(fx: &Fixture, dir: &Path, flags: &[&str], script: &str, env: &[(&str, &str)]) -> Run {
-    let mut args = flags.to_vec();
-    args.extend(["--", "/bin/sh", "-c", script]);
-    jail_in(fx, dir, &args, env)
+/// A fixture whose commands get a usable PATH and none of the variables above.
+fn fixture(who: common::Who, name: &str) -> Fixture {
+    Fixture::new(who, name)
+        .with_env(&[("PATH", PATH)])
+        .scrubbing(SCRUBBED)
 }
 
 /// Writes user profiles into `fx/cfg/jail/profiles` (owned by the fixture's user) and returns the
@@ -160,9 +134,9 @@ fn profile_list_shows_the_embedded_profiles_and_the_users_own_shadowing_included
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "plist");
+        let fx = fixture(who, "plist");
         let cfg = fx.p("cfg"); // does not exist yet: only the embedded profiles
-        let run = jail(&fx, &["profile", "list"], &[("XDG_CONFIG_HOME", &cfg)]);
+        let run = fx.jail_at(&fx.dir, &["profile", "list"], &[("XDG_CONFIG_HOME", &cfg)]);
         assert_ok(&run, "profile list");
         let mut names = listed(&run.stdout);
         names.sort();
@@ -181,8 +155,7 @@ fn profile_list_shows_the_embedded_profiles_and_the_users_own_shadowing_included
         assert!(!run.stdout.contains("shadows"), "{}", run.stdout);
 
         // The embedded review writes nothing, and nothing is said about shadowing.
-        let embedded = sh_in(
-            &fx,
+        let embedded = fx.sh_at(
             &fx.dir,
             &["-v", "--profile", "review"],
             &format!("echo x > {}/by-review", fx.scratch.display()),
@@ -214,7 +187,7 @@ fn profile_list_shows_the_embedded_profiles_and_the_users_own_shadowing_included
             ],
         );
         let env = [("XDG_CONFIG_HOME", cfg.as_str())];
-        let run = jail(&fx, &["profile", "list"], &env);
+        let run = fx.jail_at(&fx.dir, &["profile", "list"], &env);
         assert_ok(&run, "profile list with user profiles");
         assert_eq!(
             listed(&run.stdout).len(),
@@ -244,8 +217,7 @@ fn profile_list_shows_the_embedded_profiles_and_the_users_own_shadowing_included
         assert!(from.contains("from embedded"), "{from}");
 
         // A run says so with -v, and the user's file is the one in force.
-        let run = sh_in(
-            &fx,
+        let run = fx.sh_at(
             &fx.dir,
             &["-v", "--profile", "review"],
             &format!("echo x > {scratch}/by-review"),
@@ -267,7 +239,7 @@ fn profile_show_prints_the_file_the_resolved_merge_and_json() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "pshow");
+        let fx = fixture(who, "pshow");
         let cfg = user_profiles(
             &fx,
             &[(
@@ -280,11 +252,11 @@ fn profile_show_prints_the_file_the_resolved_merge_and_json() {
 
         // The TOML text, byte for byte.
         for name in ["review", "claude-code"] {
-            let run = jail(&fx, &["profile", "show", name], &env);
+            let run = fx.jail_at(&fx.dir, &["profile", "show", name], &env);
             assert_ok(&run, "profile show");
             assert_eq!(run.stdout, shipped_text(name), "as {who:?}: show {name}");
         }
-        let run = jail(&fx, &["profile", "show", "mine"], &env);
+        let run = fx.jail_at(&fx.dir, &["profile", "show", "mine"], &env);
         assert!(
             run.ok() && run.stdout.starts_with("# my comment\n"),
             "{}",
@@ -292,7 +264,7 @@ fn profile_show_prints_the_file_the_resolved_merge_and_json() {
         );
 
         // --resolved: merged TOML, each rule with the profile it came from.
-        let run = jail(&fx, &["profile", "show", "mine", "--resolved"], &env);
+        let run = fx.jail_at(&fx.dir, &["profile", "show", "mine", "--resolved"], &env);
         assert_ok(&run, "profile show --resolved");
         let text = &run.stdout;
         assert!(
@@ -337,7 +309,7 @@ fn profile_show_prints_the_file_the_resolved_merge_and_json() {
             &["profile", "show", "mine", "--json"][..],
             &["profile", "show", "mine", "--resolved", "--json"][..],
         ] {
-            let run = jail(&fx, args, &env);
+            let run = fx.jail_at(&fx.dir, args, &env);
             assert_ok(&run, "profile show --json");
             let v = json(&run.stdout, "show --json");
             assert_eq!(v["name"], "mine");
@@ -375,7 +347,7 @@ fn profile_show_prints_the_file_the_resolved_merge_and_json() {
             assert_eq!(v["options"]["allow_unix_sockets"], true);
         }
 
-        let run = jail(&fx, &["profile", "show", "nosuch"], &env);
+        let run = fx.jail_at(&fx.dir, &["profile", "show", "nosuch"], &env);
         assert_refused(&run, "show nosuch", &["unknown profile 'nosuch'"]);
     }
 }
@@ -388,14 +360,14 @@ fn every_shipped_profile_round_trips_through_show() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "prt");
+        let fx = fixture(who, "prt");
         let mut files = Vec::new();
         let mut resolved = BTreeMap::new();
         let empty_cfg = fx.p("no-cfg");
         for name in SHIPPED {
             let env = [("XDG_CONFIG_HOME", empty_cfg.as_str())];
-            let run = jail(
-                &fx,
+            let run = fx.jail_at(
+                &fx.dir,
                 &["profile", "show", name, "--resolved", "--json"],
                 &env,
             );
@@ -430,7 +402,7 @@ fn every_shipped_profile_round_trips_through_show() {
                     "{name}: a rule from outside the chain: {p}"
                 );
             }
-            let toml_run = jail(&fx, &["profile", "show", name, "--resolved"], &env);
+            let toml_run = fx.jail_at(&fx.dir, &["profile", "show", name, "--resolved"], &env);
             assert_ok(&toml_run, name);
             files.push((format!("rt-{name}"), toml_run.stdout));
             resolved.insert(name.to_string(), v);
@@ -455,8 +427,8 @@ fn every_shipped_profile_round_trips_through_show() {
         };
         for name in SHIPPED {
             let rt = format!("rt-{name}");
-            let run = jail(
-                &fx,
+            let run = fx.jail_at(
+                &fx.dir,
                 &["profile", "show", &rt, "--resolved", "--json"],
                 &[("XDG_CONFIG_HOME", &cfg)],
             );
@@ -487,16 +459,16 @@ fn every_shipped_profile_runs_confined() {
                   if (echo x > \"$HOME/h-probe\") 2>/dev/null; then echo HOME=rw; else echo HOME=ro; fi; \
                   if (echo x > /tmp/t-probe) 2>/dev/null; then echo TMP=rw; else echo TMP=ro; fi";
     for who in users() {
-        let fx = Fixture::new(who, "prun");
+        let fx = fixture(who, "prun");
         for name in SHIPPED {
-            let run = jail_in(&fx, &fx.repo, &["--profile", name, "--", "/bin/true"], &[]);
+            let run = fx.jail_at(&fx.repo, &["--profile", name, "--", "/bin/true"], &[]);
             assert_eq!(
                 run.code,
                 Some(0),
                 "as {who:?}: --profile {name} -- /bin/true\n{}",
                 run.describe()
             );
-            let run = sh_in(&fx, &fx.repo, &["--profile", name], script, &[]);
+            let run = fx.sh_at(&fx.repo, &["--profile", name], script, &[]);
             assert_ok(&run, name);
             let cwd_writable = matches!(*name, "workspace" | "ci");
             let want = format!(
@@ -527,14 +499,9 @@ fn ci_profile_requires_the_full_level() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "pci");
+        let fx = fixture(who, "pci");
         let off = [("JAIL_TEST_DISABLE", "landlock")];
-        let run = jail_in(
-            &fx,
-            &fx.repo,
-            &["--profile", "ci", "--", "echo", "RAN"],
-            &off,
-        );
+        let run = fx.jail_at(&fx.repo, &["--profile", "ci", "--", "echo", "RAN"], &off);
         assert_eq!(
             run.code,
             Some(125),
@@ -542,8 +509,7 @@ fn ci_profile_requires_the_full_level() {
             run.describe()
         );
         assert!(!run.stdout.contains("RAN") && run.stderr.contains("'full' not met"));
-        let run = jail_in(
-            &fx,
+        let run = fx.jail_at(
             &fx.repo,
             &["--profile", "workspace", "--", "echo", "RAN"],
             &off,
@@ -573,7 +539,7 @@ fn agent_profiles_create_their_state_dirs_and_only_those_are_writable() {
         ("aider", &[".aider"]),
     ];
     for who in users() {
-        let fx = Fixture::new(who, "pagent");
+        let fx = fixture(who, "pagent");
         // Somebody else's state dir, present: it stays read-only under every agent profile.
         std::fs::create_dir_all(fx.home.join(".notmine")).unwrap();
         fx.give_to(who);
@@ -582,7 +548,11 @@ fn agent_profiles_create_their_state_dirs_and_only_those_are_writable() {
                 assert!(!fx.home.join(d).exists(), "{profile}: {d} exists already");
             }
             // A dry run creates nothing, and lists what a run would create.
-            let run = jail(&fx, &["--profile", profile, "--dry-run", "--", "true"], &[]);
+            let run = fx.jail_at(
+                &fx.dir,
+                &["--profile", profile, "--dry-run", "--", "true"],
+                &[],
+            );
             assert_ok(&run, "dry run");
             let v = json(&run.stdout, "dry run");
             let missing: Vec<String> = v["policy"]["profile_rw_missing"]
@@ -603,7 +573,7 @@ fn agent_profiles_create_their_state_dirs_and_only_those_are_writable() {
                 );
             }
 
-            let run = jail(&fx, &["--profile", profile, "--", "true"], &[]);
+            let run = fx.jail_at(&fx.dir, &["--profile", profile, "--", "true"], &[]);
             assert_ok(&run, profile);
             for d in *dirs {
                 let p = fx.home.join(d);
@@ -626,7 +596,7 @@ fn agent_profiles_create_their_state_dirs_and_only_those_are_writable() {
                     "if (echo x > \"$HOME/{other}\") 2>/dev/null; then echo OK {other}; else echo NO {other}; fi; "
                 ));
             }
-            let run = sh_in(&fx, &fx.dir, &["--profile", profile], &script, &[]);
+            let run = fx.sh_at(&fx.dir, &["--profile", profile], &script, &[]);
             assert_ok(&run, profile);
             for d in *dirs {
                 assert!(
@@ -662,8 +632,8 @@ fn review_profile_writes_nothing_but_tmp_and_points_caches_there() {
                   echo T=$CARGO_TARGET_DIR; echo I=$CARGO_INCREMENTAL; echo B=$PYTHONDONTWRITEBYTECODE; \
                   echo X=$XDG_CACHE_HOME";
     for who in users() {
-        let fx = Fixture::new(who, "preview");
-        let run = sh_in(&fx, &fx.repo, &["--profile", "review"], script, &[]);
+        let fx = fixture(who, "preview");
+        let run = fx.sh_at(&fx.repo, &["--profile", "review"], script, &[]);
         assert_ok(&run, "review");
         assert_eq!(
             run.stdout,
@@ -689,12 +659,12 @@ fn workspace_profile_writes_the_cwd_but_not_git_hooks_or_config() {
                     if (echo planted >> \"$f\") 2>/dev/null; then echo \"OK $f\"; else echo \"NO $f\"; fi; \
                   done";
     for who in users() {
-        let fx = Fixture::new(who, "pwork");
+        let fx = fixture(who, "pwork");
         std::fs::create_dir_all(fx.repo.join(".git/hooks")).unwrap();
         std::fs::write(fx.repo.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
         std::fs::write(fx.repo.join(".git/config"), "[core]\n").unwrap();
         fx.give_to(who);
-        let run = sh_in(&fx, &fx.repo, &["--profile", "workspace"], script, &[]);
+        let run = fx.sh_at(&fx.repo, &["--profile", "workspace"], script, &[]);
         assert_ok(&run, "workspace");
         assert_eq!(
             run.stdout,
@@ -728,7 +698,7 @@ fn profile_errors_name_the_file_line_and_column() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "perr");
+        let fx = fixture(who, "perr");
         let cfg = user_profiles(
             &fx,
             &[
@@ -785,22 +755,26 @@ fn profile_errors_name_the_file_line_and_column() {
         ];
         for (name, needles) in cases {
             let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
-            let run = jail(&fx, &["--profile", name, "--", "echo", "RAN"], &env);
+            let run = fx.jail_at(&fx.dir, &["--profile", name, "--", "echo", "RAN"], &env);
             assert_refused(&run, &format!("as {who:?}: --profile {name}"), &needles);
             if *name != "rel" {
                 // show resolves too: the same error.
-                let run = jail(&fx, &["profile", "show", name, "--resolved"], &env);
+                let run = fx.jail_at(&fx.dir, &["profile", "show", name, "--resolved"], &env);
                 assert_refused(&run, &format!("as {who:?}: profile show {name}"), &needles);
             }
         }
-        let run = jail(&fx, &["--profile", "nosuch", "--", "echo", "RAN"], &env);
+        let run = fx.jail_at(&fx.dir, &["--profile", "nosuch", "--", "echo", "RAN"], &env);
         assert_refused(
             &run,
             "--profile nosuch",
             &["unknown profile 'nosuch'", "default"],
         );
         // A broken file does not take the others down.
-        let run = jail(&fx, &["--profile", "default", "--", "echo", "RAN"], &env);
+        let run = fx.jail_at(
+            &fx.dir,
+            &["--profile", "default", "--", "echo", "RAN"],
+            &env,
+        );
         assert!(run.ok() && run.stdout == "RAN\n", "{}", run.describe());
     }
 }
@@ -814,7 +788,7 @@ fn relative_path_error_names_the_file_line_and_column() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "prel");
+        let fx = fixture(who, "prel");
         let cfg = user_profiles(
             &fx,
             &[(
@@ -822,8 +796,8 @@ fn relative_path_error_names_the_file_line_and_column() {
                 "extends = [\"default\"]\n[paths]\nrw = [\"scratch\"]\n",
             )],
         );
-        let run = jail(
-            &fx,
+        let run = fx.jail_at(
+            &fx.dir,
             &["--profile", "rel", "--", "echo", "RAN"],
             &[("XDG_CONFIG_HOME", &cfg)],
         );
@@ -844,7 +818,7 @@ fn flags_beat_the_profile_and_the_dry_run_names_each_rules_origin() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "pflags");
+        let fx = fixture(who, "pflags");
         let flagrw = fx.dir.join("flagrw");
         std::fs::create_dir_all(flagrw.join(".git/hooks")).unwrap();
         let (scratch, sub, src, flagrw_s) = (
@@ -872,7 +846,7 @@ fn flags_beat_the_profile_and_the_dry_run_names_each_rules_origin() {
         );
 
         // The profile alone: scratch writable, src hidden.
-        let run = sh_in(&fx, &fx.dir, &["--profile", "mine"], &script, &env);
+        let run = fx.sh_at(&fx.dir, &["--profile", "mine"], &script, &env);
         assert_ok(&run, "profile alone");
         assert_eq!(
             run.stdout,
@@ -894,7 +868,7 @@ fn flags_beat_the_profile_and_the_dry_run_names_each_rules_origin() {
             "--rw",
             &flagrw_s,
         ];
-        let run = sh_in(&fx, &fx.dir, &flags, &script, &env);
+        let run = fx.sh_at(&fx.dir, &flags, &script, &env);
         assert_ok(&run, "flags");
         assert_eq!(
             run.stdout,
@@ -908,7 +882,7 @@ fn flags_beat_the_profile_and_the_dry_run_names_each_rules_origin() {
         // The dry run says where each rule came from.
         let mut args = flags.to_vec();
         args.extend(["--dry-run", "--", "true"]);
-        let run = jail(&fx, &args, &env);
+        let run = fx.jail_at(&fx.dir, &args, &env);
         assert_ok(&run, "dry run");
         let v = json(&run.stdout, "dry run");
         assert_eq!(v["policy"]["profile"], "mine");
@@ -978,7 +952,7 @@ fn env_run(
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut args = flags.to_vec();
     args.extend(["--", "/usr/bin/env", "-0"]);
-    let run = jail_in(fx, dir, &args, &env);
+    let run = fx.jail_at(dir, &args, &env);
     assert_ok(&run, &format!("{flags:?}"));
     child_env(&run)
 }
@@ -989,7 +963,7 @@ fn the_environment_loses_secrets_by_default_and_flags_and_profiles_adjust_it() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "penv");
+        let fx = fixture(who, "penv");
         let home = fx.home.to_string_lossy().into_owned();
         let env = env_with(&fx, &[]);
         let jail_vars = |e: &BTreeMap<String, String>, profile: &str| {
@@ -1131,7 +1105,7 @@ fn no_secret_value_reaches_the_dry_run_or_the_policy_file() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "psecret");
+        let fx = fixture(who, "psecret");
         let env = env_with(&fx, &[]);
         let envr: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let flags = [
@@ -1144,7 +1118,7 @@ fn no_secret_value_reaches_the_dry_run_or_the_policy_file() {
         ];
         let mut args = flags.to_vec();
         args.extend(["--dry-run", "--", "true"]);
-        let run = jail(&fx, &args, &envr);
+        let run = fx.jail_at(&fx.dir, &args, &envr);
         assert_ok(&run, "dry run");
         let v = json(&run.stdout, "dry run");
         for (name, value) in SECRET_ENV
@@ -1195,7 +1169,7 @@ fn no_secret_value_reaches_the_dry_run_or_the_policy_file() {
             "-c",
             "cat \"$JAIL_POLICY\"; echo; echo \"==$GITHUB_TOKEN==$ANTHROPIC_API_KEY==$SET_BY_FLAG\"",
         ]);
-        let run = jail(&fx, &args, &envr);
+        let run = fx.jail_at(&fx.dir, &args, &envr);
         assert_ok(&run, "policy file");
         let (policy, tail) = run.stdout.rsplit_once("\n==").unwrap();
         assert_eq!(
@@ -1226,14 +1200,13 @@ fn the_policy_file_is_json_readable_and_not_writable_from_inside() {
                   chmod 666 \"$JAIL_POLICY\" 2>/dev/null; (echo x >> \"$JAIL_POLICY\") 2>/dev/null && echo APPENDED2; \
                   echo '=====' ; cat \"$JAIL_POLICY\"";
     for who in users() {
-        let fx = Fixture::new(who, "ppol");
+        let fx = fixture(who, "ppol");
         for (profile, disable, level) in [
             ("default", "", "full"),
             ("claude-code", "", "full"),
             ("default", "mount", "partial"),
         ] {
-            let run = sh_in(
-                &fx,
+            let run = fx.sh_at(
                 &fx.dir,
                 &["--profile", profile],
                 script,
@@ -1273,7 +1246,7 @@ fn the_policy_file_is_json_readable_and_not_writable_from_inside() {
 
 /// A copy of a real policy file, owned by the fixture's user, mode 0444.
 fn forged_policy(fx: &Fixture) -> String {
-    let run = sh_in(fx, &fx.dir, &[], "cat \"$JAIL_POLICY\"", &[]);
+    let run = fx.sh_at(&fx.dir, &[], "cat \"$JAIL_POLICY\"", &[]);
     assert_ok(&run, "read the policy file");
     json(&run.stdout, "policy file");
     let path = fx.dir.join("forged-policy.json");
@@ -1290,9 +1263,9 @@ fn status_inside_and_outside_a_jail_and_not_fooled_by_a_forged_variable() {
     }
     let bin = jail_bin().to_string_lossy().into_owned();
     for who in users() {
-        let fx = Fixture::new(who, "pstat");
+        let fx = fixture(who, "pstat");
 
-        let run = jail(&fx, &["--", &bin, "status"], &[]);
+        let run = fx.jail_at(&fx.dir, &["--", &bin, "status"], &[]);
         assert_eq!(
             run.code,
             Some(0),
@@ -1306,8 +1279,8 @@ fn status_inside_and_outside_a_jail_and_not_fooled_by_a_forged_variable() {
             run.describe()
         );
 
-        let run = jail(
-            &fx,
+        let run = fx.jail_at(
+            &fx.dir,
             &["--profile", "claude-code", "--", &bin, "status", "--json"],
             &[],
         );
@@ -1338,7 +1311,7 @@ fn status_inside_and_outside_a_jail_and_not_fooled_by_a_forged_variable() {
         );
 
         // Outside.
-        let run = jail(&fx, &["status"], &[]);
+        let run = fx.jail_at(&fx.dir, &["status"], &[]);
         assert_eq!(
             run.code,
             Some(1),
@@ -1350,7 +1323,7 @@ fn status_inside_and_outside_a_jail_and_not_fooled_by_a_forged_variable() {
             "{}",
             run.describe()
         );
-        let run = jail(&fx, &["status", "--json"], &[]);
+        let run = fx.jail_at(&fx.dir, &["status", "--json"], &[]);
         assert_eq!(run.code, Some(1));
         let v = json(&run.stdout, "status --json outside");
         assert_eq!(
@@ -1365,7 +1338,7 @@ fn status_inside_and_outside_a_jail_and_not_fooled_by_a_forged_variable() {
             ("JAIL_PROFILE", "default"),
             ("JAIL_POLICY", forged.as_str()),
         ];
-        let run = jail(&fx, &["status"], &env);
+        let run = fx.jail_at(&fx.dir, &["status"], &env);
         assert_eq!(
             run.code,
             Some(1),
@@ -1377,7 +1350,7 @@ fn status_inside_and_outside_a_jail_and_not_fooled_by_a_forged_variable() {
             "{}",
             run.describe()
         );
-        let run = jail(&fx, &["status", "--json"], &env);
+        let run = fx.jail_at(&fx.dir, &["status", "--json"], &env);
         assert_eq!(run.code, Some(1));
         let v = json(&run.stdout, "forged status --json");
         assert_eq!(v["inside"], false);
@@ -1386,7 +1359,7 @@ fn status_inside_and_outside_a_jail_and_not_fooled_by_a_forged_variable() {
         // The fallback (no mount view): still inside, level partial, but only advisory (exit
         // 2): its sealed memfd is something any process can make.
         let off = [("JAIL_TEST_DISABLE", "mount")];
-        let run = jail(&fx, &["--", &bin, "status"], &off);
+        let run = fx.jail_at(&fx.dir, &["--", &bin, "status"], &off);
         assert_eq!(
             run.code,
             Some(2),
@@ -1398,7 +1371,7 @@ fn status_inside_and_outside_a_jail_and_not_fooled_by_a_forged_variable() {
             "{}",
             run.describe()
         );
-        let run = jail(&fx, &["--", &bin, "status", "--json"], &off);
+        let run = fx.jail_at(&fx.dir, &["--", &bin, "status", "--json"], &off);
         assert_eq!(run.code, Some(2), "{}", run.describe());
         let v = json(&run.stdout, "fallback status --json");
         assert_eq!(v["inside"], true);
@@ -1419,18 +1392,14 @@ fn status_is_not_fooled_by_a_forged_policy_under_an_unrelated_seccomp_filter() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "pforge");
+        let fx = fixture(who, "pforge");
         // tests/helpers/forge.c: no_new_privs, an allow-all filter, "-": no memfd of its own.
         let bin = common::compile_helper("forge");
         let forged = forged_policy(&fx);
         let jail_path = jail_bin().to_string_lossy().into_owned();
-        let run = run_prog(
-            &fx,
-            &bin,
-            &fx.dir,
-            &["allow", "-", &jail_path, "status"],
-            &[("JAIL", "1"), ("JAIL_POLICY", &forged)],
-        );
+        let mut cmd = fx.command(&bin, &["allow", "-", &jail_path, "status"]);
+        cmd.env("JAIL", "1").env("JAIL_POLICY", &forged);
+        let run = Run::from(cmd.output().expect("run the forge"));
         assert_eq!(
             run.code,
             Some(1),
@@ -1465,11 +1434,11 @@ fn notice_outside_inside_and_before_a_run() {
     }
     let bin = jail_bin().to_string_lossy().into_owned();
     for who in users() {
-        let fx = Fixture::new(who, "pnotice");
+        let fx = fixture(who, "pnotice");
         let scratch = fx.scratch.to_string_lossy().into_owned();
         let repo = fx.repo.to_string_lossy().into_owned();
 
-        let run = jail(&fx, &["notice"], &[]);
+        let run = fx.jail_at(&fx.dir, &["notice"], &[]);
         assert_ok(&run, "notice outside");
         assert_two_sentences(&run.stdout);
         assert!(
@@ -1484,7 +1453,7 @@ fn notice_outside_inside_and_before_a_run() {
         // A project with a .git/hooks directory: the notice says it stays read-only.
         std::fs::create_dir_all(fx.repo.join(".git/hooks")).unwrap();
         fx.give_to(who);
-        let run = jail_in(&fx, &fx.repo, &["notice", "--profile", "workspace"], &[]);
+        let run = fx.jail_at(&fx.repo, &["notice", "--profile", "workspace"], &[]);
         assert_ok(&run, "notice --profile workspace");
         assert_two_sentences(&run.stdout);
         assert!(
@@ -1496,7 +1465,7 @@ fn notice_outside_inside_and_before_a_run() {
         );
 
         // Inside, it describes the jail it is in.
-        let run = jail(&fx, &["--rw", &scratch, "--", &bin, "notice"], &[]);
+        let run = fx.jail_at(&fx.dir, &["--rw", &scratch, "--", &bin, "notice"], &[]);
         assert_ok(&run, "notice inside");
         assert_two_sentences(&run.stdout);
         assert!(
@@ -1506,8 +1475,8 @@ fn notice_outside_inside_and_before_a_run() {
             "as {who:?}: {}",
             run.stdout
         );
-        let run = jail(
-            &fx,
+        let run = fx.jail_at(
+            &fx.dir,
             &["--profile", "claude-code", "--", &bin, "notice"],
             &[],
         );
@@ -1523,7 +1492,7 @@ fn notice_outside_inside_and_before_a_run() {
 
         // --notice: on stderr, before anything the command writes.
         let cmd = "echo CMD-ERR >&2; echo CMD-OUT";
-        let run = sh_in(&fx, &fx.dir, &["--notice", "--rw", &scratch], cmd, &[]);
+        let run = fx.sh_at(&fx.dir, &["--notice", "--rw", &scratch], cmd, &[]);
         assert_ok(&run, "--notice");
         assert_eq!(run.stdout, "CMD-OUT\n", "the notice went to stdout");
         let notice_at = run
@@ -1543,7 +1512,7 @@ fn notice_outside_inside_and_before_a_run() {
             .unwrap()
             .trim_end();
         assert_two_sentences(notice);
-        let run = sh_in(&fx, &fx.dir, &["--rw", &scratch], cmd, &[]);
+        let run = fx.sh_at(&fx.dir, &["--rw", &scratch], cmd, &[]);
         assert_ok(&run, "no --notice");
         assert!(
             !run.stderr.contains("hand-off"),
@@ -1563,9 +1532,9 @@ fn notice_for_an_agent_profile_names_its_state_dir_before_the_first_run() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "pnagent");
+        let fx = fixture(who, "pnagent");
         assert!(!fx.home.join(".claude").exists());
-        let run = jail(&fx, &["notice", "--profile", "claude-code"], &[]);
+        let run = fx.jail_at(&fx.dir, &["notice", "--profile", "claude-code"], &[]);
         assert_ok(&run, "notice --profile claude-code");
         assert!(
             run.stdout
@@ -1589,18 +1558,18 @@ fn the_readme_profile_example_loads_and_its_seed_is_created_read_only() {
         + 8;
     let text = &readme[start..start + readme[start..].find("```").unwrap()];
     for who in users() {
-        let fx = Fixture::new(who, "readme-profile");
+        let fx = fixture(who, "readme-profile");
         let cache = fx.p("cache");
         let cfg = user_profiles(&fx, &[("mine", text)]);
         let env = [
             ("XDG_CONFIG_HOME", cfg.as_str()),
             ("XDG_CACHE_HOME", cache.as_str()),
         ];
-        let run = jail(&fx, &["profile", "show", "mine", "--resolved"], &env);
+        let run = fx.jail_at(&fx.dir, &["profile", "show", "mine", "--resolved"], &env);
         assert_ok(&run, "show");
         assert!(run.stdout.contains("[paths.seed]"), "{}", run.stdout);
-        let run = jail(
-            &fx,
+        let run = fx.jail_at(
+            &fx.dir,
             &[
                 "--profile",
                 "mine",

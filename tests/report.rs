@@ -113,12 +113,6 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     v
 }
 
-fn sh(fx: &Fixture, flags: &[&str], script: &str) -> Run {
-    let mut args = flags.to_vec();
-    args.extend(["--", "/bin/sh", "-c", script]);
-    fx.jail(&args)
-}
-
 #[test]
 fn the_report_lists_exactly_what_the_command_changed() {
     if !full_level_or_skip("report-changes") {
@@ -145,8 +139,7 @@ fn the_report_lists_exactly_what_the_command_changed() {
              echo x > {repo}/file.txt; exit 3",
             repo = fx.p("repo")
         );
-        let run = sh(
-            &fx,
+        let run = fx.sh(
             &[
                 "--ro",
                 &fx.p("repo"),
@@ -487,8 +480,7 @@ fn changes_hidden_in_an_unreadable_directory_are_still_reported() {
     std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
     let report = fx.p("report.json");
     let s = fx.p("scratch");
-    let run = sh(
-        &fx,
+    let run = fx.sh(
         &["--rw", &s, "--report", &report, "--summary"],
         &format!("chmod 700 {s}/d && echo evil > {s}/d/f && chmod 000 {s}/d"),
     );
@@ -523,8 +515,7 @@ fn with_a_report_planted_git_entries_are_still_moved_aside() {
         let fx = Fixture::new(who, "report-git");
         let s = fx.p("scratch");
         let report = fx.p("report.json");
-        let run = sh(
-            &fx,
+        let run = fx.sh(
             &["--rw", &s, "--report", &report],
             &format!(
                 "mkdir -p {s}/deep/a/b/.git/hooks && echo 'gitdir: /x' > {s}/deep/.git && \
@@ -577,7 +568,7 @@ fn a_repository_hidden_in_an_unreadable_directory_is_moved_aside() {
         vec!["--rw", s.as_str()],
         vec!["--rw", s.as_str(), "--report", &report],
     ] {
-        let run = sh(&fx, &flags, &plant);
+        let run = fx.sh(&flags, &plant);
         let d = fx.scratch.join("d");
         let mode =
             std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&d).unwrap().permissions());

@@ -17,6 +17,11 @@ use common::{Fixture, Run, Who, full_level_or_skip, jail_bin, processes_with, us
 /// execvp report EACCES instead of ENOENT for the unprivileged user).
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
+/// A fixture whose commands get the test environment.
+fn fixture(who: Who, name: &str) -> Fixture {
+    Fixture::new(who, name).with_env(&env())
+}
+
 fn env() -> Vec<(&'static str, &'static str)> {
     vec![
         ("PATH", PATH),
@@ -52,18 +57,6 @@ fn unique_seconds(base: u32) -> String {
         std::process::id() % 1_000_000,
         N.fetch_add(1, Ordering::SeqCst)
     )
-}
-
-/// jail with `args` as the fixture's user, with a usable PATH and git identity.
-fn jail(fx: &Fixture, args: &[&str]) -> Run {
-    fx.jail_with(args, &[], &env())
-}
-
-/// jail `flags` -- /bin/sh -c `script`.
-fn sh(fx: &Fixture, flags: &[&str], script: &str) -> Run {
-    let mut args = flags.to_vec();
-    args.extend(["--", "/bin/sh", "-c", script]);
-    jail(fx, &args)
 }
 
 /// A command run outside the jail as the fixture's user, with the test environment.
@@ -131,7 +124,7 @@ fn git_reads_a_read_only_repository() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "git-ro");
+        let fx = fixture(who, "git-ro");
         git_init(&fx);
         std::fs::write(fx.repo.join("file.txt"), "original\nchanged line\n").unwrap();
         std::fs::write(fx.repo.join("untracked.txt"), "new\n").unwrap();
@@ -142,10 +135,7 @@ fn git_reads_a_read_only_repository() {
             .to_string();
         let flags = ["--ro", &fx.p("repo"), "--cwd", &fx.p("repo")];
 
-        let status = jail(
-            &fx,
-            &[&flags[..], &["--", "git", "status", "--porcelain"]].concat(),
-        );
+        let status = fx.jail(&[&flags[..], &["--", "git", "status", "--porcelain"]].concat());
         assert!(status.ok(), "git status as {who:?}\n{}", status.describe());
         assert!(
             status.stdout.contains(" M file.txt") && status.stdout.contains("?? untracked.txt"),
@@ -153,10 +143,7 @@ fn git_reads_a_read_only_repository() {
             status.describe()
         );
 
-        let log = jail(
-            &fx,
-            &[&flags[..], &["--", "git", "log", "--format=%H %s"]].concat(),
-        );
+        let log = fx.jail(&[&flags[..], &["--", "git", "log", "--format=%H %s"]].concat());
         assert!(log.ok(), "git log as {who:?}\n{}", log.describe());
         assert_eq!(
             log.stdout.trim(),
@@ -165,7 +152,7 @@ fn git_reads_a_read_only_repository() {
             log.describe()
         );
 
-        let diff = jail(&fx, &[&flags[..], &["--", "git", "diff"]].concat());
+        let diff = fx.jail(&[&flags[..], &["--", "git", "diff"]].concat());
         assert!(diff.ok(), "git diff as {who:?}\n{}", diff.describe());
         assert!(
             diff.stdout.contains("--- a/file.txt")
@@ -176,8 +163,7 @@ fn git_reads_a_read_only_repository() {
         );
 
         // The repository is read-only in there: a commit must fail and leave HEAD alone.
-        let commit = sh(
-            &fx,
+        let commit = fx.sh(
             &flags,
             "git commit -qam 'inside' && echo COMMITTED; git add untracked.txt && echo ADDED",
         );
@@ -200,7 +186,7 @@ fn python_and_node_run_scripts() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "interp");
+        let fx = fixture(who, "interp");
         std::fs::write(
             fx.repo.join("hello.py"),
             r#"import json, subprocess, socket, tempfile, os
@@ -230,7 +216,7 @@ console.log(JSON.stringify({ data, child, tmp: fs.readFileSync("/tmp/node.txt", 
         fx.give_to(who);
         let flags = ["--ro", &fx.p("repo"), "--cwd", &fx.p("repo")];
 
-        let py = jail(&fx, &[&flags[..], &["--", "python3", "hello.py"]].concat());
+        let py = fx.jail(&[&flags[..], &["--", "python3", "hello.py"]].concat());
         assert!(py.ok(), "python3 as {who:?}\n{}", py.describe());
         let v: serde_json::Value = serde_json::from_str(py.stdout.trim())
             .unwrap_or_else(|e| panic!("python3 output as {who:?}: {e}\n{}", py.describe()));
@@ -241,7 +227,7 @@ console.log(JSON.stringify({ data, child, tmp: fs.readFileSync("/tmp/node.txt", 
             "python3 as {who:?}"
         );
 
-        let node = jail(&fx, &[&flags[..], &["--", "node", "hello.js"]].concat());
+        let node = fx.jail(&[&flags[..], &["--", "node", "hello.js"]].concat());
         assert!(node.ok(), "node as {who:?}\n{}", node.describe());
         let v: serde_json::Value = serde_json::from_str(node.stdout.trim())
             .unwrap_or_else(|e| panic!("node output as {who:?}: {e}\n{}", node.describe()));
@@ -260,7 +246,7 @@ fn writes_land_under_rw_and_fail_everywhere_else() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "writes");
+        let fx = fixture(who, "writes");
         // A place the user may write outside the jail (mode 1777), named by no flag.
         let var_tmp = format!("/var/tmp/{}", unique("outside"));
         let script = format!(
@@ -275,11 +261,7 @@ fn writes_land_under_rw_and_fail_everywhere_else() {
              echo bad > home/x && echo BAD6; \
              true"
         );
-        let run = sh(
-            &fx,
-            &["--ro", &fx.p("repo"), "--rw", &fx.p("scratch")],
-            &script,
-        );
+        let run = fx.sh(&["--ro", &fx.p("repo"), "--rw", &fx.p("scratch")], &script);
         let _ = std::fs::remove_file(&var_tmp);
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
         for w in ["W1", "W2", "W3"] {
@@ -317,7 +299,7 @@ fn tmp_is_private_unless_shared_with_tmp_host() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "tmp");
+        let fx = fixture(who, "tmp");
         let host_file = format!("/tmp/{}", unique("host"));
         let inside_file = format!("/tmp/{}", unique("inside"));
         std::fs::write(&host_file, "HOST-TMP-CONTENT\n").unwrap();
@@ -327,7 +309,7 @@ fn tmp_is_private_unless_shared_with_tmp_host() {
              if test -e {host_file}; then echo HOST-VISIBLE; else echo HOST-INVISIBLE; fi; \
              ls -A /tmp"
         );
-        let private = sh(&fx, &[], &script);
+        let private = fx.sh(&[], &script);
         let leaked = Path::new(&inside_file).exists();
         let _ = std::fs::remove_file(&inside_file);
         assert!(private.ok(), "as {who:?}\n{}", private.describe());
@@ -348,7 +330,7 @@ fn tmp_is_private_unless_shared_with_tmp_host() {
 
         // --tmp host: the host's /tmp is seen and written.
         let script = format!("cat {host_file}; echo shared > {inside_file} && echo WROTE");
-        let shared = sh(&fx, &["--tmp", "host"], &script);
+        let shared = fx.sh(&["--tmp", "host"], &script);
         let landed = std::fs::read_to_string(&inside_file).ok();
         let _ = std::fs::remove_file(&inside_file);
         let _ = std::fs::remove_file(&host_file);
@@ -368,15 +350,14 @@ fn pipes_and_stdin_work() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "pipes");
+        let fx = fixture(who, "pipes");
         // echo x | jail -- tr x y
         let run = with_stdin(jail_cmd(&fx, &["--", "tr", "x", "y"]), b"x\n".to_vec());
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
         assert_eq!(run.stdout, "y\n", "as {who:?}");
 
         // Pipes between processes inside.
-        let run = sh(
-            &fx,
+        let run = fx.sh(
             &[],
             "printf 'b\\na\\nc\\n' | sort | tr a-z A-Z; seq 1 2000 | sort -rn | head -n 1",
         );
@@ -417,15 +398,15 @@ fn exit_codes_follow_the_command() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "exit");
-        let r = jail(&fx, &["--", "true"]);
+        let fx = fixture(who, "exit");
+        let r = fx.jail(&["--", "true"]);
         assert_eq!(r.code, Some(0), "true as {who:?}\n{}", r.describe());
 
-        let r = sh(&fx, &[], "echo before; exit 7");
+        let r = fx.sh(&[], "echo before; exit 7");
         assert_eq!(r.code, Some(7), "exit 7 as {who:?}\n{}", r.describe());
         assert_eq!(r.stdout, "before\n");
 
-        let r = sh(&fx, &[], "echo before; kill -9 $$; echo after");
+        let r = fx.sh(&[], "echo before; kill -9 $$; echo after");
         assert_eq!(
             r.code,
             Some(128 + 9),
@@ -434,7 +415,7 @@ fn exit_codes_follow_the_command() {
         );
         assert_eq!(r.stdout, "before\n", "as {who:?}");
 
-        let r = sh(&fx, &[], "echo before; kill -TERM $$; echo after");
+        let r = fx.sh(&[], "echo before; kill -TERM $$; echo after");
         assert_eq!(
             r.code,
             Some(128 + 15),
@@ -443,13 +424,13 @@ fn exit_codes_follow_the_command() {
         );
         assert_eq!(r.stdout, "before\n", "as {who:?}");
 
-        let r = jail(&fx, &["--no-such-flag", "--", "echo", "RAN"]);
+        let r = fx.jail(&["--no-such-flag", "--", "echo", "RAN"]);
         assert_eq!(r.code, Some(125), "bad flag as {who:?}\n{}", r.describe());
         assert!(!r.stdout.contains("RAN"), "as {who:?}\n{}", r.describe());
 
         // Not executable: a plain file, a directory.
         for path in [fx.p("repo/file.txt"), fx.p("repo/sub")] {
-            let r = jail(&fx, &["--", &path]);
+            let r = fx.jail(&["--", &path]);
             assert_eq!(r.code, Some(126), "{path} as {who:?}\n{}", r.describe());
             assert!(
                 r.stderr.starts_with("jail: ") && r.stderr.contains("cannot execute"),
@@ -462,7 +443,7 @@ fn exit_codes_follow_the_command() {
         // Not found: by name on PATH, and by path.
         let missing = unique("missing");
         for cmd in [missing.as_str(), "/nonexistent/dir/cmd"] {
-            let r = jail(&fx, &["--", cmd]);
+            let r = fx.jail(&["--", cmd]);
             assert_eq!(r.code, Some(127), "{cmd} as {who:?}\n{}", r.describe());
             assert!(
                 r.stderr.contains(cmd) && r.stderr.contains("not found"),
@@ -479,7 +460,7 @@ fn timeout_ends_the_whole_tree_with_124() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "timeout");
+        let fx = fixture(who, "timeout");
         // A plain command, and one that ignores SIGTERM (SIGKILL follows after the grace period);
         // each with a background daemon that must go too.
         for (script_head, min, max) in [("", 0.9, 5.0), ("trap '' TERM; ", 2.9, 6.5)] {
@@ -487,7 +468,7 @@ fn timeout_ends_the_whole_tree_with_124() {
             let bg = unique_seconds(32);
             let script = format!("{script_head}sleep {bg} & echo started; sleep {fg}; echo done");
             let start = Instant::now();
-            let r = jail(&fx, &["--timeout", "1s", "--", "/bin/sh", "-c", &script]);
+            let r = fx.jail(&["--timeout", "1s", "--", "/bin/sh", "-c", &script]);
             let took = start.elapsed().as_secs_f64();
             assert_eq!(r.code, Some(124), "{script} as {who:?}\n{}", r.describe());
             assert_eq!(
@@ -521,7 +502,7 @@ fn git_commits_under_rw_but_hooks_and_config_stay_read_only() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "git-rw");
+        let fx = fixture(who, "git-rw");
         git_init(&fx);
         let config_before = read(fx.repo.join(".git/config"));
         let script = "echo more >> file.txt && git add file.txt && git commit -q -m 'from inside' \
@@ -530,11 +511,7 @@ fn git_commits_under_rw_but_hooks_and_config_stay_read_only() {
                       printf '[core]\\n\\thooksPath = /var/tmp\\n' >> .git/config && echo CONFIG-WRITTEN; \
                       git config core.hooksPath /var/tmp && echo GIT-CONFIG-WRITTEN; \
                       true";
-        let run = sh(
-            &fx,
-            &["--rw", &fx.p("repo"), "--cwd", &fx.p("repo")],
-            script,
-        );
+        let run = fx.sh(&["--rw", &fx.p("repo"), "--cwd", &fx.p("repo")], script);
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
         assert!(
             run.stdout.contains("COMMITTED"),
@@ -571,7 +548,7 @@ fn a_protected_name_given_exactly_with_rw_becomes_writable() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "prot-named");
+        let fx = fixture(who, "prot-named");
         std::fs::write(fx.repo.join(".envrc"), "export A=1\n").unwrap();
         std::fs::create_dir_all(fx.repo.join(".vscode")).unwrap();
         std::fs::write(fx.repo.join(".vscode/settings.json"), "{}\n").unwrap();
@@ -580,7 +557,7 @@ fn a_protected_name_given_exactly_with_rw_becomes_writable() {
                       echo '{\"x\":1}' > repo/.vscode/settings.json && echo VSCODE-WRITTEN; \
                       echo ok > repo/ok.txt && echo PLAIN-WRITTEN; true";
 
-        let run = sh(&fx, &["--rw", &fx.p("repo")], script);
+        let run = fx.sh(&["--rw", &fx.p("repo")], script);
         assert!(
             run.stdout.contains("PLAIN-WRITTEN")
                 && !run.stdout.contains("ENVRC-WRITTEN")
@@ -590,8 +567,7 @@ fn a_protected_name_given_exactly_with_rw_becomes_writable() {
         );
         assert_eq!(read(fx.repo.join(".envrc")), "export A=1\n");
 
-        let run = sh(
-            &fx,
+        let run = fx.sh(
             &["--rw", &fx.p("repo"), "--rw", &fx.p("repo/.envrc")],
             script,
         );
@@ -615,13 +591,12 @@ fn protected_names_in_a_nested_repository_stay_read_only() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "prot-nested");
+        let fx = fixture(who, "prot-nested");
         git_init(&fx);
         std::fs::write(fx.repo.join(".envrc"), "export A=1\n").unwrap();
         fx.give_to(who);
         let config_before = read(fx.repo.join(".git/config"));
-        let run = sh(
-            &fx,
+        let run = fx.sh(
             &["--rw", &fx.p("")],
             "echo pwned > repo/.git/hooks/pre-commit && echo HOOK-WRITTEN; \
              echo '[core]' >> repo/.git/config && echo CONFIG-WRITTEN; \
@@ -648,11 +623,10 @@ fn protected_names_stay_read_only_when_rw_names_the_git_dir() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "prot-gitdir");
+        let fx = fixture(who, "prot-gitdir");
         git_init(&fx);
         let config_before = read(fx.repo.join(".git/config"));
-        let run = sh(
-            &fx,
+        let run = fx.sh(
             &["--rw", &fx.p("repo/.git")],
             "echo pwned > repo/.git/hooks/pre-commit && echo HOOK-WRITTEN; \
              echo '[core]' >> repo/.git/config && echo CONFIG-WRITTEN; \
@@ -674,13 +648,9 @@ fn cwd_sets_the_working_directory_inside_the_view() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "cwd");
+        let fx = fixture(who, "cwd");
         let script = "pwd; cat file.txt; echo bad > rel.txt && echo BAD; true";
-        let run = sh(
-            &fx,
-            &["--ro", &fx.p("repo"), "--cwd", &fx.p("repo")],
-            script,
-        );
+        let run = fx.sh(&["--ro", &fx.p("repo"), "--cwd", &fx.p("repo")], script);
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
         assert_eq!(
             run.stdout,
@@ -691,8 +661,7 @@ fn cwd_sets_the_working_directory_inside_the_view() {
         assert!(!fx.repo.join("rel.txt").exists(), "as {who:?}");
 
         // A relative --cwd (against the launcher's directory) in a writable place.
-        let run = sh(
-            &fx,
+        let run = fx.sh(
             &["--rw", &fx.p("repo/sub"), "--cwd", "repo/sub"],
             "pwd; echo made > made.txt && echo MADE",
         );
@@ -705,7 +674,7 @@ fn cwd_sets_the_working_directory_inside_the_view() {
         assert_eq!(read(fx.repo.join("sub/made.txt")), "made\n");
 
         // Without --cwd: the launcher's own directory.
-        let run = sh(&fx, &[], "pwd");
+        let run = fx.sh(&[], "pwd");
         assert_eq!(run.stdout, format!("{}\n", fx.dir.display()), "as {who:?}");
     }
 }
@@ -716,8 +685,8 @@ fn the_command_sees_its_confinement_in_proc() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "status");
-        let run = jail(&fx, &["--", "cat", "/proc/self/status"]);
+        let fx = fixture(who, "status");
+        let run = fx.jail(&["--", "cat", "/proc/self/status"]);
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
         let field = |name: &str| -> String {
             run.stdout
@@ -753,7 +722,7 @@ fn ps_inside_shows_only_the_jails_processes() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "ps");
+        let fx = fixture(who, "ps");
         let marker = unique_seconds(33);
         let mut outsider = Command::new("sleep")
             .arg(&marker)
@@ -769,7 +738,7 @@ fn ps_inside_shows_only_the_jails_processes() {
             !processes_with(&marker).is_empty(),
             "the outside process never started"
         );
-        let run = jail(&fx, &["--", "ps", "-eo", "pid=,args="]);
+        let run = fx.jail(&["--", "ps", "-eo", "pid=,args="]);
         let _ = outsider.kill();
         let _ = outsider.wait();
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
@@ -802,20 +771,17 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "dry");
+        let fx = fixture(who, "dry");
         let touch = format!("touch {}", fx.p("scratch/created"));
-        let run = jail(
-            &fx,
-            &[
-                "--dry-run",
-                "--rw",
-                &fx.p("scratch"),
-                "--",
-                "/bin/sh",
-                "-c",
-                &touch,
-            ],
-        );
+        let run = fx.jail(&[
+            "--dry-run",
+            "--rw",
+            &fx.p("scratch"),
+            "--",
+            "/bin/sh",
+            "-c",
+            &touch,
+        ]);
         assert!(run.ok(), "as {who:?}\n{}", run.describe());
         assert!(
             !fx.scratch.join("created").exists(),
@@ -852,7 +818,7 @@ fn probe_reports_full_level_as_text_and_json() {
         return;
     }
     for who in users() {
-        let fx = Fixture::new(who, "probe");
+        let fx = fixture(who, "probe");
         let text = Run::from(fx.command(jail_bin(), &["probe"]).output().unwrap());
         assert!(text.ok(), "as {who:?}\n{}", text.describe());
         assert!(

@@ -193,6 +193,10 @@ pub struct Fixture {
     pub repo: PathBuf,
     pub scratch: PathBuf,
     pub home: PathBuf,
+    /// Added to every command the fixture runs ([`Fixture::with_env`]).
+    env: Vec<(String, String)>,
+    /// Removed from every command the fixture runs ([`Fixture::scrubbing`]).
+    scrub: Vec<String>,
 }
 
 pub const SECRETS: &[(&str, &str)] = &[
@@ -235,6 +239,8 @@ impl Fixture {
             repo,
             scratch,
             home,
+            env: Vec::new(),
+            scrub: Vec::new(),
         };
         fx.give_to(who);
         fx
@@ -254,9 +260,52 @@ impl Fixture {
         self.dir.join(rel).to_string_lossy().into_owned()
     }
 
+    /// Every command this fixture runs gets `env` too (a PATH, a git identity).
+    pub fn with_env(mut self, env: &[(&str, &str)]) -> Fixture {
+        self.env
+            .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        self
+    }
+
+    /// Every command this fixture runs gets these variables removed.
+    pub fn scrubbing(mut self, names: &[&str]) -> Fixture {
+        self.scrub.extend(names.iter().map(|n| n.to_string()));
+        self
+    }
+
+    /// The flags most attacks run with: the project read-only, the scratch directory writable.
+    pub fn ro_flags(&self) -> Vec<String> {
+        vec![
+            "--ro".into(),
+            self.p("repo"),
+            "--rw".into(),
+            self.p("scratch"),
+        ]
+    }
+
     /// Runs jail with `args` (flags, `--`, command) as this fixture's user.
     pub fn jail(&self, args: &[&str]) -> Run {
         self.jail_with(args, &[], &[])
+    }
+
+    /// jail `flags` -- /bin/sh -c `script`.
+    pub fn sh(&self, flags: &[&str], script: &str) -> Run {
+        self.jail(&sh_args(flags, script))
+    }
+
+    /// jail `args` in `dir`, every layer on, with `env` added.
+    pub fn jail_at(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut cmd = self.command(jail_bin(), args);
+        cmd.current_dir(dir).env("JAIL_TEST_DISABLE", "");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Run::from(cmd.output().expect("run jail"))
+    }
+
+    /// jail `flags` -- /bin/sh -c `script` in `dir`, with `env` added.
+    pub fn sh_at(&self, dir: &Path, flags: &[&str], script: &str, env: &[(&str, &str)]) -> Run {
+        self.jail_at(dir, &sh_args(flags, script), env)
     }
 
     /// Runs jail with layers switched off and extra environment.
@@ -279,8 +328,26 @@ impl Fixture {
             .env_remove("XDG_RUNTIME_DIR")
             .env_remove("SSH_AUTH_SOCK")
             .stdin(Stdio::null());
+        for k in &self.scrub {
+            cmd.env_remove(k);
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
         cmd
     }
+}
+
+/// `flags -- /bin/sh -c script`, as jail's arguments.
+fn sh_args<'a>(flags: &[&'a str], script: &'a str) -> Vec<&'a str> {
+    let mut args = flags.to_vec();
+    args.extend(["--", "/bin/sh", "-c", script]);
+    args
+}
+
+/// The argv of `/bin/sh -c script`.
+pub fn sh_argv(script: &str) -> Vec<String> {
+    vec!["/bin/sh".into(), "-c".into(), script.into()]
 }
 
 impl Drop for Fixture {
