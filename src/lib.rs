@@ -27,12 +27,12 @@ use clap::Parser;
 use serde::Serialize;
 
 use crate::cli::{Cli, Command, ProfileCommand, RequireArg, RunArgs, TmpArg};
+use crate::enforcement::Layers;
 use crate::error::{EXIT_JAIL_ERROR, JailError};
 use crate::policy::env::{EnvFlags, child_env};
 use crate::policy::profile::{Catalog, Expansion, Resolved, TmpOption};
 use crate::policy::{Access, Policy, PolicyInput, ProfilePathRule, Require};
 use crate::probe::Features;
-use crate::enforcement::Layers;
 
 /// Parses the command line, runs, and returns the process exit code.
 pub fn run_cli() -> i32 {

@@ -9,10 +9,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use crate::changes::{ChangeKind, Changes};
+use crate::enforcement::{Layers, Level};
 use crate::net::proxy::Decision;
 use crate::policy::Policy;
 use crate::probe::Features;
-use crate::enforcement::{Layers, Level};
 
 /// The `schema` field of every report of this layout. A change that removes or renames a field
 /// makes a new version; new optional fields do not.

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::enforcement::{Layers, Level};
 use crate::policy::homes::HomeMode;
 use crate::policy::{Access, Origin, Policy, TmpMode};
-use crate::enforcement::{Layers, Level};
 
 /// The read-only JSON document at JAIL_POLICY.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -13,11 +13,11 @@ use super::recorder::Recorder;
 use super::run_state::{RunState, all_gaps};
 use super::supervisor::{Confinement, Outcome, RunEnd};
 use super::{landlock, limits, mounts, seccomp};
+use crate::enforcement::{self, Layers};
 use crate::error::{EXIT_JAIL_ERROR, JailError};
 use crate::net::{self, NetPolicy};
 use crate::policy::Policy;
 use crate::probe::{self, Features};
-use crate::enforcement::{self, Layers};
 use crate::{RunOptions, status};
 
 /// The plans every active layer compiled from the one policy.

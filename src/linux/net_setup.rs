@@ -8,11 +8,11 @@ use serde::Serialize;
 
 use super::seccomp;
 use super::supervisor::NetSetup;
+use crate::enforcement::Layers;
 use crate::error::JailError;
 use crate::net::{self, NetPolicy};
 use crate::policy::Policy;
 use crate::probe::Features;
-use crate::enforcement::Layers;
 
 /// The port jail's proxy listens on inside the command's own network namespace.
 pub const PROXY_PORT: u16 = 3128;

@@ -16,10 +16,10 @@ use super::net_setup::NetRuntime;
 use super::run_state::RunState;
 use super::supervisor::{Confinement, RunEnd};
 use crate::changes::Changes;
+use crate::enforcement::Layers;
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::probe::Features;
-use crate::enforcement::Layers;
 use crate::run_report::{self, DenialFacts, DenialItem, EndFacts, Facts, Resources, RunReport};
 
 /// The audit stream before the command exists, its reader while it runs.

@@ -3,10 +3,10 @@
 
 use super::limits;
 use super::net_setup::NetPlan;
+use crate::enforcement::{self, Layers};
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::probe::Features;
-use crate::enforcement::{self, Layers};
 
 /// The layers and network plan a run ends up with (the namespaces may fail at the start).
 pub struct RunState {

@@ -5,10 +5,10 @@ use serde::Serialize;
 use super::exec;
 use super::seatbelt::{self, Params};
 use crate::RunOptions;
+use crate::enforcement::{self, Layers};
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::probe::{self, Features};
-use crate::enforcement::{self, Layers};
 use crate::status;
 
 #[derive(Serialize)]
