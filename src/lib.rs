@@ -1,8 +1,6 @@
 //! jail: confine a command, and everything it starts, with a read-only mount view, Landlock and
 //! seccomp. The binary is a thin shell over [`run_cli`].
 
-#[cfg(target_os = "linux")]
-pub mod changes;
 pub mod cli;
 pub mod enforcement;
 pub mod error;

@@ -12,10 +12,10 @@ use std::rc::Rc;
 use std::time::SystemTime;
 
 use super::audit::{self, AuditReader, AuditStream};
+use super::changes::Changes;
 use super::net_setup::NetRuntime;
 use super::run_state::RunState;
 use super::supervisor::{Confinement, RunEnd};
-use crate::changes::Changes;
 use crate::enforcement::Layers;
 use crate::error::JailError;
 use crate::policy::Policy;
