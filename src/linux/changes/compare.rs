@@ -25,10 +25,10 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 use super::snapshot::{
-    Entry, HASHED, LISTED, MOUNT, RootSnap, Snapshot, Tree, UNREADABLE, UNVERIFIED,
+    Entry, FileType, HASHED, LISTED, MOUNT, RootSnap, Snapshot, Tree, UNREADABLE, UNVERIFIED,
 };
 
 /// At most this many changes are listed; beyond that [`Changes::truncated`] is set.
@@ -39,7 +39,7 @@ pub const MAX_CHANGES: usize = 100_000;
 pub const MAX_CHANGE_BYTES: usize = 32 << 20;
 
 /// What happened to one path.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeKind {
     Created,
@@ -48,8 +48,8 @@ pub enum ChangeKind {
     ModeChanged,
 }
 
-/// One changed path.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+/// One changed path, as the run report lists it (and a library caller reads it back).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Change {
     /// The writable path it is under.
     #[serde(serialize_with = "lossy_path")]
@@ -58,8 +58,8 @@ pub struct Change {
     #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
     pub kind: ChangeKind,
-    /// "file", "dir", "symlink" or "other": the type after the run, before it for a deletion.
-    pub file_type: &'static str,
+    /// The type after the run, before it for a deletion.
+    pub file_type: FileType,
     /// e.g. "size 10 -> 14", "mode 0644 -> 0755", "file -> symlink".
     pub detail: Option<String>,
 }
@@ -219,7 +219,7 @@ impl Comparer<'_> {
             return self.add(key, ChangeKind::Modified, a, Some(detail));
         }
         match a.file_type() {
-            "symlink" => {
+            FileType::Symlink => {
                 let (tb, ta) = (self.before.link_target(b), self.after.link_target(a));
                 if tb != ta {
                     let detail = format!(
@@ -230,7 +230,7 @@ impl Comparer<'_> {
                     self.add(key, ChangeKind::Modified, a, Some(detail));
                 }
             }
-            "file" => self.file(key, b, a, mode_note),
+            FileType::File => self.file(key, b, a, mode_note),
             // Directories: a changed mtime, ctime or size only means entries were added or
             // removed, and those are reported one by one.
             _ => {
@@ -537,8 +537,9 @@ mod tests {
                 change("/w/new/f", Created, ""),
             ]
         );
-        let types: Vec<&str> = c.changes.iter().map(|ch| ch.file_type).collect();
-        assert_eq!(types, ["file", "symlink", "dir", "file"]);
+        let types: Vec<FileType> = c.changes.iter().map(|ch| ch.file_type).collect();
+        use FileType::*;
+        assert_eq!(types, [File, Symlink, Dir, File]);
         assert!(c.changes.iter().all(|ch| ch.root == Path::new("/w")));
     }
 
@@ -693,7 +694,7 @@ mod tests {
                 change("/w/x", Modified, "file -> symlink"),
             ]
         );
-        assert_eq!(c.changes[2].file_type, "symlink");
+        assert_eq!(c.changes[2].file_type, FileType::Symlink);
     }
 
     #[test]
@@ -892,6 +893,33 @@ mod tests {
         let c = changes(&before, &after);
         assert_eq!(c.unreadable, ["/w/a", "/w/b"].map(PathBuf::from));
         assert_eq!(c.mount_points, [PathBuf::from("/w/m")]);
+    }
+
+    /// The report's JSON, byte for byte as before `file_type` was an enum, reads back.
+    #[test]
+    fn a_change_reads_back_from_the_report_json() {
+        let ch = Change {
+            root: "/w".into(),
+            path: "/w/l".into(),
+            kind: ModeChanged,
+            file_type: FileType::Symlink,
+            detail: Some("mode 0644 -> 0755".into()),
+        };
+        let json = serde_json::to_string(&ch).unwrap();
+        assert_eq!(
+            json,
+            r#"{"root":"/w","path":"/w/l","kind":"mode_changed","file_type":"symlink","detail":"mode 0644 -> 0755"}"#
+        );
+        assert_eq!(serde_json::from_str::<Change>(&json).unwrap(), ch);
+        // A detail names types as the JSON does ("file -> symlink").
+        for t in [
+            FileType::File,
+            FileType::Dir,
+            FileType::Symlink,
+            FileType::Other,
+        ] {
+            assert_eq!(serde_json::to_string(&t).unwrap(), format!("\"{t}\""));
+        }
     }
 
     #[test]

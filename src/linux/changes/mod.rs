@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 pub use compare::{Change, ChangeKind, Changes, MAX_CHANGE_BYTES, MAX_CHANGES, Touched};
-pub use snapshot::{Node, Snapshot, Tree};
+pub use snapshot::{FileType, Node, Snapshot, Tree};
 pub use walk::Limits;
 pub(crate) use walk::chmod_fd;
 
@@ -210,8 +210,8 @@ mod tests {
             kinds(&t, &c),
             vec![("empty".into(), Created), ("new.txt".into(), Created)]
         );
-        assert_eq!(c.changes[0].file_type, "dir");
-        assert_eq!(c.changes[1].file_type, "file");
+        assert_eq!(c.changes[0].file_type, FileType::Dir);
+        assert_eq!(c.changes[1].file_type, FileType::File);
     }
 
     #[test]
@@ -264,7 +264,7 @@ mod tests {
         t.write("g", "y");
         let c = run(&t, || fs::remove_file(t.p("f")).unwrap());
         assert_eq!(kinds(&t, &c), vec![("f".into(), Deleted)]);
-        assert_eq!(c.changes[0].file_type, "file");
+        assert_eq!(c.changes[0].file_type, FileType::File);
     }
 
     #[test]
@@ -335,7 +335,7 @@ mod tests {
             list(&t, &c),
             vec![("l".into(), Modified, "target a -> b".into())]
         );
-        assert_eq!(c.changes[0].file_type, "symlink");
+        assert_eq!(c.changes[0].file_type, FileType::Symlink);
     }
 
     #[test]
@@ -353,7 +353,7 @@ mod tests {
                 ("x/inner".into(), Created, String::new()),
             ]
         );
-        assert_eq!(c.changes[0].file_type, "dir");
+        assert_eq!(c.changes[0].file_type, FileType::Dir);
     }
 
     #[test]

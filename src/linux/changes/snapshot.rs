@@ -29,6 +29,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 /// One file system entry, 56 bytes. Its relative path is `arena[key_off..key_off + key_len]`.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Entry {
@@ -45,6 +47,28 @@ pub(super) struct Entry {
     /// `st_mode`: type and permission bits.
     pub(super) mode: u32,
     pub(super) flags: u32,
+}
+
+/// The type of an entry as the report names it: the types a command works with, and the rest
+/// (devices, fifos, sockets) as one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileType {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+impl fmt::Display for FileType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FileType::File => "file",
+            FileType::Dir => "dir",
+            FileType::Symlink => "symlink",
+            FileType::Other => "other",
+        })
+    }
 }
 
 /// The content hash in `aux` is valid.
@@ -64,12 +88,12 @@ impl Entry {
         self.mode & libc::S_IFMT
     }
 
-    pub(super) fn file_type(&self) -> &'static str {
+    pub(super) fn file_type(&self) -> FileType {
         match self.format() {
-            libc::S_IFREG => "file",
-            libc::S_IFDIR => "dir",
-            libc::S_IFLNK => "symlink",
-            _ => "other",
+            libc::S_IFREG => FileType::File,
+            libc::S_IFDIR => FileType::Dir,
+            libc::S_IFLNK => FileType::Symlink,
+            _ => FileType::Other,
         }
     }
 
@@ -419,7 +443,7 @@ mod tests {
     fn a_symlink_target_is_kept_in_the_arena() {
         let r = RootSnap::of("/w", &[("l", Entry::of(libc::S_IFLNK | 0o777, 1), "../t")]);
         assert_eq!(r.link_target(&r.entries[0]), b"../t");
-        assert_eq!(r.entries[0].file_type(), "symlink");
+        assert_eq!(r.entries[0].file_type(), FileType::Symlink);
     }
 
     #[test]
