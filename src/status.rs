@@ -238,7 +238,7 @@ fn policy_path() -> Option<String> {
     {
         if let Some(p) = env
             .as_deref()
-            .filter(|p| crate::linux::evidence::is_sealed_memfd(p))
+            .filter(|p| crate::linux::sys::is_sealed_memfd(p))
         {
             return Some(p.to_string());
         }

@@ -16,10 +16,10 @@
 //!   process. Without the mount view the policy arrives as a sealed memfd, which anyone can
 //!   make, and Landlock's rules cannot be read back: that evidence is advisory (exit 2).
 
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use super::mounts::POLICY_FILE;
+use super::sys::is_sealed_memfd;
 use crate::status::{Check, Claims, Finding, PolicyFile};
 
 /// nsfs inode numbers of the initial namespaces (include/uapi/linux/nsfs.h). The initial mount
@@ -239,19 +239,6 @@ fn fixed_file_facts() -> Result<String, String> {
          and pid namespaces not the initial ones",
         st.st_mode & 0o7777
     ))
-}
-
-/// jail's policy memfd (no mount view): named jail-policy and sealed against writing.
-pub fn is_sealed_memfd(path: &str) -> bool {
-    let named = std::fs::read_link(path)
-        .map(|t| t.to_string_lossy().starts_with("/memfd:jail-policy"))
-        .unwrap_or(false);
-    let Ok(f) = std::fs::File::open(path) else {
-        return false;
-    };
-    // SAFETY: F_GET_SEALS only reads the seals of an open descriptor.
-    let seals = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GET_SEALS) };
-    named && seals >= 0 && seals & libc::F_SEAL_WRITE != 0
 }
 
 /// Every check runs in this process, through libc: a library the dynamic loader was told to
