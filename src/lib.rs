@@ -8,7 +8,9 @@ pub mod error;
 pub mod linux;
 pub mod macos;
 pub mod net;
+pub mod notice;
 pub mod policy;
+pub mod policy_file;
 pub mod probe;
 #[cfg(target_os = "linux")]
 pub mod run_report;
@@ -348,8 +350,8 @@ fn resolved_toml(r: &Resolved) -> String {
 
 fn notice(profile: Option<String>) -> Result<i32, JailError> {
     if profile.is_none() {
-        if let Some(file) = status::read_policy_file() {
-            println!("{}", status::notice_text(&file.policy_summary()));
+        if let Some(file) = policy_file::read_policy_file() {
+            println!("{}", notice::notice_text(&notice::Summary::of_file(&file)));
             return Ok(0);
         }
     }
@@ -358,7 +360,7 @@ fn notice(profile: Option<String>) -> Result<i32, JailError> {
     // must not refuse because this is asked from HOME.
     args.cwd = Some("/".into());
     let policy = prepare(&args, false)?;
-    println!("{}", status::notice_text(&status::Summary::of(&policy)));
+    println!("{}", notice::notice_text(&notice::Summary::of(&policy)));
     Ok(0)
 }
 

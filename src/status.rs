@@ -1,260 +1,20 @@
-//! `jail status` (am I inside a jail, and under what policy?) and `jail notice` (the two
-//! sentences an agent harness puts into a prompt). Both read the policy file jail leaves at
-//! JAIL_POLICY; status also asks the kernel, so a forged JAIL variable does not fool it.
+//! `jail status`: am I inside a jail, and under what policy? The policy file says what it
+//! claims; the kernel is asked whether each claim holds for this process, so that a forged JAIL
+//! variable or policy file does not fool it.
+//!
+//! The verdict is only as strong as its weakest check: every claim confirmed by the kernel and
+//! the policy from jail's own file is `confined` (exit 0); nothing contradicted but some
+//! evidence only advisory (a sealed memfd anyone can make, a refusal the file permissions would
+//! give anyway) is `advisory` (exit 2); outside a jail, or any claim the kernel contradicts, is
+//! `not_confined` (exit 1). On Linux the checks are those of `linux::evidence`; on macOS there
+//! are two, advisory at best: the policy file (anyone can write one like it) and a file created
+//! in `/`, which Seatbelt must refuse.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::enforcement::{Layers, Level};
-use crate::policy::homes::HomeMode;
-use crate::policy::{Access, Origin, Policy, TmpMode};
-
-/// The read-only JSON document at JAIL_POLICY.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PolicyFile {
-    pub version: u32,
-    pub jail_version: String,
-    pub profile: String,
-    pub level: Level,
-    pub layers: Layers,
-    pub gaps: Vec<String>,
-    pub writable: Vec<PathBuf>,
-    /// Read-only carve-outs inside writable paths.
-    pub protected: Vec<PathBuf>,
-    pub hidden: Vec<PathBuf>,
-    pub private_tmp: bool,
-    /// How long the command line was, and whether `policy.command` shows all of it.
-    pub command: CommandSize,
-    /// The whole resolved policy (environment values excluded; the command shortened, see
-    /// [`shown_command`]).
-    pub policy: serde_json::Value,
-}
-
-/// The size of the command line the policy was made for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CommandSize {
-    pub args: usize,
-    /// Bytes of all arguments, without their terminating NULs.
-    pub bytes: usize,
-    /// `policy.command` shows less than the whole command line.
-    pub truncated: bool,
-}
-
-/// At most this many arguments are shown in the policy file, each cut to [`SHOWN_ARG_BYTES`],
-/// and no more than [`SHOWN_COMMAND_BYTES`] in all. The kernel accepts a command line of a
-/// quarter of the stack rlimit (2 MiB by default, one argument up to 128 KiB) and JSON escaping
-/// can make one byte six: kept whole, the file would be megabytes in memory on jail's /dev and
-/// in every reader. The command inside knows its own argv, and the run report (written outside)
-/// keeps all of it, so the file keeps only enough to recognise the run. No hash: a reader that
-/// must match a command exactly has the report, and nothing inside can use a digest it cannot
-/// recompute from the same argv it already holds.
-const SHOWN_ARGS: usize = 64;
-const SHOWN_ARG_BYTES: usize = 256;
-const SHOWN_COMMAND_BYTES: usize = 4096;
-
-/// The command as the policy file shows it, and its full size.
-pub fn shown_command(command: &[std::ffi::OsString]) -> (Vec<String>, CommandSize) {
-    let mut shown = Vec::new();
-    let mut total = 0;
-    let mut truncated = false;
-    for arg in command {
-        let text = arg.to_string_lossy();
-        if shown.len() == SHOWN_ARGS || total >= SHOWN_COMMAND_BYTES {
-            truncated = true;
-            break;
-        }
-        let room = SHOWN_ARG_BYTES.min(SHOWN_COMMAND_BYTES - total);
-        let cut = if text.len() > room {
-            truncated = true;
-            let mut end = room;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            format!("{}…", &text[..end])
-        } else {
-            text.into_owned()
-        };
-        total += cut.len();
-        shown.push(cut);
-    }
-    let size = CommandSize {
-        args: command.len(),
-        bytes: command.iter().map(|a| a.len()).sum(),
-        truncated,
-    };
-    (shown, size)
-}
-
-impl PolicyFile {
-    pub fn new(policy: &Policy, layers: &Layers, gaps: Vec<String>) -> PolicyFile {
-        let paths = |pred: &dyn Fn(&crate::policy::PathRule) -> bool| {
-            policy
-                .rules
-                .iter()
-                .filter(|r| pred(r))
-                .map(|r| r.path.clone())
-                .collect::<Vec<_>>()
-        };
-        let (shown, command) = shown_command(&policy.command);
-        let mut whole = serde_json::to_value(policy).expect("serializable");
-        whole["command"] = shown.into();
-        PolicyFile {
-            version: 1,
-            jail_version: env!("CARGO_PKG_VERSION").to_string(),
-            profile: policy.profile.clone(),
-            level: layers.level(),
-            layers: *layers,
-            gaps,
-            writable: paths(&|r| r.access == Access::Rw),
-            protected: paths(&|r| matches!(r.origin, Origin::Protected(_))),
-            hidden: paths(&|r| r.access == Access::Hide),
-            private_tmp: policy.tmp == TmpMode::Private,
-            command,
-            policy: whole,
-        }
-    }
-
-    pub fn policy_summary(&self) -> Summary {
-        Summary {
-            profile: self.profile.clone(),
-            writable: self.writable.clone(),
-            protected: !self.protected.is_empty(),
-            hidden: self.hidden.clone(),
-            private_tmp: self.private_tmp,
-            home: self
-                .policy
-                .get("home")
-                .and_then(|h| serde_json::from_value(h.clone()).ok())
-                .unwrap_or_default(),
-        }
-    }
-}
-
-/// What the notice says.
-pub struct Summary {
-    pub profile: String,
-    pub writable: Vec<PathBuf>,
-    pub protected: bool,
-    pub hidden: Vec<PathBuf>,
-    pub private_tmp: bool,
-    /// `--home hidden`: the homes are hidden but the named paths.
-    pub home: HomeMode,
-}
-
-impl Summary {
-    pub fn of(policy: &Policy) -> Summary {
-        Summary {
-            profile: policy.profile.clone(),
-            // With the directories a run creates first (an agent's state on its first run).
-            writable: policy
-                .writable_paths()
-                .map(PathBuf::from)
-                .chain(policy.profile_rw_missing.iter().cloned())
-                .collect(),
-            protected: policy
-                .rules
-                .iter()
-                .any(|r| matches!(r.origin, Origin::Protected(_))),
-            hidden: policy
-                .rules
-                .iter()
-                .filter(|r| r.access == Access::Hide)
-                .map(|r| r.path.clone())
-                .collect(),
-            private_tmp: policy.tmp == TmpMode::Private,
-            home: policy.home,
-        }
-    }
-}
-
-/// Two plain sentences: what is read-only or hidden and that a denial is a rule; what stays open
-/// and where proposed changes go.
-pub fn notice_text(s: &Summary) -> String {
-    let home = std::env::var("HOME").unwrap_or_default();
-    let show = |p: &PathBuf| {
-        let text = p.display().to_string();
-        match text.strip_prefix(&home) {
-            Some(rest) if !home.is_empty() => format!("~{rest}"),
-            _ => text,
-        }
-    };
-    let writable: Vec<String> = s
-        .writable
-        .iter()
-        .filter(|p| !p.starts_with("/tmp"))
-        .map(show)
-        .collect();
-    let tmp = if s.private_tmp {
-        "a private /tmp"
-    } else {
-        "/tmp"
-    };
-    let written = if writable.is_empty() {
-        format!("every file is read-only except {tmp}, including the project")
-    } else {
-        format!(
-            "only {} and {tmp} can be written{}, everything else is read-only",
-            writable.join(", "),
-            if s.protected {
-                " (their .git/hooks, .git/config and agent settings stay read-only)"
-            } else {
-                ""
-            }
-        )
-    };
-    let hidden: Vec<String> = s.hidden.iter().take(4).map(show).collect();
-    let hidden = if s.home == HomeMode::Hidden {
-        ", home directories are hidden except the paths named for this run, and so are \
-         credentials elsewhere"
-            .to_string()
-    } else if hidden.is_empty() {
-        String::new()
-    } else {
-        format!(
-            ", and credentials such as {}{} are hidden",
-            hidden.join(", "),
-            if s.hidden.len() > 4 { " …" } else { "" }
-        )
-    };
-    format!(
-        "You are working inside a sandbox (jail, profile {}): {written}{hidden}; when a write or a \
-         read is denied, that is a rule of this sandbox, not an obstacle, so do not try to work \
-         around it. Reading and searching files, git status, diff and log, running tests, builds \
-         and linters all still work; if you would change something, put the proposed change into \
-         your hand-off with the file, the line and the reason instead.",
-        s.profile
-    )
-}
-
-/// Where the policy file is: the mount view's fixed place when there is one (JAIL_POLICY can be
-/// changed by anyone), else JAIL_POLICY (a sealed memfd without the mount view). A jail inside
-/// another without a mount view of its own sees the outer one's fixed file, but its own policy
-/// is the memfd JAIL_POLICY names: the innermost wins (a memfd is advisory at best, so pointing
-/// JAIL_POLICY at one can only lower the verdict).
-fn policy_path() -> Option<String> {
-    let env = std::env::var("JAIL_POLICY").ok().filter(|p| !p.is_empty());
-    #[cfg(target_os = "linux")]
-    {
-        if let Some(p) = env
-            .as_deref()
-            .filter(|p| crate::linux::sys::is_sealed_memfd(p))
-        {
-            return Some(p.to_string());
-        }
-        let fixed = crate::linux::mounts::POLICY_FILE;
-        if std::path::Path::new(fixed).exists() {
-            return Some(fixed.to_string());
-        }
-    }
-    env
-}
-
-/// The policy file, when there is a readable, valid one.
-pub fn read_policy_file() -> Option<PolicyFile> {
-    let text = std::fs::read_to_string(policy_path()?).ok()?;
-    serde_json::from_str(&text).ok()
-}
+use crate::policy_file::{PolicyFile, policy_path, read_policy_file};
 
 /// What one piece of evidence showed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -524,7 +284,7 @@ pub fn status(json: bool) -> i32 {
         };
         println!("writable: {}", list(&f.writable));
         println!("hidden: {}", list(&f.hidden));
-        println!("homes: {}", f.policy_summary().home.describe());
+        println!("homes: {}", f.home().describe());
         for gap in &f.gaps {
             println!("gap: {}", printable(gap));
         }
@@ -540,6 +300,8 @@ pub fn status(json: bool) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::enforcement::Layers;
+    use crate::policy::{Access, Origin, Policy};
 
     #[test]
     fn claims_name_the_read_only_places_a_write_would_show_the_jail_at() {
@@ -603,72 +365,5 @@ mod tests {
             1
         );
         assert!(!check(Failed).ok && check(Advisory).ok);
-    }
-
-    #[test]
-    fn a_long_command_is_shortened_in_the_policy_file_with_its_full_size() {
-        let short: Vec<std::ffi::OsString> = vec!["claude".into(), "-p".into(), "hi".into()];
-        let (shown, size) = shown_command(&short);
-        assert_eq!(shown, ["claude", "-p", "hi"]);
-        assert_eq!(
-            size,
-            CommandSize {
-                args: 3,
-                bytes: 10,
-                truncated: false
-            }
-        );
-        // One argument of 127 KiB (a diff), multi-byte characters at the cut.
-        let diff = "é".repeat(65_000);
-        let (shown, size) = shown_command(&["claude".into(), "-p".into(), diff.clone().into()]);
-        assert!(size.truncated && size.bytes == 8 + diff.len());
-        assert!(shown[2].len() <= SHOWN_ARG_BYTES + "…".len() && shown[2].ends_with('…'));
-        // A 1 MiB command line of many arguments.
-        let many: Vec<std::ffi::OsString> = (0..8192).map(|_| "x".repeat(127).into()).collect();
-        let (shown, size) = shown_command(&many);
-        assert_eq!(
-            (size.args, size.bytes, size.truncated),
-            (8192, 8192 * 127, true)
-        );
-        assert!(shown.len() <= SHOWN_ARGS);
-        assert!(shown.iter().map(String::len).sum::<usize>() <= SHOWN_COMMAND_BYTES + 3);
-    }
-
-    #[test]
-    fn the_notice_is_two_sentences_naming_what_is_open_and_closed() {
-        let s = Summary {
-            profile: "review".into(),
-            writable: vec![],
-            protected: false,
-            hidden: vec!["/h/.ssh".into(), "/h/.aws".into()],
-            private_tmp: true,
-            home: HomeMode::Visible,
-        };
-        let text = notice_text(&s);
-        assert_eq!(text.matches(". ").count() + 1, 2, "{text}");
-        assert!(text.contains("read-only except a private /tmp, including the project"));
-        assert!(text.contains("/h/.ssh") && text.contains("not an obstacle"));
-        assert!(text.contains("hand-off with the file, the line and the reason"));
-        let s = Summary {
-            writable: vec!["/w/repo".into()],
-            protected: true,
-            ..s
-        };
-        let text = notice_text(&s);
-        assert!(
-            text.contains("only /w/repo and a private /tmp can be written"),
-            "{text}"
-        );
-        assert!(text.contains(".git/hooks"));
-        let s = Summary {
-            home: HomeMode::Hidden,
-            ..s
-        };
-        let text = notice_text(&s);
-        assert_eq!(text.matches(". ").count() + 1, 2, "{text}");
-        assert!(
-            text.contains("home directories are hidden except the paths named for this run"),
-            "{text}"
-        );
     }
 }

@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 
 use super::mounts::POLICY_FILE;
 use super::sys::is_sealed_memfd;
-use crate::status::{Check, Claims, Finding, PolicyFile};
+use crate::policy_file::PolicyFile;
+use crate::status::{Check, Claims, Finding};
 
 /// nsfs inode numbers of the initial namespaces (include/uapi/linux/nsfs.h). The initial mount
 /// namespace has a fixed number since Linux 6.16 (0xEFFFFFF8); before, its number is dynamic

@@ -17,8 +17,9 @@ use crate::enforcement::{self, Layers};
 use crate::error::{EXIT_JAIL_ERROR, JailError};
 use crate::net::{self, NetPolicy};
 use crate::policy::Policy;
+use crate::policy_file::PolicyFile;
 use crate::probe::{self, Features};
-use crate::{RunOptions, status};
+use crate::{RunOptions, notice};
 
 /// The plans every active layer compiled from the one policy.
 #[derive(Serialize)]
@@ -145,7 +146,7 @@ pub fn launch(policy: &Policy, args: &RunOptions) -> Result<i32, JailError> {
         )?),
     };
     if args.notice {
-        eprintln!("{}", status::notice_text(&status::Summary::of(policy)));
+        eprintln!("{}", notice::notice_text(&notice::Summary::of(policy)));
         if let Some(note) = policy.env.removal_note() {
             crate::text::say(note);
         }
@@ -281,7 +282,7 @@ fn confinement(
     limits: limits::Prepared,
 ) -> Result<Confinement, JailError> {
     let (layers, net_plan) = (&run.layers, &run.net_plan);
-    let file = status::PolicyFile::new(policy, layers, run.gaps(policy));
+    let file = PolicyFile::new(policy, layers, run.gaps(policy));
     let policy_json = serde_json::to_string_pretty(&file).expect("serializable");
     let mut envp = Vec::new();
     let allow_hosts = match &policy.net {

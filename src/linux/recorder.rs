@@ -196,7 +196,7 @@ impl Recorder {
         let mut resources = children_usage();
         resources.processes_started = result.as_ref().ok().and_then(|e| e.processes);
         let gaps = run.gaps(policy);
-        let file = crate::status::PolicyFile::new(policy, &run.layers, gaps.clone());
+        let file = crate::policy_file::PolicyFile::new(policy, &run.layers, gaps.clone());
         let report = RunReport::build(Facts {
             policy,
             policy_json: serde_json::to_value(&file).expect("serializable"),

@@ -7,9 +7,10 @@ use super::seatbelt::{self, Params};
 use crate::RunOptions;
 use crate::enforcement::{self, Layers};
 use crate::error::JailError;
+use crate::notice;
 use crate::policy::Policy;
+use crate::policy_file::PolicyFile;
 use crate::probe::{self, Features};
-use crate::status;
 
 #[derive(Serialize)]
 struct DryRun<'a> {
@@ -63,7 +64,7 @@ pub fn launch(policy: &Policy, args: &RunOptions) -> Result<i32, JailError> {
     }
     enforcement::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
     if args.notice {
-        eprintln!("{}", status::notice_text(&status::Summary::of(policy)));
+        eprintln!("{}", notice::notice_text(&notice::Summary::of(policy)));
     }
     if !layers.seatbelt {
         eprintln!(
@@ -77,7 +78,7 @@ pub fn launch(policy: &Policy, args: &RunOptions) -> Result<i32, JailError> {
         "jail: note: macOS Seatbelt (level partial); gaps: {}",
         gaps.join("; ")
     ));
-    let file = status::PolicyFile::new(policy, &layers, gaps);
+    let file = PolicyFile::new(policy, &layers, gaps);
     let json = serde_json::to_string_pretty(&file).expect("serializable");
     exec::run(policy, &json)
 }
