@@ -1,6 +1,7 @@
 //! jail: confine a command, and everything it starts, with a read-only mount view, Landlock and
 //! seccomp. The binary is a thin shell over [`run_cli`].
 
+pub mod claims;
 pub mod cli;
 pub mod enforcement;
 pub mod error;
