@@ -20,8 +20,7 @@
 //! # Ok::<(), jail::JailError>(())
 //! ```
 
-#[cfg(target_os = "linux")]
-pub mod changes;
+pub mod claims;
 pub mod cli;
 pub mod enforcement;
 pub mod error;
@@ -29,8 +28,10 @@ pub mod error;
 pub mod linux;
 pub mod macos;
 pub mod net;
+pub mod notice;
 mod platform;
 pub mod policy;
+pub mod policy_file;
 pub mod prepare;
 pub mod probe;
 #[cfg(target_os = "linux")]

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::changes::{ChangeKind, Changes};
 use crate::enforcement::{Layers, Level};
+use crate::linux::changes::{ChangeKind, Changes};
 use crate::net::proxy::Decision;
 use crate::policy::Policy;
 use crate::probe::Features;
@@ -109,7 +109,7 @@ pub struct ChangesSection {
     pub mode_changed: usize,
     /// The list is incomplete: a limit was hit.
     pub truncated: bool,
-    pub items: Vec<crate::changes::Change>,
+    pub items: Vec<crate::linux::changes::Change>,
     pub unreadable: Vec<String>,
     /// Recently written files that could not be hashed: their content may have changed unseen.
     pub unverified: Vec<String>,

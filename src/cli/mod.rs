@@ -16,7 +16,7 @@ use crate::policy::profile::TmpOption;
 use crate::policy::request::Request;
 use crate::sandbox::options::RunOptions;
 use crate::sandbox::{Jail, control};
-use crate::{prepare, status, text};
+use crate::{notice, policy_file, prepare, status, text};
 
 /// Parses the command line, runs, and returns the process exit code.
 pub fn run_cli() -> i32 {
@@ -132,8 +132,8 @@ fn run(args: &RunArgs) -> Result<i32, JailError> {
 /// `jail notice`: inside a jail, its policy file's sentences; elsewhere, a profile's.
 fn print_notice(profile: Option<String>) -> Result<i32, JailError> {
     if profile.is_none() {
-        if let Some(file) = status::read_policy_file() {
-            println!("{}", status::notice_text(&file.policy_summary()));
+        if let Some(file) = policy_file::read_policy_file() {
+            println!("{}", notice::notice_text(&notice::Summary::of_file(&file)));
             return Ok(0);
         }
     }
@@ -146,6 +146,6 @@ fn print_notice(profile: Option<String>) -> Result<i32, JailError> {
         ..Request::default()
     };
     let policy = prepare::policy(&request, false)?;
-    println!("{}", status::notice_text(&status::Summary::of(&policy)));
+    println!("{}", notice::notice_text(&notice::Summary::of(&policy)));
     Ok(0)
 }

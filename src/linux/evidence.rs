@@ -15,12 +15,15 @@
 //! - A forger who reproduces every effect has built the confinement it claims, for this
 //!   process. Without the mount view the policy arrives as a sealed memfd, which anyone can
 //!   make, and Landlock's rules cannot be read back: that evidence is advisory (exit 2).
+//!
+//! This module only gathers: it gets the claims ([`crate::claims::Claims`]) and returns one
+//! [`Check`] per fact; the verdict and its output are `jail status`'s ([`crate::status`]).
 
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use super::mounts::POLICY_FILE;
-use crate::status::{Check, Claims, Finding, PolicyFile};
+use super::sys::is_sealed_memfd;
+use crate::claims::{Check, Claims, Finding};
 
 /// nsfs inode numbers of the initial namespaces (include/uapi/linux/nsfs.h). The initial mount
 /// namespace has a fixed number since Linux 6.16 (0xEFFFFFF8); before, its number is dynamic
@@ -107,8 +110,8 @@ fn errno_name(e: i32) -> String {
 }
 
 /// Every check, in order: the policy's source, then each claim by its effect.
-pub fn gather(path: &str, file: Option<(&PolicyFile, Claims)>) -> Vec<Check> {
-    let Some((file, claims)) = file else {
+pub fn gather(path: &str, claims: Option<&Claims>) -> Vec<Check> {
+    let Some(claims) = claims else {
         return vec![Check::new(
             "policy file",
             Finding::Failed,
@@ -120,11 +123,11 @@ pub fn gather(path: &str, file: Option<(&PolicyFile, Claims)>) -> Vec<Check> {
             },
         )];
     };
-    let mut checks = vec![source(path, file), process_image()];
+    let mut checks = vec![source(path, claims.mount), process_image()];
     checks.push(no_new_privs());
     checks.push(capabilities(claims.mount));
     checks.push(seccomp(claims.seccomp));
-    let (landlock_check, read_only_check) = read_only(&claims);
+    let (landlock_check, read_only_check) = read_only(claims);
     if claims.landlock {
         checks.push(landlock_check);
     } else if super::sys::landlock_abi() > 0 {
@@ -142,23 +145,23 @@ pub fn gather(path: &str, file: Option<(&PolicyFile, Claims)>) -> Vec<Check> {
     }
     checks.push(read_only_check);
     if claims.mount {
-        checks.push(writable_mounts(&claims));
+        checks.push(writable_mounts(claims));
     }
     if !claims.hidden.is_empty() {
-        checks.push(hidden(&claims));
+        checks.push(hidden(claims));
     }
     checks
 }
 
-/// The policy's source: jail's own file on its read-only /dev (the mount view), or a sealed
-/// memfd (advisory: anyone can make one).
-fn source(path: &str, file: &PolicyFile) -> Check {
+/// The policy's source: jail's own file on its read-only /dev (the mount view, which the policy
+/// claims when `mount`), or a sealed memfd (advisory: anyone can make one).
+fn source(path: &str, mount: bool) -> Check {
     const NAME: &str = "policy file";
     if path == POLICY_FILE {
         let how = "fstat, fstatfs and fstatvfs of the open file; /proc/self/ns inode numbers";
         return match fixed_file_facts() {
             Err(why) => Check::new(NAME, Finding::Failed, how, why),
-            Ok(_) if !file.layers.mount => Check::new(
+            Ok(_) if !mount => Check::new(
                 NAME,
                 Finding::Failed,
                 how,
@@ -168,7 +171,7 @@ fn source(path: &str, file: &PolicyFile) -> Check {
         };
     }
     let how = "readlink and F_GET_SEALS of JAIL_POLICY";
-    if file.layers.mount {
+    if mount {
         return Check::new(
             NAME,
             Finding::Failed,
@@ -239,19 +242,6 @@ fn fixed_file_facts() -> Result<String, String> {
          and pid namespaces not the initial ones",
         st.st_mode & 0o7777
     ))
-}
-
-/// jail's policy memfd (no mount view): named jail-policy and sealed against writing.
-pub fn is_sealed_memfd(path: &str) -> bool {
-    let named = std::fs::read_link(path)
-        .map(|t| t.to_string_lossy().starts_with("/memfd:jail-policy"))
-        .unwrap_or(false);
-    let Ok(f) = std::fs::File::open(path) else {
-        return false;
-    };
-    // SAFETY: F_GET_SEALS only reads the seals of an open descriptor.
-    let seals = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GET_SEALS) };
-    named && seals >= 0 && seals & libc::F_SEAL_WRITE != 0
 }
 
 /// Every check runs in this process, through libc: a library the dynamic loader was told to

@@ -54,7 +54,7 @@ pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailErro
     if options.notice {
         eprintln!(
             "{}",
-            crate::status::notice_text(&crate::status::Summary::of(policy))
+            crate::notice::notice_text(&crate::notice::Summary::of(policy))
         );
         if let Some(note) = policy.env.removal_note() {
             crate::text::say(note);

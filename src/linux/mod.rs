@@ -2,6 +2,7 @@
 //! `apply` (the only place with syscalls).
 
 pub mod audit;
+pub mod changes;
 pub mod evidence;
 pub mod landlock;
 pub mod launch;

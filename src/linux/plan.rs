@@ -110,7 +110,7 @@ pub fn compile(policy: &Policy, host: &Host) -> Result<RunPlan, JailError> {
     };
     let mut gaps = enforcement::gaps(policy, &layers, f);
     gaps.extend(limits.gaps.iter().cloned());
-    let file = crate::status::PolicyFile::new(policy, &layers, gaps.clone());
+    let file = crate::policy_file::PolicyFile::new(policy, &layers, gaps.clone());
     Ok(RunPlan {
         envp: environment(policy, &layers, &net)?,
         policy_json: serde_json::to_string_pretty(&file).expect("serializable"),

@@ -2,7 +2,7 @@
 //! the one owner of that question, for runs with and without a report.
 //!
 //! One walk: a snapshot of every writable tree before the command starts, another after it ends
-//! ([`crate::changes`]), and their comparison. Every change (created, modified, mode changed) is
+//! ([`super::changes`]), and their comparison. Every change (created, modified, mode changed) is
 //! classified against the protected list ([`crate::policy::PROTECTED`]), by name at any depth,
 //! and against git's own test for a repository (`HEAD` with `objects/` and `refs/`, or a
 //! `commondir`), whatever the directory is called: a bare repository, a new `.git`, a submodule's
@@ -16,7 +16,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::changes::{self, ChangeKind, Changes, Limits, Snapshot, Touched, Tree};
+use super::changes::{self, ChangeKind, Changes, Limits, Snapshot, Touched, Tree};
 use crate::error::JailError;
 use crate::policy::{
     PROTECTED_IN_GIT_DIRS, Policy, is_git_layout, protected_name, protected_prefix,

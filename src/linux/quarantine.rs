@@ -180,7 +180,7 @@ fn defuse(path: &Path) -> bool {
     {
         return false;
     }
-    crate::changes::chmod_fd(&fd, 0).is_ok()
+    super::changes::chmod_fd(&fd, 0).is_ok()
 }
 
 /// Directories whose modes were widened, restored when dropped (innermost first).
@@ -200,7 +200,7 @@ impl Relaxed {
         let Ok(copy) = dir.try_clone() else {
             return false;
         };
-        if crate::changes::chmod_fd(dir, mode | bits).is_err() {
+        if super::changes::chmod_fd(dir, mode | bits).is_err() {
             return false;
         }
         self.0.push((copy, mode));
@@ -211,7 +211,7 @@ impl Relaxed {
 impl Drop for Relaxed {
     fn drop(&mut self) {
         for (fd, mode) in self.0.drain(..).rev() {
-            let _ = crate::changes::chmod_fd(&fd, mode);
+            let _ = super::changes::chmod_fd(&fd, mode);
         }
     }
 }

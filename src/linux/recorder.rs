@@ -12,10 +12,10 @@ use std::rc::Rc;
 use std::time::SystemTime;
 
 use super::audit::{self, AuditReader, AuditStream};
+use super::changes::Changes;
 use super::net_setup::NetRuntime;
 use super::run_state::RunState;
 use super::supervisor::{Confinement, RunEnd};
-use crate::changes::Changes;
 use crate::enforcement::Layers;
 use crate::error::JailError;
 use crate::policy::Policy;
@@ -197,7 +197,7 @@ impl Recorder {
         let mut resources = children_usage();
         resources.processes_started = result.as_ref().ok().and_then(|e| e.processes);
         let gaps = run.plan.gaps.clone();
-        let file = crate::status::PolicyFile::new(policy, &run.plan.layers, gaps.clone());
+        let file = crate::policy_file::PolicyFile::new(policy, &run.plan.layers, gaps.clone());
         let report = RunReport::build(Facts {
             policy,
             policy_json: serde_json::to_value(&file).expect("serializable"),

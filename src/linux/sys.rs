@@ -3,7 +3,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -159,6 +159,22 @@ pub fn seccomp_filters_supported() -> bool {
         )
     };
     rc == 0
+}
+
+/// Whether `path` is jail's policy memfd (the policy file without the mount view): its link
+/// reads `/memfd:jail-policy`, the name the supervisor gives it, and it is sealed against
+/// writing. Any process can make such a memfd, so what it holds is advisory at best (see
+/// `jail status`).
+pub fn is_sealed_memfd(path: &str) -> bool {
+    let named = std::fs::read_link(path)
+        .map(|t| t.to_string_lossy().starts_with("/memfd:jail-policy"))
+        .unwrap_or(false);
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    // SAFETY: F_GET_SEALS only reads the seals of an open descriptor.
+    let seals = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GET_SEALS) };
+    named && seals >= 0 && seals & libc::F_SEAL_WRITE != 0
 }
 
 /// Writes `text` to `path` in one write call (proc files such as uid_map need that).

@@ -11,7 +11,7 @@ use crate::probe;
 use crate::sandbox::dry_run::DryRun;
 use crate::sandbox::options::RunOptions;
 use crate::sandbox::outcome::{Outcome, Status};
-use crate::status;
+use crate::notice;
 
 /// The macOS plans: the Seatbelt profile a run would get.
 #[derive(Serialize)]
@@ -72,7 +72,7 @@ pub fn launch(policy: &Policy, args: &RunOptions) -> Result<Outcome, JailError> 
     let gaps = enforcement::gaps(policy, &layers, &features);
     enforcement::check_level(policy.require, args.allow_unconfined, &layers, &features)?;
     if args.notice {
-        eprintln!("{}", status::notice_text(&status::Summary::of(policy)));
+        eprintln!("{}", notice::notice_text(&notice::Summary::of(policy)));
     }
     if !layers.seatbelt {
         eprintln!(
@@ -87,7 +87,7 @@ pub fn launch(policy: &Policy, args: &RunOptions) -> Result<Outcome, JailError> 
         "jail: note: macOS Seatbelt (level partial); gaps: {}",
         gaps.join("; ")
     ));
-    let file = status::PolicyFile::new(policy, &layers, gaps.clone());
+    let file = crate::policy_file::PolicyFile::new(policy, &layers, gaps.clone());
     let json = serde_json::to_string_pretty(&file).expect("serializable");
     let code = exec::run(policy, &json)?;
     Ok(outcome(code, &layers, gaps))

@@ -1,0 +1,165 @@
+//! The notice: two plain sentences an agent harness puts into a prompt (`jail --notice` prints
+//! them at the start of a run, `jail notice` on its own), saying what is read-only or hidden,
+//! that a denial is a rule and not an obstacle, and where proposed changes go instead.
+//!
+//! Said before the first refusal, so that the agent takes one as a rule of the run rather than
+//! an obstacle to get around, and hands on the change it would have made. Inside a jail
+//! `jail notice` takes its facts from the policy file, so the sentences describe the run that
+//! is going on, not a profile.
+
+use std::path::PathBuf;
+
+use crate::policy::homes::HomeMode;
+use crate::policy::{Access, Origin, Policy, TmpMode};
+use crate::policy_file::PolicyFile;
+
+/// What the notice says.
+pub struct Summary {
+    pub profile: String,
+    pub writable: Vec<PathBuf>,
+    pub protected: bool,
+    pub hidden: Vec<PathBuf>,
+    pub private_tmp: bool,
+    /// `--home hidden`: the homes are hidden but the named paths.
+    pub home: HomeMode,
+}
+
+impl Summary {
+    pub fn of(policy: &Policy) -> Summary {
+        Summary {
+            profile: policy.profile.clone(),
+            // With the directories a run creates first (an agent's state on its first run).
+            writable: policy
+                .writable_paths()
+                .map(PathBuf::from)
+                .chain(policy.profile_rw_missing.iter().cloned())
+                .collect(),
+            protected: policy
+                .rules
+                .iter()
+                .any(|r| matches!(r.origin, Origin::Protected(_))),
+            hidden: policy
+                .rules
+                .iter()
+                .filter(|r| r.access == Access::Hide)
+                .map(|r| r.path.clone())
+                .collect(),
+            private_tmp: policy.tmp == TmpMode::Private,
+            home: policy.home,
+        }
+    }
+
+    /// What the policy file of the run this process is in says.
+    pub fn of_file(file: &PolicyFile) -> Summary {
+        Summary {
+            profile: file.profile.clone(),
+            writable: file.writable.clone(),
+            protected: !file.protected.is_empty(),
+            hidden: file.hidden.clone(),
+            private_tmp: file.private_tmp,
+            home: file.home(),
+        }
+    }
+}
+
+/// Two plain sentences: what is read-only or hidden and that a denial is a rule; what stays open
+/// and where proposed changes go.
+pub fn notice_text(s: &Summary) -> String {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let show = |p: &PathBuf| {
+        let text = p.display().to_string();
+        match text.strip_prefix(&home) {
+            Some(rest) if !home.is_empty() => format!("~{rest}"),
+            _ => text,
+        }
+    };
+    let writable: Vec<String> = s
+        .writable
+        .iter()
+        .filter(|p| !p.starts_with("/tmp"))
+        .map(show)
+        .collect();
+    let tmp = if s.private_tmp {
+        "a private /tmp"
+    } else {
+        "/tmp"
+    };
+    let written = if writable.is_empty() {
+        format!("every file is read-only except {tmp}, including the project")
+    } else {
+        format!(
+            "only {} and {tmp} can be written{}, everything else is read-only",
+            writable.join(", "),
+            if s.protected {
+                " (their .git/hooks, .git/config and agent settings stay read-only)"
+            } else {
+                ""
+            }
+        )
+    };
+    let hidden: Vec<String> = s.hidden.iter().take(4).map(show).collect();
+    let hidden = if s.home == HomeMode::Hidden {
+        ", home directories are hidden except the paths named for this run, and so are \
+         credentials elsewhere"
+            .to_string()
+    } else if hidden.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", and credentials such as {}{} are hidden",
+            hidden.join(", "),
+            if s.hidden.len() > 4 { " …" } else { "" }
+        )
+    };
+    format!(
+        "You are working inside a sandbox (jail, profile {}): {written}{hidden}; when a write or a \
+         read is denied, that is a rule of this sandbox, not an obstacle, so do not try to work \
+         around it. Reading and searching files, git status, diff and log, running tests, builds \
+         and linters all still work; if you would change something, put the proposed change into \
+         your hand-off with the file, the line and the reason instead.",
+        s.profile
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_notice_is_two_sentences_naming_what_is_open_and_closed() {
+        let s = Summary {
+            profile: "review".into(),
+            writable: vec![],
+            protected: false,
+            hidden: vec!["/h/.ssh".into(), "/h/.aws".into()],
+            private_tmp: true,
+            home: HomeMode::Visible,
+        };
+        let text = notice_text(&s);
+        assert_eq!(text.matches(". ").count() + 1, 2, "{text}");
+        assert!(text.contains("read-only except a private /tmp, including the project"));
+        assert!(text.contains("/h/.ssh") && text.contains("not an obstacle"));
+        assert!(text.contains("hand-off with the file, the line and the reason"));
+        let s = Summary {
+            writable: vec!["/w/repo".into()],
+            protected: true,
+            ..s
+        };
+        let text = notice_text(&s);
+        assert!(
+            text.contains("only /w/repo and a private /tmp can be written"),
+            "{text}"
+        );
+        assert!(text.contains(".git/hooks"));
+        let s = Summary {
+            home: HomeMode::Hidden,
+            ..s
+        };
+        let text = notice_text(&s);
+        assert_eq!(text.matches(". ").count() + 1, 2, "{text}");
+        assert!(
+            text.contains("home directories are hidden except the paths named for this run"),
+            "{text}"
+        );
+    }
+}
