@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::enforcement::{Layers, Level};
 use crate::linux::changes::{ChangeKind, Changes};
-use crate::net::proxy::Decision;
+use crate::net::Decision;
 use crate::policy::Policy;
 use crate::probe::Features;
 

@@ -2,12 +2,15 @@
 //!
 //! - [`spec`] parses `--net` values into a [`NetPolicy`] (pure).
 //! - [`allow`] decides single destinations for the proxy mode (pure).
+//! - [`decision`] is the record of one request the proxy decided on, as the run report lists it
+//!   (plain data).
 //! - [`proxy`] is the filtering HTTP/SOCKS5 proxy the supervisor runs outside the sandbox, on a
 //!   listener that lives in the sandbox's network namespace: the command has no route out, so
 //!   the proxy is its only way to the network, and names are resolved by the proxy, never by
 //!   the command.
 
 pub mod allow;
+pub mod decision;
 #[cfg(target_os = "linux")]
 pub mod peer;
 #[cfg(target_os = "linux")]
@@ -17,6 +20,7 @@ pub mod spec;
 use std::net::SocketAddr;
 
 pub use allow::{AllowList, DomainPattern, Refusal, is_special};
+pub use decision::{Decision, Protocol};
 pub use spec::{NetPolicy, NetSpecError};
 
 /// The environment that points common tools at the proxy listening on `addr` (inside the

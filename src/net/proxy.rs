@@ -23,9 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
-
 use super::allow::AllowList;
+use super::decision::{Decision, Protocol};
 
 /// Largest request head (request line and headers) or SOCKS handshake read.
 const MAX_HEAD: usize = 16 * 1024;
@@ -137,25 +136,6 @@ impl Resolve for StaticResolver {
 
 fn normalize_name(name: &str) -> String {
     name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase()
-}
-
-/// One request the proxy decided on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Decision {
-    /// When the request was decided.
-    pub unix_ms: u128,
-    /// "connect" (HTTP CONNECT), "http" (plain HTTP request) or "socks5".
-    pub protocol: &'static str,
-    /// As requested, in lower case, with anything unprintable replaced by '?'.
-    pub host: String,
-    pub port: u16,
-    pub allowed: bool,
-    /// Why it was refused, or why an allowed connection failed.
-    pub reason: Option<String>,
-    /// Bytes relayed from the client to the destination (a rewritten request head included).
-    pub bytes_up: u64,
-    /// Bytes relayed from the destination to the client.
-    pub bytes_down: u64,
 }
 
 /// The proxy's record of decisions, shared with the supervisor.
@@ -461,7 +441,7 @@ impl Drop for Ticket {
 }
 
 /// Decides `host:port`, resolving a listed name with the proxy's resolver, and connects.
-fn route(proxy: &Proxy, protocol: &'static str, host: &str, port: u16) -> Routed {
+fn route(proxy: &Proxy, protocol: Protocol, host: &str, port: u16) -> Routed {
     let shown = printable_host(host);
     let record = |allowed: bool, reason: Option<String>| Decision {
         unix_ms: unix_ms(),
@@ -755,7 +735,7 @@ fn serve_socks(proxy: &Proxy, client: TcpStream, deadline: Instant) {
         return;
     }
     let port = u16::from_be_bytes(port);
-    match route(proxy, "socks5", &host, port) {
+    match route(proxy, Protocol::Socks5, &host, port) {
         Routed::Refused(_) => socks_fail(&client, SOCKS_NOT_ALLOWED),
         Routed::Failed(_) => socks_fail(&client, SOCKS_HOST_UNREACHABLE),
         Routed::Connected { upstream, ticket } => {
@@ -846,8 +826,8 @@ fn serve_http(proxy: &Proxy, client: TcpStream, first: u8, deadline: Instant) {
         }
     };
     let (protocol, host, port, forward) = match request {
-        HttpRequest::Connect { host, port } => ("connect", host, port, None),
-        HttpRequest::Forward { host, port, head } => ("http", host, port, Some(head)),
+        HttpRequest::Connect { host, port } => (Protocol::Connect, host, port, None),
+        HttpRequest::Forward { host, port, head } => (Protocol::Http, host, port, Some(head)),
     };
     let shown = target(&printable_host(&host), port);
     match route(proxy, protocol, &host, port) {
@@ -1313,7 +1293,7 @@ mod tests {
         let d = &h.decisions.snapshot()[0];
         assert_eq!(
             (d.protocol, d.host.as_str(), d.port, d.allowed),
-            ("connect", "echo.test", echo.port(), true)
+            (Protocol::Connect, "echo.test", echo.port(), true)
         );
         assert_eq!((d.bytes_up, d.bytes_down), (5, 5));
         assert_eq!(d.reason, None);
@@ -1460,7 +1440,7 @@ mod tests {
         );
         wait_until("the decision", || !h.decisions.snapshot().is_empty());
         let d = &h.decisions.snapshot()[0];
-        assert_eq!((d.protocol, d.allowed), ("http", true));
+        assert_eq!((d.protocol, d.allowed), (Protocol::Http, true));
         assert_eq!(d.bytes_up, got.len() as u64);
         assert_eq!(d.bytes_down, reply.len() as u64);
     }
@@ -1559,7 +1539,7 @@ mod tests {
         let d = &h.decisions.snapshot()[0];
         assert_eq!(
             (d.protocol, d.allowed, d.bytes_up, d.bytes_down),
-            ("socks5", true, 4, 4)
+            (Protocol::Socks5, true, 4, 4)
         );
     }
 
@@ -1765,7 +1745,7 @@ mod tests {
             d.count(i % 2 == 0);
             d.push(Decision {
                 unix_ms: 0,
-                protocol: "http",
+                protocol: Protocol::Http,
                 host: "a.test".into(),
                 port: i,
                 allowed: i % 2 == 0,
