@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::enforcement::{Layers, Level};
 use crate::linux::changes::{ChangeKind, Changes};
@@ -21,12 +21,12 @@ pub const SCHEMA: &str = "jail-run-report/1";
 /// Denials listed in the report; the total counts all.
 pub const MAX_DENIALS: usize = 1000;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct RunReport {
-    pub schema: &'static str,
-    pub jail_version: &'static str,
+    pub schema: String,
+    pub jail_version: String,
     pub kernel: String,
-    pub arch: &'static str,
+    pub arch: String,
     pub landlock_abi: u32,
     pub profile: String,
     pub command: Vec<String>,
@@ -50,18 +50,18 @@ pub struct RunReport {
 
 /// One layer: `achieved`, `degraded` (on, but narrower than the policy asks) or `gap` (off),
 /// with why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LayerState {
-    pub name: &'static str,
-    pub state: &'static str,
+    pub name: String,
+    pub state: String,
     pub why: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Outcome {
     /// `exited`, `signaled`, `timeout`, `stopped` (by the program that started jail, through
     /// `--control-fd`) or `jail_error` (jail failed after the start).
-    pub status: &'static str,
+    pub status: String,
     /// jail's exit code.
     pub exit_code: i32,
     pub signal: Option<i32>,
@@ -69,7 +69,7 @@ pub struct Outcome {
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Resources {
     /// The largest resident set of any one process of the tree (getrusage of the children: the
     /// kernel keeps the maximum, not the sum).
@@ -80,14 +80,14 @@ pub struct Resources {
     pub processes_started: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Network {
     /// `host`, `none`, `ports` or `proxy`.
-    pub mode: &'static str,
+    pub mode: String,
     pub summary: String,
     /// How it was enforced: `namespace`, `namespace+proxy`, `landlock-tcp`, `landlock-tcp+proxy`
     /// or `none`.
-    pub enforcement: &'static str,
+    pub enforcement: String,
     /// Proxy decisions (null when there is no proxy).
     pub allowed: Option<u64>,
     pub refused: Option<u64>,
@@ -96,7 +96,7 @@ pub struct Network {
     pub decisions_dropped: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChangesSection {
     pub available: bool,
     /// Why not, when not available.
@@ -118,13 +118,13 @@ pub struct ChangesSection {
     pub compare_ms: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DenialsSection {
     pub available: bool,
     /// Why not, when not available.
     pub reason: Option<String>,
     /// `landlock-audit`.
-    pub source: &'static str,
+    pub source: String,
     /// What the kernel does not record even when available.
     pub note: Option<String>,
     pub total: u64,
@@ -132,7 +132,7 @@ pub struct DenialsSection {
     pub items: Vec<DenialItem>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DenialItem {
     pub unix_ms: u64,
     pub pid: Option<i32>,
@@ -194,7 +194,7 @@ impl RunReport {
                 signal,
                 ..
             } => Outcome {
-                status: "stopped",
+                status: "stopped".into(),
                 exit_code: *code,
                 signal: *signal,
                 error: None,
@@ -205,7 +205,7 @@ impl RunReport {
                 signal,
                 ..
             } => Outcome {
-                status: "timeout",
+                status: "timeout".into(),
                 exit_code: *code,
                 signal: *signal,
                 error: None,
@@ -215,19 +215,19 @@ impl RunReport {
                 signal: Some(sig),
                 ..
             } => Outcome {
-                status: "signaled",
+                status: "signaled".into(),
                 exit_code: *code,
                 signal: Some(*sig),
                 error: None,
             },
             EndFacts::Ended { code, .. } => Outcome {
-                status: "exited",
+                status: "exited".into(),
                 exit_code: *code,
                 signal: None,
                 error: None,
             },
             EndFacts::JailError(e) => Outcome {
-                status: "jail_error",
+                status: "jail_error".into(),
                 exit_code: crate::error::EXIT_JAIL_ERROR,
                 signal: None,
                 error: Some(e.clone()),
@@ -239,10 +239,10 @@ impl RunReport {
             None => (None, None, Vec::new(), 0),
         };
         RunReport {
-            schema: SCHEMA,
-            jail_version: env!("CARGO_PKG_VERSION"),
+            schema: SCHEMA.into(),
+            jail_version: env!("CARGO_PKG_VERSION").into(),
             kernel: f.features.kernel.clone(),
-            arch: f.features.arch,
+            arch: f.features.arch.into(),
             landlock_abi: f.features.landlock_abi,
             profile: f.policy.profile.clone(),
             command: f
@@ -271,9 +271,10 @@ impl RunReport {
                     crate::net::NetPolicy::None => "none",
                     crate::net::NetPolicy::Ports { .. } => "ports",
                     crate::net::NetPolicy::Proxy { .. } => "proxy",
-                },
+                }
+                .into(),
                 summary: net.summary(),
-                enforcement: f.network_enforcement,
+                enforcement: f.network_enforcement.into(),
                 allowed,
                 refused,
                 decisions,
@@ -367,8 +368,8 @@ use crate::text::printable;
 
 fn layer_states(layers: &Layers, f: &Features) -> Vec<LayerState> {
     let state = |name: &'static str, on: bool, why_off: String| LayerState {
-        name,
-        state: if on { "achieved" } else { "gap" },
+        name: name.into(),
+        state: if on { "achieved" } else { "gap" }.into(),
         why: (!on).then(|| {
             if f.test_disabled.iter().any(|d| d == name) {
                 "disabled by JAIL_TEST_DISABLE".to_string()
@@ -397,7 +398,7 @@ fn layer_states(layers: &Layers, f: &Features) -> Vec<LayerState> {
         ),
     ];
     if layers.landlock && f.landlock_abi < 6 {
-        out[1].state = "degraded";
+        out[1].state = "degraded".into();
         out[1].why = Some(format!(
             "ABI {}: signals and abstract unix sockets not scoped",
             f.landlock_abi
@@ -461,7 +462,7 @@ fn denials_section(d: DenialFacts, layers: &Layers) -> DenialsSection {
         DenialFacts::Unavailable(reason) => DenialsSection {
             available: false,
             reason: Some(reason),
-            source: "landlock-audit",
+            source: "landlock-audit".into(),
             note,
             total: 0,
             dropped_records: false,
@@ -476,7 +477,7 @@ fn denials_section(d: DenialFacts, layers: &Layers) -> DenialsSection {
             DenialsSection {
                 available: true,
                 reason: None,
-                source: "landlock-audit",
+                source: "landlock-audit".into(),
                 note,
                 total,
                 dropped_records,

@@ -121,7 +121,7 @@ fn run(args: &RunArgs) -> Result<i32, JailError> {
         .control_fd
         .map(control::Sender::take)
         .transpose()
-        .map_err(|e| JailError::bad_path("--control-fd", "", e))?;
+        .map_err(|e| JailError::BadInput(format!("--control-fd {e}")))?;
     let result = jail.run();
     if let Some(sender) = control {
         sender.send(&result);

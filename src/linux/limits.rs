@@ -50,7 +50,7 @@ pub const DEFAULT_SHM_MAX: u64 = 1 << 30;
 const BYTES_PER_INODE: u64 = 8 << 10;
 
 /// How one bound is held.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Enforcement {
     /// For the whole tree, by a cgroup made for the run.
@@ -758,7 +758,7 @@ fn rlimit_name(r: libc::__rlimit_resource_t) -> &'static str {
 
 /// What the run's cgroups counted, read before they are removed: how often the tree met its
 /// bounds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Reached {
     /// Forks and clones refused at pids.max (pids.events `max`).
     pub procs_refused: Option<u64>,
@@ -790,7 +790,7 @@ impl Prepared {
 }
 
 /// The run report's `limits`: each bound as held, and what the cgroups counted.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct LimitsReport {
     pub procs: ReportedBound,
     pub memory: ReportedBound,
@@ -801,7 +801,7 @@ pub struct LimitsReport {
     pub reached: Reached,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ReportedBound {
     pub value: Option<u64>,
     pub enforced_by: Enforcement,

@@ -6,12 +6,12 @@ use super::exec;
 use super::seatbelt::{self, Params};
 use crate::enforcement::{self, Layers};
 use crate::error::JailError;
+use crate::notice;
 use crate::policy::Policy;
 use crate::probe;
 use crate::sandbox::dry_run::DryRun;
 use crate::sandbox::options::RunOptions;
 use crate::sandbox::outcome::{Outcome, Status};
-use crate::notice;
 
 /// The macOS plans: the Seatbelt profile a run would get.
 #[derive(Serialize)]

@@ -96,7 +96,7 @@ impl Child {
         let mut cmd = std::process::Command::new(program);
         cmd.args(arguments(request, options, CONTROL_FD))
             .process_group(0)
-            .stdin(stdio.stdin.unwrap_or_else(Stdio::inherit))
+            .stdin(stdio.stdin.unwrap_or_else(Stdio::null))
             .stdout(stdio.stdout.unwrap_or_else(Stdio::inherit))
             .stderr(stdio.stderr.unwrap_or_else(Stdio::inherit));
         // SAFETY: between fork and exec only dup2 and fcntl run: both async-signal-safe, no

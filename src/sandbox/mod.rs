@@ -229,7 +229,8 @@ impl Jail {
         self
     }
 
-    /// The command's stdin with [`Jail::spawn`] (default: inherited).
+    /// The command's stdin with [`Jail::spawn`] (default: /dev/null: the jail process has a
+    /// process group of its own, and a read from the terminal would stop it).
     pub fn stdin(mut self, stdio: Stdio) -> Jail {
         self.stdio.stdin = Some(stdio);
         self

@@ -51,7 +51,6 @@ pub struct Outcome {
     ///
     /// [`RunOptions::record`]: super::RunOptions::record
     #[cfg(target_os = "linux")]
-    #[serde(skip_deserializing)]
     pub report: Option<crate::run_report::RunReport>,
 }
 

@@ -1,0 +1,183 @@
+//! The shape of the library, checked on its sources: the Linux layer knows nothing of the
+//! command line, no two modules import each other, and lib.rs only declares and re-exports.
+//! A module is a file (`a/b.rs` or `a/b/mod.rs` is `a::b`); an import is any `crate::` or
+//! `super::` path outside a `#[cfg(test)] mod tests` block.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// `linux/launch.rs` is `linux::launch`; `linux/mod.rs` is `linux`; lib.rs and main.rs are ``.
+fn module_of(path: &Path) -> Vec<String> {
+    let rel = path.strip_prefix(src()).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The code of a file without its unit tests and comments.
+fn code(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &text[..i],
+        None => &text,
+    };
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every module path a file names through `crate::` or `super::`, `{a, b::c}` groups opened.
+fn imports(module: &[String], text: &str) -> Vec<Vec<String>> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    for (kind, prefix) in [("crate", "crate::"), ("super", "super::")] {
+        let mut rest = text;
+        while let Some(i) = rest.find(prefix) {
+            let before = rest[..i].chars().last();
+            rest = &rest[i + prefix.len()..];
+            if before.is_some_and(|c| ident(c) || c == ':') {
+                continue;
+            }
+            let base: Vec<String> = match kind {
+                "crate" => Vec::new(),
+                // In a/b.rs and in a/b/mod.rs (both module a::b) super is a.
+                _ => module[..module.len().saturating_sub(1)].to_vec(),
+            };
+            let take = |s: &str| -> Vec<String> {
+                s.split("::")
+                    .map(|seg| seg.chars().take_while(|c| ident(*c)).collect::<String>())
+                    .take_while(|seg| !seg.is_empty())
+                    .collect()
+            };
+            let end = rest
+                .find(|c: char| !(ident(c) || c == ':' || c == '{'))
+                .unwrap_or(rest.len());
+            let head = &rest[..end];
+            if let Some(brace) = head.find('{') {
+                let mut prefix_path = base.clone();
+                prefix_path.extend(take(head[..brace].trim_end_matches("::")));
+                let inner_end = rest[brace..].find('}').map(|j| brace + j).unwrap_or(end);
+                for item in rest[brace + 1..inner_end].split(',') {
+                    let mut p = prefix_path.clone();
+                    p.extend(take(item.trim()));
+                    out.push(p);
+                }
+            } else {
+                let mut p = base;
+                p.extend(take(head));
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+struct Graph {
+    modules: BTreeSet<Vec<String>>,
+    edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+}
+
+fn graph() -> Graph {
+    let mut paths = Vec::new();
+    files(&src(), &mut paths);
+    let modules: BTreeSet<Vec<String>> = paths.iter().map(|p| module_of(p)).collect();
+    let mut edges = BTreeMap::new();
+    for p in &paths {
+        let m = module_of(p);
+        let mut to = BTreeSet::new();
+        for import in imports(&m, &code(p)) {
+            // The longest module the path names.
+            let target = (1..=import.len())
+                .rev()
+                .map(|n| import[..n].to_vec())
+                .find(|c| modules.contains(c));
+            if let Some(t) = target.filter(|t| *t != m && !t.is_empty()) {
+                to.insert(t);
+            }
+        }
+        edges.insert(m, to);
+    }
+    Graph { modules, edges }
+}
+
+fn name(m: &[String]) -> String {
+    m.join("::")
+}
+
+#[test]
+fn the_linux_layer_imports_nothing_from_the_command_line() {
+    let g = graph();
+    let bad: Vec<String> = g
+        .edges
+        .iter()
+        .filter(|(m, _)| m.first().is_some_and(|s| s == "linux" || s == "macos"))
+        .flat_map(|(m, to)| {
+            to.iter()
+                .filter(|t| t.first().is_some_and(|s| s == "cli"))
+                .map(move |t| format!("{} -> {}", name(m), name(t)))
+        })
+        .collect();
+    assert!(bad.is_empty(), "platform layers import the CLI: {bad:?}");
+    // The check sees imports at all: launch does import the supervisor.
+    let launch = &g.edges[&vec!["linux".to_string(), "launch".to_string()]];
+    assert!(launch.contains(&vec!["linux".to_string(), "supervisor".to_string()]));
+}
+
+#[test]
+fn no_two_modules_import_each_other() {
+    let g = graph();
+    let mut mutual = Vec::new();
+    for (a, to) in &g.edges {
+        for b in to {
+            if a < b && g.edges.get(b).is_some_and(|back| back.contains(a)) {
+                mutual.push(format!("{} <-> {}", name(a), name(b)));
+            }
+        }
+    }
+    assert!(
+        mutual.is_empty(),
+        "modules importing each other: {mutual:?}"
+    );
+    assert!(g.modules.len() > 40, "the sources were not found");
+}
+
+#[test]
+fn lib_rs_only_declares_and_re_exports() {
+    let text = code(&src().join("lib.rs"));
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        assert!(
+            line.starts_with("pub mod ")
+                || line.starts_with("mod ")
+                || line.starts_with("pub use ")
+                || line.starts_with("#["),
+            "lib.rs holds more than declarations: {line}"
+        );
+    }
+}
