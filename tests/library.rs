@@ -130,3 +130,31 @@ fn run_in_this_process_refuses_a_threaded_caller() {
         .expect_err("refused");
     assert!(err.to_string().contains("use Jail::spawn"), "{err}");
 }
+
+#[test]
+fn the_command_never_holds_the_control_socket() {
+    if !full_level_or_skip("the_command_never_holds_the_control_socket") {
+        return;
+    }
+    let fx = Fixture::new(users()[0], "lib-control-fd");
+    // Every descriptor the command holds, as the kernel names them: a socket among them could
+    // forge the outcome its orchestrator reads, or stop a sibling's run.
+    let script = "for f in /proc/self/fd/*; do readlink \"$f\"; done; \
+                  for n in 3 4 5 6 7 8 9; do (printf '{\"ended\":{}}' >&$n) 2>/dev/null && echo wrote $n; done; true";
+    let mut child = agent(&fx, script)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    let o = child.wait().unwrap();
+    assert_eq!(o.status, Status::Exited { code: 0 }, "{out}");
+    assert!(
+        !out.contains("socket:"),
+        "the command holds a socket:\n{out}"
+    );
+    assert!(
+        !out.contains("wrote"),
+        "the command wrote to an inherited descriptor:\n{out}"
+    );
+}
