@@ -122,6 +122,40 @@ fn a_stop_or_a_dropped_child_takes_the_whole_tree() {
 }
 
 #[test]
+fn a_kill_takes_the_tree_without_a_sigterm_first() {
+    if !full_level_or_skip("a_kill_takes_the_tree_without_a_sigterm_first") {
+        return;
+    }
+    let fx = Fixture::new(users()[0], "lib-kill");
+    let seen = fx.scratch.join("term-seen");
+    let script = format!(
+        "trap 'echo > {}' TERM; echo ready; while :; do sleep 0.05; done",
+        seen.display()
+    );
+    for (how, expect_term) in [("stop", true), ("kill", false)] {
+        let _ = std::fs::remove_file(&seen);
+        let mut child = agent(&fx, &script)
+            .rw(&fx.scratch)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ready = [0u8; 6];
+        std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut ready).unwrap();
+        match how {
+            "stop" => child.stop(),
+            _ => child.kill(),
+        }
+        let o = child.wait().unwrap();
+        assert_eq!(o.status, Status::Stopped, "{how}");
+        assert_eq!(
+            seen.exists(),
+            expect_term,
+            "{how}: SIGTERM seen by the command"
+        );
+    }
+}
+
+#[test]
 fn run_in_this_process_refuses_a_threaded_caller() {
     let _other = std::thread::spawn(|| std::thread::sleep(Duration::from_secs(2)));
     let err = Jail::new(["true"])

@@ -165,10 +165,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
-    /// A unix stream socket (or pipe) inherited as descriptor N, for a program that starts jail:
-    /// at the end jail writes how the run went to it (one JSON document: the outcome, or the
-    /// error), and a byte `K` on it, or its closing, stops the whole tree as a timeout does.
-    /// Never handed to the command. `jail::Jail::spawn` uses this.
+    /// A unix stream socket inherited as descriptor N, for a program that starts jail: at the end
+    /// jail writes how the run went to it (one JSON document: the outcome, or the error), and a
+    /// byte `T` on it, or its closing, stops the whole tree as a timeout does (`K`: SIGKILL at
+    /// once). Never handed to the command. `jail::Jail::spawn` uses this.
     #[arg(long, value_name = "N")]
     pub control_fd: Option<i32>,
 

@@ -610,18 +610,26 @@ fn supervise(
         let stop_ready = control.is_some() && ready(fds.last());
         drop(fds);
         if stop_ready {
-            // A request byte or the caller's end closed (EOF, an error): either way, stop. The
-            // byte is read (a unix socket closed with unread data resets the caller's end, and
-            // the outcome written to it would be lost); the socket is not watched after that,
-            // so an EOF cannot spin the loop.
-            if let Some(fd) = control {
-                let mut request = [0u8; 64];
-                let _ = nix::unistd::read(fd, &mut request);
+            // A request byte or the caller's end closed (EOF, an error): either way, stop; `K`
+            // kills at once. The bytes are read (a unix socket closed with unread data resets
+            // the caller's end, and the outcome written to it would be lost); after an EOF the
+            // socket is not watched again, so it cannot spin the loop.
+            let mut request = [0u8; 64];
+            let got = control
+                .and_then(|fd| nix::unistd::read(fd, &mut request).ok())
+                .unwrap_or(0);
+            if got == 0 {
+                stop_requests = None;
             }
-            stop_requests = None;
-            if !ending {
+            end.stopped |= !ending;
+            if request[..got].contains(&crate::sandbox::control::KILL) {
+                if !killed {
+                    tracing::info!("kill requested: sending SIGKILL");
+                    let _ = kill(child, Signal::SIGKILL);
+                }
+                (ending, killed, deadline) = (true, true, None);
+            } else if !ending {
                 ending = true;
-                end.stopped = true;
                 tracing::info!("stop requested: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
                 deadline = Some(begin_ending(child));
             }

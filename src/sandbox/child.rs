@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ChildStderr, ChildStdin, ChildStdout, Stdio};
 use std::thread::JoinHandle;
 
-use super::control::STOP;
+use super::control::{KILL, STOP};
 use super::options::RunOptions;
 use super::outcome::{Message, Outcome};
 use crate::error::JailError;
@@ -51,17 +51,22 @@ impl Stopper {
     /// Asks jail to stop the whole tree: SIGTERM, then SIGKILL 2 s later; jail then cleans up and
     /// reports as for any other end. Harmless once the run is over.
     pub fn stop(&self) {
-        send_stop(&self.0);
+        send_request(&self.0, STOP);
+    }
+
+    /// Asks jail to kill the whole tree now (SIGKILL); jail then cleans up and reports.
+    pub fn kill(&self) {
+        send_request(&self.0, KILL);
     }
 }
 
-/// The stop byte, with MSG_NOSIGNAL: a run already over must not kill the caller with SIGPIPE.
-fn send_stop(socket: &UnixStream) {
-    // SAFETY: send of one byte from a constant, on a socket this owns.
+/// A request byte, with MSG_NOSIGNAL: a run already over must not kill the caller with SIGPIPE.
+fn send_request(socket: &UnixStream, byte: u8) {
+    // SAFETY: send of one byte from a local, on a socket this owns.
     unsafe {
         libc::send(
             socket.as_raw_fd(),
-            [STOP].as_ptr().cast(),
+            [byte].as_ptr().cast(),
             1,
             libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
         )
@@ -147,7 +152,12 @@ impl Child {
 
     /// Asks jail to stop the whole tree (see [`Stopper::stop`]).
     pub fn stop(&self) {
-        send_stop(&self.control);
+        send_request(&self.control, STOP);
+    }
+
+    /// Asks jail to kill the whole tree now (see [`Stopper::kill`]).
+    pub fn kill(&self) {
+        send_request(&self.control, KILL);
     }
 
     /// A handle that stops this run from another thread.

@@ -1,7 +1,7 @@
 //! The control socket between a program that starts jail and the jail process
-//! (`--control-fd N`): the caller holds one end, jail the other. The caller writes a byte `K` to
-//! stop the whole tree, and closing its end (the caller exited, or dropped its [`Child`]) does
-//! the same: nothing a sandboxed agent starts outlives the orchestrator that started it. At the
+//! (`--control-fd N`): the caller holds one end, jail the other. The caller writes a byte `T` to
+//! stop the whole tree (SIGTERM, then SIGKILL after the grace) or `K` to kill it at once, and
+//! closing its end (the caller exited, or dropped its [`Child`]) stops it as `T` does: nothing a sandboxed agent starts outlives the orchestrator that started it. At the
 //! end jail writes one JSON document there: how the run went, or why it did not.
 //!
 //! [`Child`]: super::Child
@@ -12,8 +12,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use super::outcome::{Outcome, Sent};
 use crate::error::JailError;
 
-/// The byte that asks jail to stop the run.
-pub const STOP: u8 = b'K';
+/// The byte that asks jail to stop the run: SIGTERM, SIGKILL 2 s later.
+pub const STOP: u8 = b'T';
+/// The byte that asks jail to kill the run's tree now.
+pub const KILL: u8 = b'K';
 
 /// Jail's end, owned from the start of the run so that the command never inherits it.
 pub struct Sender(OwnedFd);

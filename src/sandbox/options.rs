@@ -17,8 +17,8 @@ pub struct RunOptions {
     pub allow_unconfined: bool,
     /// Hand the run report back in the [`Outcome`](super::Outcome), file or not.
     pub record: bool,
-    /// A descriptor the caller holds the other end of: a byte `K` on it, or its closing, stops
-    /// the whole tree; the outcome is written to it at the end (by the command line).
+    /// A descriptor the caller holds the other end of: a byte `T` on it, or its closing, stops
+    /// the whole tree (`K` kills it at once); the outcome is written to it at the end (by the command line).
     pub control_fd: Option<i32>,
 }
 
