@@ -26,6 +26,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::allow::AllowList;
 use super::decision::{Decision, Protocol};
 
+#[cfg(test)]
+mod testing;
+
 /// Largest request head (request line and headers) or SOCKS handshake read.
 const MAX_HEAD: usize = 16 * 1024;
 /// Time a client has to send its whole request head; a slow client cannot hold a slot longer.
@@ -1112,185 +1115,21 @@ fn parse_port(p: &str) -> Result<u16, &'static str> {
 
 #[cfg(test)]
 mod tests {
+    use super::testing::*;
     use super::*;
-    use std::sync::mpsc;
-
-    /// Long enough for a loaded machine; only reached when something is broken.
-    const PATIENCE: Duration = Duration::from_secs(30);
-
-    fn sa(s: &str) -> SocketAddr {
-        s.parse().unwrap()
-    }
-
-    /// A resolver that counts lookups, to show that refused names never reach it.
-    struct Counting {
-        inner: StaticResolver,
-        lookups: Arc<AtomicUsize>,
-    }
-
-    impl Resolve for Counting {
-        fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
-            self.lookups.fetch_add(1, Ordering::SeqCst);
-            self.inner.resolve(host, port)
-        }
-    }
-
-    struct Harness {
-        addr: SocketAddr,
-        decisions: Arc<Decisions>,
-        lookups: Arc<AtomicUsize>,
-    }
-
-    fn start_proxy(allow: &[&str], hosts: &[SocketAddr], names: &str) -> Harness {
-        let allow: Vec<String> = allow.iter().map(|s| s.to_string()).collect();
-        let lookups = Arc::new(AtomicUsize::new(0));
-        let proxy = Arc::new(Proxy {
-            allow: AllowList::new(&allow, hosts).unwrap(),
-            resolver: Box::new(Counting {
-                inner: StaticResolver::parse(names).unwrap(),
-                lookups: Arc::clone(&lookups),
-            }),
-            decisions: Arc::new(Decisions::new()),
-            only_uid: std::sync::OnceLock::new(),
-        });
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let decisions = Arc::clone(&proxy.decisions);
-        spawn(listener, proxy).unwrap();
-        Harness {
-            addr,
-            decisions,
-            lookups,
-        }
-    }
-
-    /// An echo server that counts the connections it accepts.
-    fn echo_server() -> (SocketAddr, Arc<AtomicUsize>) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let accepts = Arc::new(AtomicUsize::new(0));
-        let count = Arc::clone(&accepts);
-        thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { continue };
-                count.fetch_add(1, Ordering::SeqCst);
-                thread::spawn(move || {
-                    let mut buf = [0u8; 4096];
-                    while let Ok(n) = conn.read(&mut buf) {
-                        if n == 0 || conn.write_all(&buf[..n]).is_err() {
-                            break;
-                        }
-                    }
-                });
-            }
-        });
-        (addr, accepts)
-    }
-
-    /// An HTTP server for one request at a time: sends each request it receives (head and
-    /// Content-Length body) to the channel and answers with the body echoed (or "ok").
-    fn http_server() -> (SocketAddr, mpsc::Receiver<Vec<u8>>) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = mpsc::channel();
-        thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { continue };
-                conn.set_read_timeout(Some(PATIENCE)).unwrap();
-                let mut got = Vec::new();
-                let mut buf = [0u8; 4096];
-                let end = loop {
-                    if let Some(end) = find_head_end(&got, 0) {
-                        break end;
-                    }
-                    match conn.read(&mut buf) {
-                        Ok(0) | Err(_) => break got.len(),
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                    }
-                };
-                let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
-                let length = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse::<usize>().ok())
-                    .unwrap_or(0);
-                while got.len() < end + length {
-                    match conn.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let body = if length > 0 {
-                    got[end..].to_vec()
-                } else {
-                    b"ok".to_vec()
-                };
-                let _ = tx.send(got);
-                let _ = conn.write_all(
-                    format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes(),
-                );
-                let _ = conn.write_all(&body);
-            }
-        });
-        (addr, rx)
-    }
-
-    fn client(h: &Harness) -> TcpStream {
-        let s = TcpStream::connect(h.addr).unwrap();
-        s.set_read_timeout(Some(PATIENCE)).unwrap();
-        s
-    }
-
-    /// Reads a response head (through the blank line).
-    fn read_reply_head(s: &mut TcpStream) -> String {
-        let mut got = Vec::new();
-        let mut byte = [0u8; 1];
-        while find_head_end(&got, 0).is_none() {
-            match s.read(&mut byte) {
-                Ok(1) => got.push(byte[0]),
-                _ => break,
-            }
-        }
-        String::from_utf8_lossy(&got).into_owned()
-    }
-
-    fn read_all(s: &mut TcpStream) -> String {
-        let mut out = Vec::new();
-        let _ = s.read_to_end(&mut out);
-        String::from_utf8_lossy(&out).into_owned()
-    }
-
-    fn wait_until(what: &str, cond: impl Fn() -> bool) {
-        let until = Instant::now() + PATIENCE;
-        while !cond() {
-            assert!(Instant::now() < until, "timed out waiting for {what}");
-            thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn connect_request(s: &mut TcpStream, target: &str) -> String {
-        s.write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
-            .unwrap();
-        read_reply_head(s)
-    }
 
     #[test]
     fn connect_to_allowed_name_relays() {
         let (echo, accepts) = echo_server();
         let h = start_proxy(&["echo.test"], &[echo], "echo.test=127.0.0.1");
-        let mut c = client(&h);
-        let reply = connect_request(&mut c, &format!("Echo.Test.:{}", echo.port()));
+        let (mut c, reply) = connect_via(&h, &format!("Echo.Test.:{}", echo.port()));
         assert!(
             reply.starts_with("HTTP/1.1 200 Connection established\r\n"),
             "{reply}"
         );
-        c.write_all(b"hello").unwrap();
-        let mut buf = [0u8; 5];
-        c.read_exact(&mut buf).unwrap();
-        assert_eq!(&buf, b"hello");
+        assert_echoed(&mut c, b"hello");
         drop(c);
-        wait_until("the decision", || !h.decisions.snapshot().is_empty());
-        let d = &h.decisions.snapshot()[0];
+        let d = &first_decision(&h);
         assert_eq!(
             (d.protocol, d.host.as_str(), d.port, d.allowed),
             (Protocol::Connect, "echo.test", echo.port(), true)
@@ -1310,8 +1149,7 @@ mod tests {
     fn connect_to_unlisted_name_is_refused_without_lookup_or_connection() {
         let (echo, accepts) = echo_server();
         let h = start_proxy(&["echo.test"], &[echo], "other.test=127.0.0.1");
-        let mut c = client(&h);
-        let reply = connect_request(&mut c, &format!("other.test:{}", echo.port()));
+        let (mut c, reply) = connect_via(&h, &format!("other.test:{}", echo.port()));
         assert!(reply.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{reply}");
         assert!(reply.contains("Connection: close\r\n"));
         let body = read_all(&mut c);
@@ -1335,22 +1173,17 @@ mod tests {
         let (echo, accepts) = echo_server();
         let h = start_proxy(&["*.test"], &[echo], "");
         // Same address, another port: refused.
-        let mut c = client(&h);
         let other = format!("127.0.0.1:{}", echo.port().wrapping_add(1).max(1));
-        let reply = connect_request(&mut c, &other);
+        let (mut c, reply) = connect_via(&h, &other);
         assert!(reply.starts_with("HTTP/1.1 403 "), "{reply}");
         assert!(read_all(&mut c).contains("raw IP address not on the allow list"));
-        let mut c = client(&h);
-        let reply = connect_request(&mut c, "[::1]:443");
+        let (_c, reply) = connect_via(&h, "[::1]:443");
         assert!(reply.starts_with("HTTP/1.1 403 "), "{reply}");
         assert_eq!(accepts.load(Ordering::SeqCst), 0);
         // The exact allow-host entry: allowed.
-        let mut c = client(&h);
-        let reply = connect_request(&mut c, &echo.to_string());
+        let (mut c, reply) = connect_via(&h, &echo.to_string());
         assert!(reply.starts_with("HTTP/1.1 200 "), "{reply}");
-        c.write_all(b"x").unwrap();
-        let mut b = [0u8; 1];
-        c.read_exact(&mut b).unwrap();
+        assert_echoed(&mut c, b"x");
         assert_eq!(h.decisions.refused(), 2);
         assert_eq!(h.decisions.allowed(), 1);
         assert_eq!(h.lookups.load(Ordering::SeqCst), 0);
@@ -1365,8 +1198,7 @@ mod tests {
         );
         let started = Instant::now();
         for name in ["private.test", "loop.test"] {
-            let mut c = client(&h);
-            let reply = connect_request(&mut c, &format!("{name}:443"));
+            let (mut c, reply) = connect_via(&h, &format!("{name}:443"));
             assert!(reply.starts_with("HTTP/1.1 403 "), "{reply}");
             assert!(
                 read_all(&mut c).contains("resolves only to private/loopback/link-local"),
@@ -1382,8 +1214,7 @@ mod tests {
     #[test]
     fn unresolvable_listed_name_is_a_bad_gateway() {
         let h = start_proxy(&["*.test"], &[], "");
-        let mut c = client(&h);
-        let reply = connect_request(&mut c, "missing.test:443");
+        let (mut c, reply) = connect_via(&h, "missing.test:443");
         assert!(reply.starts_with("HTTP/1.1 502 "), "{reply}");
         assert!(read_all(&mut c).contains("did not resolve"));
         assert_eq!(h.decisions.refused(), 1);
@@ -1397,8 +1228,7 @@ mod tests {
             .local_addr()
             .unwrap();
         let h = start_proxy(&["closed.test"], &[closed], "closed.test=127.0.0.1");
-        let mut c = client(&h);
-        let reply = connect_request(&mut c, &format!("closed.test:{}", closed.port()));
+        let (mut c, reply) = connect_via(&h, &format!("closed.test:{}", closed.port()));
         assert!(reply.starts_with("HTTP/1.1 502 "), "{reply}");
         assert!(read_all(&mut c).contains("connect failed"));
         assert_eq!((h.decisions.allowed(), h.decisions.refused()), (1, 0));
@@ -1438,8 +1268,7 @@ mod tests {
                  Accept: */*\r\nConnection: close\r\n\r\n"
             )
         );
-        wait_until("the decision", || !h.decisions.snapshot().is_empty());
-        let d = &h.decisions.snapshot()[0];
+        let d = &first_decision(&h);
         assert_eq!((d.protocol, d.allowed), (Protocol::Http, true));
         assert_eq!(d.bytes_up, got.len() as u64);
         assert_eq!(d.bytes_down, reply.len() as u64);
@@ -1509,16 +1338,35 @@ mod tests {
         assert_eq!(h.lookups.load(Ordering::SeqCst), 0);
     }
 
-    fn socks_connect(c: &mut TcpStream, name: &str, port: u16) -> [u8; 10] {
+    /// A SOCKS5 CONNECT step by step: the greeting (no authentication), its reply, then the
+    /// request for `address` (its ATYP byte and the address) and `port`; returns the reply.
+    fn socks_request(c: &mut TcpStream, address: &[u8], port: u16) -> [u8; 10] {
         c.write_all(&[5, 1, 0]).unwrap();
         let mut method = [0u8; 2];
         c.read_exact(&mut method).unwrap();
         assert_eq!(method, [5, 0]);
-        let mut req = vec![5, 1, 0, 3, name.len() as u8];
-        req.extend_from_slice(name.as_bytes());
+        let mut req = vec![5, 1, 0];
+        req.extend_from_slice(address);
         req.extend_from_slice(&port.to_be_bytes());
         c.write_all(&req).unwrap();
         let mut reply = [0u8; 10];
+        c.read_exact(&mut reply).unwrap();
+        reply
+    }
+
+    fn socks_connect(c: &mut TcpStream, name: &str, port: u16) -> [u8; 10] {
+        let mut address = vec![3, name.len() as u8];
+        address.extend_from_slice(name.as_bytes());
+        socks_request(c, &address, port)
+    }
+
+    /// Sends the greeting and `request` at once on a connection of its own, and returns the
+    /// method reply and the first 10 bytes after it.
+    fn socks_pipelined(h: &Harness, request: &[u8]) -> [u8; 12] {
+        let mut c = client(h);
+        c.write_all(&[5, 1, 0]).unwrap();
+        c.write_all(request).unwrap();
+        let mut reply = [0u8; 12];
         c.read_exact(&mut reply).unwrap();
         reply
     }
@@ -1530,13 +1378,9 @@ mod tests {
         let mut c = client(&h);
         let reply = socks_connect(&mut c, "echo.sub.test", echo.port());
         assert_eq!(&reply[..4], &[5, 0, 0, 1]);
-        c.write_all(b"ping").unwrap();
-        let mut buf = [0u8; 4];
-        c.read_exact(&mut buf).unwrap();
-        assert_eq!(&buf, b"ping");
+        assert_echoed(&mut c, b"ping");
         drop(c);
-        wait_until("the decision", || !h.decisions.snapshot().is_empty());
-        let d = &h.decisions.snapshot()[0];
+        let d = &first_decision(&h);
         assert_eq!(
             (d.protocol, d.allowed, d.bytes_up, d.bytes_down),
             (Protocol::Socks5, true, 4, 4)
@@ -1552,81 +1396,52 @@ mod tests {
             &[],
             "echo.test=127.0.0.1,priv.test=10.0.0.5",
         );
-        let mut c = client(&h);
         assert_eq!(
-            socks_connect(&mut c, "evil.test", 443)[1],
+            socks_connect(&mut client(&h), "evil.test", 443)[1],
             SOCKS_NOT_ALLOWED
         );
         // Listed, but loopback is not an allowed host.
-        drop(c);
-        let mut c = client(&h);
         assert_eq!(
-            socks_connect(&mut c, "echo.test", echo.port())[1],
+            socks_connect(&mut client(&h), "echo.test", echo.port())[1],
             SOCKS_NOT_ALLOWED
         );
         // An IPv4 address (ATYP 1) not on the list.
-        drop(c);
-        let mut c = client(&h);
-        c.write_all(&[5, 1, 0]).unwrap();
-        let mut m = [0u8; 2];
-        c.read_exact(&mut m).unwrap();
-        let mut req = vec![5, 1, 0, 1, 127, 0, 0, 1];
-        req.extend_from_slice(&echo.port().to_be_bytes());
-        c.write_all(&req).unwrap();
-        let mut reply = [0u8; 10];
-        c.read_exact(&mut reply).unwrap();
-        assert_eq!(reply[1], SOCKS_NOT_ALLOWED);
+        assert_eq!(
+            socks_request(&mut client(&h), &[1, 127, 0, 0, 1], echo.port())[1],
+            SOCKS_NOT_ALLOWED
+        );
         // An IPv6 address (ATYP 4).
-        drop(c);
-        let mut c = client(&h);
-        c.write_all(&[5, 1, 0, 5, 1, 0, 4]).unwrap();
-        let mut v6 = [0u8; 18];
-        v6[15] = 1;
-        v6[17] = 80;
-        c.write_all(&v6).unwrap();
-        let mut reply = [0u8; 12];
-        c.read_exact(&mut reply).unwrap();
-        assert_eq!(reply[3], SOCKS_NOT_ALLOWED);
+        let mut v6 = vec![5, 1, 0, 4];
+        v6.extend_from_slice(&Ipv6Addr::LOCALHOST.octets());
+        v6.extend_from_slice(&80u16.to_be_bytes());
+        assert_eq!(socks_pipelined(&h, &v6)[3], SOCKS_NOT_ALLOWED);
         // Not resolvable: host unreachable.
         let h2 = start_proxy(&["*.test"], &[], "");
-        let mut c2 = client(&h2);
         assert_eq!(
-            socks_connect(&mut c2, "gone.test", 1)[1],
+            socks_connect(&mut client(&h2), "gone.test", 1)[1],
             SOCKS_HOST_UNREACHABLE
         );
         // BIND is not supported.
-        drop(c);
-        let mut c = client(&h);
-        c.write_all(&[5, 1, 0, 5, 2, 0, 1, 127, 0, 0, 1, 0, 80])
-            .unwrap();
-        let mut reply = [0u8; 12];
-        c.read_exact(&mut reply).unwrap();
+        let reply = socks_pipelined(&h, &[5, 2, 0, 1, 127, 0, 0, 1, 0, 80]);
         assert_eq!(&reply[2..4], &[5, SOCKS_BAD_COMMAND]);
         // Unknown address type.
-        drop(c);
-        let mut c = client(&h);
-        c.write_all(&[5, 1, 0, 5, 1, 0, 9]).unwrap();
-        let mut reply = [0u8; 12];
-        c.read_exact(&mut reply).unwrap();
-        assert_eq!(reply[3], SOCKS_BAD_ADDRESS_TYPE);
+        assert_eq!(
+            socks_pipelined(&h, &[5, 1, 0, 9])[3],
+            SOCKS_BAD_ADDRESS_TYPE
+        );
         // Only username/password offered: no acceptable method.
-        drop(c);
         let mut c = client(&h);
         c.write_all(&[5, 1, 2]).unwrap();
         let mut reply = [0u8; 2];
         c.read_exact(&mut reply).unwrap();
         assert_eq!(reply, [5, SOCKS_NO_METHOD]);
-        // Non-UTF-8 and empty names are refused as invalid.
         drop(c);
+        // Non-UTF-8 and empty names are refused as invalid.
         for name in [&b"\xff\xfe.test"[..], b""] {
-            let mut c = client(&h);
-            c.write_all(&[5, 1, 0, 5, 1, 0, 3, name.len() as u8])
-                .unwrap();
-            c.write_all(name).unwrap();
-            c.write_all(&[0, 80]).unwrap();
-            let mut reply = [0u8; 12];
-            c.read_exact(&mut reply).unwrap();
-            assert_eq!(reply[3], SOCKS_NOT_ALLOWED);
+            let mut request = vec![5, 1, 0, 3, name.len() as u8];
+            request.extend_from_slice(name);
+            request.extend_from_slice(&[0, 80]);
+            assert_eq!(socks_pipelined(&h, &request)[3], SOCKS_NOT_ALLOWED);
         }
         assert_eq!(accepts.load(Ordering::SeqCst), 0);
         assert_eq!(h.decisions.allowed(), 0);
@@ -1634,7 +1449,6 @@ mod tests {
         assert_eq!(h.lookups.load(Ordering::SeqCst), 1);
         assert!(h.decisions.snapshot().iter().any(|d| d.host == "??.test"));
     }
-
     #[test]
     fn hostile_clients_do_not_break_the_proxy() {
         let (echo, _) = echo_server();
@@ -1653,13 +1467,7 @@ mod tests {
             let _ = read_all(&mut c);
         }
         // Pseudo-random garbage (fixed seed), both with and without a blank line.
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for i in 0..40 {
             let len = (next() % 600) as usize;
             let mut bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
@@ -1680,8 +1488,7 @@ mod tests {
         let _ = c.write_all(huge.as_bytes());
         assert!(read_all(&mut c).starts_with("HTTP/1.1 431 "));
         // Still serving.
-        let mut c = client(&h);
-        let reply = connect_request(&mut c, &format!("echo.test:{}", echo.port()));
+        let (_c, reply) = connect_via(&h, &format!("echo.test:{}", echo.port()));
         assert!(reply.starts_with("HTTP/1.1 200 "), "{reply}");
     }
 
@@ -1722,8 +1529,8 @@ mod tests {
         let target = format!("echo.test:{}", echo.port());
         let mut open = Vec::new();
         for _ in 0..MAX_CONNECTIONS {
-            let mut c = client(&h);
-            assert!(connect_request(&mut c, &target).starts_with("HTTP/1.1 200 "));
+            let (c, reply) = connect_via(&h, &target);
+            assert!(reply.starts_with("HTTP/1.1 200 "));
             open.push(c);
         }
         let mut extra = client(&h);
@@ -1762,6 +1569,10 @@ mod tests {
         none.push(d.snapshot()[0].clone());
         assert!(none.snapshot().is_empty());
         assert_eq!(Decisions::new().capacity, MAX_DECISIONS);
+    }
+
+    fn sa(s: &str) -> SocketAddr {
+        s.parse().unwrap()
     }
 
     #[test]
@@ -1842,13 +1653,7 @@ mod tests {
 
     #[test]
     fn head_parsing_survives_garbage() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let alphabet = b"GETCONNECThttp://[]:.@?#/ \r\n\t0123456789abc\x00\xff";
         for _ in 0..20_000 {
             let len = (next() % 80) as usize;
@@ -1951,8 +1756,8 @@ mod tests {
         let h = start_proxy(&["src.test"], &[src], "src.test=127.0.0.1");
         for _ in 0..3 {
             let direct = sink(TcpStream::connect(src).unwrap());
-            let mut c = client(&h);
-            assert!(connect_request(&mut c, &format!("src.test:{}", src.port())).contains(" 200 "));
+            let (c, reply) = connect_via(&h, &format!("src.test:{}", src.port()));
+            assert!(reply.contains(" 200 "));
             let proxied = sink(c);
             println!(
                 "direct {direct:.0} MiB/s, proxied {proxied:.0} MiB/s, ratio {:.2}",
