@@ -13,11 +13,9 @@
 //! Nothing a client sends may panic: the release build aborts on panic, which would take the
 //! supervisor down with it. Parsing works on slices with checked access only.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{
-    IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs,
-};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -26,8 +24,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::allow::AllowList;
 use super::decision::{Decision, Protocol};
 
+mod resolve;
 #[cfg(test)]
 mod testing;
+
+pub use resolve::{Resolve, StaticResolver, SystemResolver};
 
 /// Largest request head (request line and headers) or SOCKS handshake read.
 const MAX_HEAD: usize = 16 * 1024;
@@ -69,77 +70,6 @@ const SOCKS_NOT_ALLOWED: u8 = 0x02;
 const SOCKS_HOST_UNREACHABLE: u8 = 0x04;
 const SOCKS_BAD_COMMAND: u8 = 0x07;
 const SOCKS_BAD_ADDRESS_TYPE: u8 = 0x08;
-
-/// Name resolution for the proxy.
-pub trait Resolve: Send + Sync {
-    fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>>;
-}
-
-/// The host's resolver (getaddrinfo, through `std::net::ToSocketAddrs`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemResolver;
-
-impl Resolve for SystemResolver {
-    fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
-        Ok((host, port).to_socket_addrs()?.collect())
-    }
-}
-
-/// A fixed table of names, for tests: a name not in the table fails with `NotFound`, and nothing
-/// ever falls back to real DNS.
-#[derive(Debug, Clone, Default)]
-pub struct StaticResolver {
-    names: HashMap<String, Vec<IpAddr>>,
-}
-
-impl StaticResolver {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds an address for `name` (several addresses per name are kept in order).
-    pub fn insert(&mut self, name: &str, ip: IpAddr) {
-        let entry = self.names.entry(normalize_name(name)).or_default();
-        if !entry.contains(&ip) {
-            entry.push(ip);
-        }
-    }
-
-    /// Parses `a.test=127.0.0.1,b.test=10.0.0.5,c.test=::1`; repeat a name for more addresses.
-    pub fn parse(spec: &str) -> Result<Self, String> {
-        let mut out = StaticResolver::new();
-        for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            let (name, ip) = item
-                .split_once('=')
-                .ok_or_else(|| format!("'{item}': expected NAME=IP"))?;
-            let (name, ip) = (name.trim(), ip.trim());
-            if name.is_empty() {
-                return Err(format!("'{item}': empty name"));
-            }
-            let ip: IpAddr = ip
-                .parse()
-                .map_err(|_| format!("'{item}': '{ip}' is not an IP address"))?;
-            out.insert(name, ip);
-        }
-        Ok(out)
-    }
-}
-
-impl Resolve for StaticResolver {
-    fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
-        match self.names.get(&normalize_name(host)) {
-            Some(ips) => Ok(ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect()),
-            None => Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                "name not in the static resolver",
-            )),
-        }
-    }
-}
-
-fn normalize_name(name: &str) -> String {
-    name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase()
-}
 
 /// The proxy's record of decisions, shared with the supervisor.
 ///
@@ -1569,29 +1499,6 @@ mod tests {
         none.push(d.snapshot()[0].clone());
         assert!(none.snapshot().is_empty());
         assert_eq!(Decisions::new().capacity, MAX_DECISIONS);
-    }
-
-    fn sa(s: &str) -> SocketAddr {
-        s.parse().unwrap()
-    }
-
-    #[test]
-    fn static_resolver() {
-        let r = StaticResolver::parse("a.test=127.0.0.1, b.test=10.0.0.5,c.test=::1,A.test=::2")
-            .unwrap();
-        assert_eq!(
-            r.resolve("a.test.", 80).unwrap(),
-            vec![sa("127.0.0.1:80"), sa("[::2]:80")]
-        );
-        assert_eq!(r.resolve("C.TEST", 1).unwrap(), vec![sa("[::1]:1")]);
-        assert_eq!(
-            r.resolve("localhost", 80).unwrap_err().kind(),
-            io::ErrorKind::NotFound
-        );
-        assert!(StaticResolver::parse("").unwrap().names.is_empty());
-        assert!(StaticResolver::parse("a.test").is_err());
-        assert!(StaticResolver::parse("=1.2.3.4").is_err());
-        assert!(StaticResolver::parse("a.test=example.com").is_err());
     }
 
     #[test]
