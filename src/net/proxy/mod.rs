@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -23,7 +23,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::allow::AllowList;
 use super::decision::{Decision, Protocol};
+#[cfg(test)]
+use relay::CONNECT_TIMEOUT;
+use relay::{DeadlineRead, close_gracefully, connect_any, relay};
 
+mod relay;
 mod resolve;
 #[cfg(test)]
 mod testing;
@@ -39,23 +43,12 @@ const HEAD_TIMEOUT: Duration = if cfg!(test) {
 } else {
     Duration::from_secs(10)
 };
-/// Time to connect upstream, over all the addresses a name resolved to.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections served at once; more are closed as soon as they are accepted.
 const MAX_CONNECTIONS: usize = if cfg!(test) { 16 } else { 256 };
-/// Relay buffer per direction: large reads keep the per-byte cost near a plain copy.
-const RELAY_BUF: usize = 256 * 1024;
 /// Decisions kept for [`Decisions::snapshot`]; the counters go on past it.
 const MAX_DECISIONS: usize = 10_000;
 /// Stack for a connection thread (getaddrinfo and tracing run on it; buffers are on the heap).
 const CONN_STACK: usize = 256 * 1024;
-/// Stack for a relay thread, which only copies through a heap buffer.
-const PUMP_STACK: usize = 64 * 1024;
-/// After an error reply, how much of what the client still sends is read and discarded, and for
-/// how long: closing a socket with unread data sends a reset, which can destroy the reply before
-/// the client reads it.
-const DRAIN_LIMIT: usize = 256 * 1024;
-const DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
 /// Minimum time between two warnings about the same accept problem, so a flood does not flood
 /// the log too.
 const WARN_EVERY: Duration = Duration::from_secs(5);
@@ -289,37 +282,13 @@ fn is_resource_error(e: &io::Error) -> bool {
     )
 }
 
-/// Reads with one deadline for a whole exchange, however the client paces its bytes.
-struct DeadlineRead<'a> {
-    stream: &'a TcpStream,
-    deadline: Instant,
-}
-
-impl Read for DeadlineRead<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = self.deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        self.stream.set_read_timeout(Some(left))?;
-        match self.stream.read(buf) {
-            // A socket timeout shows up as EAGAIN.
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(io::ErrorKind::TimedOut.into()),
-            other => other,
-        }
-    }
-}
-
 fn handle(proxy: &Proxy, client: TcpStream) {
     let _ = client.set_nodelay(true);
     // Replies before the relay are small, but a client that never reads must not hold us.
     let _ = client.set_write_timeout(Some(HEAD_TIMEOUT));
     let deadline = Instant::now() + HEAD_TIMEOUT;
     let mut first = [0u8; 1];
-    let mut reader = DeadlineRead {
-        stream: &client,
-        deadline,
-    };
+    let mut reader = DeadlineRead::new(&client, deadline);
     if reader.read_exact(&mut first).is_err() {
         return;
     }
@@ -445,27 +414,6 @@ fn route(proxy: &Proxy, protocol: Protocol, host: &str, port: u16) -> Routed {
     }
 }
 
-/// Tries the addresses in order within one overall timeout.
-fn connect_any(addrs: &[SocketAddr]) -> io::Result<(TcpStream, SocketAddr)> {
-    let deadline = Instant::now() + CONNECT_TIMEOUT;
-    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
-    for addr in addrs {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            last = io::ErrorKind::TimedOut.into();
-            break;
-        }
-        match TcpStream::connect_timeout(addr, left) {
-            Ok(s) => {
-                let _ = s.set_nodelay(true);
-                return Ok((s, *addr));
-            }
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
-}
-
 fn unix_ms() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -497,106 +445,10 @@ fn target(host: &str, port: u16) -> String {
     }
 }
 
-/// Relays both directions until the exchange ends; returns the bytes (up, down). The download
-/// direction gets a thread of its own, the upload runs on the caller's; both borrow the two
-/// sockets, so no descriptor is duplicated.
-fn relay(client: &TcpStream, upstream: &TcpStream) -> (u64, u64) {
-    let _ = client.set_read_timeout(None);
-    let _ = client.set_write_timeout(None);
-    thread::scope(|scope| {
-        let down = thread::Builder::new()
-            .name("jail-net-relay".into())
-            .stack_size(PUMP_STACK)
-            .spawn_scoped(scope, || pump(upstream, client, true));
-        let down = match down {
-            Ok(handle) => handle,
-            Err(e) => {
-                tracing::warn!("net proxy: cannot start a relay thread: {e}");
-                let _ = client.shutdown(Shutdown::Both);
-                let _ = upstream.shutdown(Shutdown::Both);
-                return (0, 0);
-            }
-        };
-        let up = pump(client, upstream, false);
-        let down = down.join().unwrap_or(0);
-        (up, down)
-    })
-}
-
-/// How one direction of a relay ended.
-enum End {
-    /// The sender closed its side.
-    Eof,
-    /// A read or a write failed.
-    Failed,
-}
-
-/// Copies `from` to `to` and returns the byte count. An error ends both directions. The
-/// client's end of input is passed on as a half close, so that a client that shuts down its
-/// sending side still gets the answer; the destination's end (`ends_both`) ends the exchange, as
-/// nothing more can come back and a client that keeps its side open would otherwise hold the
-/// connection forever.
-///
-/// A plain read/write loop through a large buffer: on loopback it measured faster than
-/// splice(2) through a pipe, and it needs no unsafe code.
-fn pump(mut from: &TcpStream, mut to: &TcpStream, ends_both: bool) -> u64 {
-    let mut buf = vec![0u8; RELAY_BUF];
-    let mut total = 0u64;
-    let end = loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => break End::Eof,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break End::Failed,
-        };
-        let Some(chunk) = buf.get(..n) else {
-            break End::Failed;
-        };
-        if to.write_all(chunk).is_err() {
-            break End::Failed;
-        }
-        total += n as u64;
-    };
-    match end {
-        End::Eof if !ends_both => {
-            let _ = to.shutdown(Shutdown::Write);
-        }
-        _ => {
-            // Wakes the other direction, which may be blocked reading. Data already written is
-            // still delivered: shutdown queues the FIN behind it.
-            let _ = from.shutdown(Shutdown::Both);
-            let _ = to.shutdown(Shutdown::Both);
-        }
-    }
-    total
-}
-
-/// Sends nothing more, and reads (and discards) what the client still sends for a short while,
-/// so that the reply is not destroyed by a reset when the socket closes.
-fn close_gracefully(stream: &TcpStream) {
-    let _ = stream.shutdown(Shutdown::Write);
-    let until = Instant::now() + DRAIN_TIMEOUT;
-    let mut reader = DeadlineRead {
-        stream,
-        deadline: until,
-    };
-    let mut buf = [0u8; 4096];
-    let mut total = 0;
-    while total < DRAIN_LIMIT {
-        match reader.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => total += n,
-        }
-    }
-}
-
 // ---- SOCKS5 (RFC 1928), CONNECT only, no authentication ---------------------------------------
 
 fn serve_socks(proxy: &Proxy, client: TcpStream, deadline: Instant) {
-    let mut r = DeadlineRead {
-        stream: &client,
-        deadline,
-    };
+    let mut r = DeadlineRead::new(&client, deadline);
     let mut count = [0u8; 1];
     if r.read_exact(&mut count).is_err() {
         return;
@@ -806,10 +658,7 @@ fn read_head(
     first: u8,
     deadline: Instant,
 ) -> Result<(Vec<u8>, usize), HeadError> {
-    let mut reader = DeadlineRead {
-        stream: client,
-        deadline,
-    };
+    let mut reader = DeadlineRead::new(client, deadline);
     let mut buf = Vec::with_capacity(1024);
     buf.push(first);
     let mut chunk = [0u8; 4096];
@@ -1047,6 +896,7 @@ fn parse_port(p: &str) -> Result<u16, &'static str> {
 mod tests {
     use super::testing::*;
     use super::*;
+    use std::net::Shutdown;
 
     #[test]
     fn connect_to_allowed_name_relays() {
@@ -1582,95 +1432,6 @@ mod tests {
         assert_eq!(find_head_end(b"a\r\n\r", 0), None);
         assert_eq!(find_head_end(b"a\r\n\r\n", 2), Some(5));
         assert_eq!(find_head_end(b"", 9), None);
-    }
-
-    /// A connected pair of loopback sockets.
-    fn socket_pair() -> (TcpStream, TcpStream) {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (b, _) = l.accept().unwrap();
-        a.set_read_timeout(Some(PATIENCE)).unwrap();
-        b.set_read_timeout(Some(PATIENCE)).unwrap();
-        (a, b)
-    }
-
-    #[test]
-    fn pump_moves_everything_and_passes_the_end_on() {
-        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
-        for ends_both in [false, true] {
-            let (mut src, from) = socket_pair();
-            let (to, mut dst) = socket_pair();
-            let sent = data.clone();
-            let writer = thread::spawn(move || {
-                src.write_all(&sent).unwrap();
-                src.shutdown(Shutdown::Write).unwrap();
-                // Half closed: the other direction still works, unless the pump ended both.
-                let mut rest = Vec::new();
-                let _ = src.read_to_end(&mut rest);
-                src
-            });
-            let reader = thread::spawn(move || {
-                let mut got = Vec::new();
-                dst.read_to_end(&mut got).unwrap();
-                got
-            });
-            assert_eq!(pump(&from, &to, ends_both), data.len() as u64);
-            assert!(reader.join().unwrap() == data);
-            if !ends_both {
-                // `from` was not shut down: the client still hears from us.
-                (&from).write_all(b"late").unwrap();
-                from.shutdown(Shutdown::Write).unwrap();
-            }
-            drop(writer.join().unwrap());
-        }
-    }
-
-    /// Throughput through the proxy against a direct connection, on loopback. Not run by
-    /// default (timing-dependent): cargo test --release net::proxy -- --ignored --nocapture
-    #[test]
-    #[ignore]
-    fn relay_throughput() {
-        const TOTAL: usize = 2 << 30;
-        let source = TcpListener::bind("127.0.0.1:0").unwrap();
-        let src = source.local_addr().unwrap();
-        thread::spawn(move || {
-            let block = vec![7u8; 1 << 20];
-            for conn in source.incoming() {
-                let Ok(mut conn) = conn else { continue };
-                let mut left = TOTAL;
-                while left > 0 {
-                    let n = left.min(block.len());
-                    if conn.write_all(&block[..n]).is_err() {
-                        break;
-                    }
-                    left -= n;
-                }
-            }
-        });
-        let sink = |mut s: TcpStream| {
-            let start = Instant::now();
-            let mut buf = vec![0u8; 1 << 20];
-            let mut n = 0;
-            while let Ok(k) = s.read(&mut buf) {
-                if k == 0 {
-                    break;
-                }
-                n += k;
-            }
-            assert_eq!(n, TOTAL);
-            TOTAL as f64 / (1 << 20) as f64 / start.elapsed().as_secs_f64()
-        };
-        let h = start_proxy(&["src.test"], &[src], "src.test=127.0.0.1");
-        for _ in 0..3 {
-            let direct = sink(TcpStream::connect(src).unwrap());
-            let (c, reply) = connect_via(&h, &format!("src.test:{}", src.port()));
-            assert!(reply.contains(" 200 "));
-            let proxied = sink(c);
-            println!(
-                "direct {direct:.0} MiB/s, proxied {proxied:.0} MiB/s, ratio {:.2}",
-                proxied / direct
-            );
-        }
     }
 
     #[test]
