@@ -13,25 +13,25 @@
 //! Nothing a client sends may panic: the release build aborts on panic, which would take the
 //! supervisor down with it. Parsing works on slices with checked access only.
 
-use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use super::allow::AllowList;
-use super::decision::{Decision, Protocol};
-#[cfg(test)]
-use relay::CONNECT_TIMEOUT;
-use relay::{DeadlineRead, close_gracefully, connect_any, relay};
+use super::decision::Protocol;
+use decisions::{Routed, printable_host, route, target};
+use relay::{DeadlineRead, close_gracefully, relay};
 
+mod decisions;
 mod relay;
 mod resolve;
 #[cfg(test)]
 mod testing;
 
+pub use decisions::Decisions;
 pub use resolve::{Resolve, StaticResolver, SystemResolver};
 
 /// Largest request head (request line and headers) or SOCKS handshake read.
@@ -45,8 +45,6 @@ const HEAD_TIMEOUT: Duration = if cfg!(test) {
 };
 /// Connections served at once; more are closed as soon as they are accepted.
 const MAX_CONNECTIONS: usize = if cfg!(test) { 16 } else { 256 };
-/// Decisions kept for [`Decisions::snapshot`]; the counters go on past it.
-const MAX_DECISIONS: usize = 10_000;
 /// Stack for a connection thread (getaddrinfo and tracing run on it; buffers are on the heap).
 const CONN_STACK: usize = 256 * 1024;
 /// Minimum time between two warnings about the same accept problem, so a flood does not flood
@@ -63,97 +61,6 @@ const SOCKS_NOT_ALLOWED: u8 = 0x02;
 const SOCKS_HOST_UNREACHABLE: u8 = 0x04;
 const SOCKS_BAD_COMMAND: u8 = 0x07;
 const SOCKS_BAD_ADDRESS_TYPE: u8 = 0x08;
-
-/// The proxy's record of decisions, shared with the supervisor.
-///
-/// The counters count every decision as it is made; an allowed connection's entry is added when
-/// its relay ends (it carries the byte counts), so a snapshot taken while connections are open
-/// lacks them. Only the latest entries are kept.
-#[derive(Debug)]
-pub struct Decisions {
-    log: Mutex<VecDeque<Decision>>,
-    capacity: usize,
-    allowed: AtomicU64,
-    refused: AtomicU64,
-    dropped: AtomicU64,
-}
-
-impl Default for Decisions {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Decisions {
-    pub fn new() -> Self {
-        Self::with_capacity(MAX_DECISIONS)
-    }
-
-    /// Keeps at most `capacity` entries (see `push` for which).
-    pub fn with_capacity(capacity: usize) -> Self {
-        Decisions {
-            log: Mutex::new(VecDeque::new()),
-            capacity,
-            allowed: AtomicU64::new(0),
-            refused: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
-        }
-    }
-
-    /// Requests allowed so far (including those whose connection then failed).
-    pub fn allowed(&self) -> u64 {
-        self.allowed.load(Ordering::Relaxed)
-    }
-
-    /// Requests refused so far (including names that did not resolve).
-    pub fn refused(&self) -> u64 {
-        self.refused.load(Ordering::Relaxed)
-    }
-
-    /// Entries forgotten because the log was full.
-    pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
-    }
-
-    /// The entries kept, oldest first.
-    pub fn snapshot(&self) -> Vec<Decision> {
-        self.lock().iter().cloned().collect()
-    }
-
-    fn count(&self, allowed: bool) {
-        let counter = if allowed {
-            &self.allowed
-        } else {
-            &self.refused
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// When the log is full, the oldest refusal makes room; with none left, the new entry is
-    /// dropped. So a command that floods the proxy with refused requests cannot push the record
-    /// of the connections it did make out of the report.
-    fn push(&self, d: Decision) {
-        let mut log = self.lock();
-        if log.len() >= self.capacity {
-            match log.iter().position(|e| !e.allowed) {
-                Some(i) if self.capacity > 0 => {
-                    log.remove(i);
-                }
-                _ => {
-                    self.dropped.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-            }
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-        log.push_back(d);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Decision>> {
-        // A panic elsewhere while holding the lock leaves plain data behind; keep using it.
-        self.log.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 /// Everything the proxy needs; shared by all connection threads.
 pub struct Proxy {
@@ -296,152 +203,6 @@ fn handle(proxy: &Proxy, client: TcpStream) {
         serve_socks(proxy, client, deadline);
     } else {
         serve_http(proxy, client, first[0], deadline);
-    }
-}
-
-/// What became of a request.
-enum Routed {
-    Connected {
-        upstream: TcpStream,
-        ticket: Ticket,
-    },
-    /// Refused by the allow list: 403, or SOCKS reply 0x02.
-    Refused(String),
-    /// Allowed (or at least not refused) but not reachable: 502, or SOCKS reply 0x04.
-    Failed(String),
-}
-
-/// The pending record of an allowed connection; added to [`Decisions`] when dropped, so that a
-/// connection that ends early is recorded too.
-struct Ticket {
-    decisions: Arc<Decisions>,
-    decision: Option<Decision>,
-}
-
-impl Ticket {
-    fn finish(mut self, up: u64, down: u64) {
-        if let Some(d) = self.decision.as_mut() {
-            d.bytes_up = up;
-            d.bytes_down = down;
-        }
-    }
-}
-
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        if let Some(d) = self.decision.take() {
-            tracing::debug!(
-                "net: closed {} {}: {} bytes up, {} down",
-                d.protocol,
-                target(&d.host, d.port),
-                d.bytes_up,
-                d.bytes_down
-            );
-            self.decisions.push(d);
-        }
-    }
-}
-
-/// Decides `host:port`, resolving a listed name with the proxy's resolver, and connects.
-fn route(proxy: &Proxy, protocol: Protocol, host: &str, port: u16) -> Routed {
-    let shown = printable_host(host);
-    let record = |allowed: bool, reason: Option<String>| Decision {
-        unix_ms: unix_ms(),
-        protocol,
-        host: shown.clone(),
-        port,
-        allowed,
-        reason,
-        bytes_up: 0,
-        bytes_down: 0,
-    };
-    let refuse = |reason: String, failed: bool| {
-        tracing::warn!("net: refused {protocol} {}: {reason}", target(&shown, port));
-        proxy.decisions.count(false);
-        proxy.decisions.push(record(false, Some(reason.clone())));
-        if failed {
-            Routed::Failed(reason)
-        } else {
-            Routed::Refused(reason)
-        }
-    };
-    if port == 0 {
-        return refuse("port 0".into(), false);
-    }
-    let literal = host.parse::<IpAddr>().is_ok();
-    let resolved = if literal {
-        Vec::new()
-    } else {
-        // Checked before the lookup: an unlisted name must not reach a DNS server.
-        let name = match proxy.allow.check_name(host) {
-            Ok(name) => name,
-            Err(r) => return refuse(r.reason, false),
-        };
-        match proxy.resolver.resolve(&name, port) {
-            Ok(addrs) if !addrs.is_empty() => addrs,
-            Ok(_) => return refuse("did not resolve".into(), true),
-            Err(e) => return refuse(format!("did not resolve: {e}"), true),
-        }
-    };
-    let addrs = match proxy.allow.decide(host, port, &resolved) {
-        Ok(addrs) => addrs,
-        Err(r) => return refuse(r.reason, false),
-    };
-    proxy.decisions.count(true);
-    match connect_any(&addrs) {
-        Ok((upstream, addr)) => {
-            tracing::info!(
-                "net: allowed {protocol} {} via {addr}",
-                target(&shown, port)
-            );
-            Routed::Connected {
-                upstream,
-                ticket: Ticket {
-                    decisions: Arc::clone(&proxy.decisions),
-                    decision: Some(record(true, None)),
-                },
-            }
-        }
-        Err(e) => {
-            let reason = format!("connect failed: {e}");
-            tracing::warn!(
-                "net: allowed {protocol} {} but {reason}",
-                target(&shown, port)
-            );
-            proxy.decisions.push(record(true, Some(reason.clone())));
-            Routed::Failed(reason)
-        }
-    }
-}
-
-fn unix_ms() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0)
-}
-
-/// A requested host as it may be logged and shown: lower case, printable ASCII, bounded.
-fn printable_host(host: &str) -> String {
-    let host = host.strip_suffix('.').unwrap_or(host);
-    host.chars()
-        .take(255)
-        .map(|c| {
-            if c.is_ascii_graphic() {
-                c.to_ascii_lowercase()
-            } else {
-                '?'
-            }
-        })
-        .collect()
-}
-
-/// `host:port`, with IPv6 in brackets.
-fn target(host: &str, port: u16) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
     }
 }
 
@@ -926,103 +687,6 @@ mod tests {
     }
 
     #[test]
-    fn connect_to_unlisted_name_is_refused_without_lookup_or_connection() {
-        let (echo, accepts) = echo_server();
-        let h = start_proxy(&["echo.test"], &[echo], "other.test=127.0.0.1");
-        let (mut c, reply) = connect_via(&h, &format!("other.test:{}", echo.port()));
-        assert!(reply.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{reply}");
-        assert!(reply.contains("Connection: close\r\n"));
-        let body = read_all(&mut c);
-        assert_eq!(
-            body,
-            format!(
-                "jail: other.test:{} refused: name not on the allow list\n",
-                echo.port()
-            )
-        );
-        assert_eq!(h.lookups.load(Ordering::SeqCst), 0);
-        assert_eq!(accepts.load(Ordering::SeqCst), 0);
-        assert_eq!((h.decisions.allowed(), h.decisions.refused()), (0, 1));
-        let d = &h.decisions.snapshot()[0];
-        assert!(!d.allowed);
-        assert_eq!(d.reason.as_deref(), Some("name not on the allow list"));
-    }
-
-    #[test]
-    fn raw_ip_must_be_an_allowed_host() {
-        let (echo, accepts) = echo_server();
-        let h = start_proxy(&["*.test"], &[echo], "");
-        // Same address, another port: refused.
-        let other = format!("127.0.0.1:{}", echo.port().wrapping_add(1).max(1));
-        let (mut c, reply) = connect_via(&h, &other);
-        assert!(reply.starts_with("HTTP/1.1 403 "), "{reply}");
-        assert!(read_all(&mut c).contains("raw IP address not on the allow list"));
-        let (_c, reply) = connect_via(&h, "[::1]:443");
-        assert!(reply.starts_with("HTTP/1.1 403 "), "{reply}");
-        assert_eq!(accepts.load(Ordering::SeqCst), 0);
-        // The exact allow-host entry: allowed.
-        let (mut c, reply) = connect_via(&h, &echo.to_string());
-        assert!(reply.starts_with("HTTP/1.1 200 "), "{reply}");
-        assert_echoed(&mut c, b"x");
-        assert_eq!(h.decisions.refused(), 2);
-        assert_eq!(h.decisions.allowed(), 1);
-        assert_eq!(h.lookups.load(Ordering::SeqCst), 0);
-    }
-
-    #[test]
-    fn name_resolving_to_private_address_is_refused_before_connecting() {
-        let h = start_proxy(
-            &["*.test"],
-            &[],
-            "private.test=10.0.0.5,loop.test=127.0.0.1",
-        );
-        let started = Instant::now();
-        for name in ["private.test", "loop.test"] {
-            let (mut c, reply) = connect_via(&h, &format!("{name}:443"));
-            assert!(reply.starts_with("HTTP/1.1 403 "), "{reply}");
-            assert!(
-                read_all(&mut c).contains("resolves only to private/loopback/link-local"),
-                "{name}"
-            );
-        }
-        // A connect attempt to 10.0.0.5 would have taken the connect timeout, or failed as 502.
-        assert!(started.elapsed() < CONNECT_TIMEOUT);
-        assert_eq!(h.decisions.refused(), 2);
-        assert_eq!(h.lookups.load(Ordering::SeqCst), 2);
-    }
-
-    #[test]
-    fn unresolvable_listed_name_is_a_bad_gateway() {
-        let h = start_proxy(&["*.test"], &[], "");
-        let (mut c, reply) = connect_via(&h, "missing.test:443");
-        assert!(reply.starts_with("HTTP/1.1 502 "), "{reply}");
-        assert!(read_all(&mut c).contains("did not resolve"));
-        assert_eq!(h.decisions.refused(), 1);
-    }
-
-    #[test]
-    fn allowed_but_closed_port_is_a_bad_gateway() {
-        // A port that was free a moment ago: nothing listens there.
-        let closed = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        let h = start_proxy(&["closed.test"], &[closed], "closed.test=127.0.0.1");
-        let (mut c, reply) = connect_via(&h, &format!("closed.test:{}", closed.port()));
-        assert!(reply.starts_with("HTTP/1.1 502 "), "{reply}");
-        assert!(read_all(&mut c).contains("connect failed"));
-        assert_eq!((h.decisions.allowed(), h.decisions.refused()), (1, 0));
-        let d = &h.decisions.snapshot()[0];
-        assert!(
-            d.allowed
-                && d.reason
-                    .as_deref()
-                    .unwrap_or("")
-                    .starts_with("connect failed")
-        );
-    }
-
-    #[test]
     fn plain_http_request_is_rewritten_and_relayed() {
         let (web, requests) = http_server();
         let h = start_proxy(&["web.test"], &[web], "web.test=127.0.0.1");
@@ -1323,32 +987,6 @@ mod tests {
             let _ = c.write_all(format!("CONNECT {target} HTTP/1.1\r\n\r\n").as_bytes());
             read_reply_head(&mut c).starts_with("HTTP/1.1 200 ")
         });
-    }
-
-    #[test]
-    fn decisions_are_bounded_but_counted() {
-        let d = Decisions::with_capacity(3);
-        for i in 0..10u16 {
-            d.count(i % 2 == 0);
-            d.push(Decision {
-                unix_ms: 0,
-                protocol: Protocol::Http,
-                host: "a.test".into(),
-                port: i,
-                allowed: i % 2 == 0,
-                reason: None,
-                bytes_up: 0,
-                bytes_down: 0,
-            });
-        }
-        // Refusals make room for later entries; allowed ones are never pushed out.
-        let kept: Vec<u16> = d.snapshot().iter().map(|d| d.port).collect();
-        assert_eq!(kept, vec![0, 2, 4]);
-        assert_eq!((d.allowed(), d.refused(), d.dropped()), (5, 5, 7));
-        let none = Decisions::with_capacity(0);
-        none.push(d.snapshot()[0].clone());
-        assert!(none.snapshot().is_empty());
-        assert_eq!(Decisions::new().capacity, MAX_DECISIONS);
     }
 
     #[test]
