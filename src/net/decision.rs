@@ -87,7 +87,11 @@ mod tests {
         // The report's text, field for field, as it was when the protocol was a string.
         assert_eq!(
             json,
-            r#"{"unix_ms":1796051860336,"protocol":"socks5","host":"api.example.com","port":443,"allowed":false,"reason":"name not on the allow list","bytes_up":0,"bytes_down":7}"#
+            concat!(
+                r#"{"unix_ms":1796051860336,"protocol":"socks5","host":"api.example.com","#,
+                r#""port":443,"allowed":false,"reason":"name not on the allow list","#,
+                r#""bytes_up":0,"bytes_down":7}"#
+            )
         );
         assert_eq!(serde_json::from_str::<Decision>(&json).unwrap(), d);
     }
