@@ -83,6 +83,15 @@ pub(super) fn echo_server() -> (SocketAddr, Arc<AtomicUsize>) {
     (addr, accepts)
 }
 
+/// A proxy that allows `echo.test`, which resolves to a fresh [`echo_server`] that is also an
+/// `allow-host` entry (a name resolving to loopback is refused otherwise); returns the proxy,
+/// the server's address and its count of accepted connections.
+pub(super) fn echo_proxy() -> (Harness, SocketAddr, Arc<AtomicUsize>) {
+    let (echo, accepts) = echo_server();
+    let h = start_proxy(&["echo.test"], &[echo], "echo.test=127.0.0.1");
+    (h, echo, accepts)
+}
+
 /// An HTTP server for one request at a time: sends each request it receives (head and
 /// Content-Length body) to the channel and answers with the body echoed (or "ok").
 pub(super) fn http_server() -> (SocketAddr, mpsc::Receiver<Vec<u8>>) {
