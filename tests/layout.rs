@@ -1,7 +1,9 @@
 //! The shape of the library, checked on its sources: the Linux layer knows nothing of the
 //! command line, no two modules import each other, and lib.rs only declares and re-exports.
 //! A module is a file (`a/b.rs` or `a/b/mod.rs` is `a::b`); an import is any `crate::` or
-//! `super::` path outside a `#[cfg(test)] mod tests` block.
+//! `super::` path outside a `#[cfg(test)] mod tests` block. A parent's use of the children it
+//! declares (`mod http;` then `http::serve`) is its structure, not an import, and is not
+//! counted; a child naming its parent's items through `super::` is.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
