@@ -559,103 +559,72 @@ fn supervise(
     } = channels;
     let mut end = RunEnd::default();
     loop {
-        let wait_ms = match deadline {
-            Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    if !ending {
-                        ending = true;
-                        timed_out = true;
-                        tracing::info!("timeout: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
-                        deadline = Some(begin_ending(child));
-                    } else if !killed {
-                        killed = true;
-                        let _ = kill(child, Signal::SIGKILL);
-                        deadline = None;
-                    }
-                    continue;
-                }
-                left.as_millis().min(i32::MAX as u128) as i32
-            }
-            None => -1,
-        };
-        let poll_timeout = if wait_ms < 0 {
-            nix::poll::PollTimeout::NONE
-        } else {
-            nix::poll::PollTimeout::try_from(wait_ms).unwrap_or(nix::poll::PollTimeout::MAX)
-        };
-        let mut fds = vec![nix::poll::PollFd::new(
-            sfd.as_fd(),
-            nix::poll::PollFlags::POLLIN,
-        )];
-        if let Some(st) = &status {
-            fds.push(nix::poll::PollFd::new(
-                st.as_fd(),
-                nix::poll::PollFlags::POLLIN,
-            ));
-        }
         // SAFETY: the descriptor stays open for the run (the launch's control sender owns it).
         let control = stop_requests.map(|fd| unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) });
-        if let Some(fd) = control {
-            fds.push(nix::poll::PollFd::new(fd, nix::poll::PollFlags::POLLIN));
-        }
-        match nix::poll::poll(&mut fds, poll_timeout) {
-            Ok(0) | Err(_) => continue,
-            Ok(_) => {}
-        }
-        let ready = |f: Option<&nix::poll::PollFd>| {
-            f.and_then(|f| f.revents()).is_some_and(|r| !r.is_empty())
-        };
-        let status_ready = status.is_some() && ready(fds.get(1));
-        let stop_ready = control.is_some() && ready(fds.last());
-        drop(fds);
-        if stop_ready {
-            // A request byte or the caller's end closed (EOF, an error): either way, stop; `K`
-            // kills at once. The bytes are read (a unix socket closed with unread data resets
-            // the caller's end, and the outcome written to it would be lost); after an EOF the
-            // socket is not watched again, so it cannot spin the loop.
-            let mut request = [0u8; 64];
-            let got = control
-                .and_then(|fd| nix::unistd::read(fd, &mut request).ok())
-                .unwrap_or(0);
-            if got == 0 {
-                stop_requests = None;
-            }
-            end.stopped |= !ending;
-            if request[..got].contains(&crate::sandbox::control::KILL) {
-                if !killed {
-                    tracing::info!("kill requested: sending SIGKILL");
+        let info = match next_event(
+            sfd,
+            &[status.as_ref().map(|s| s.as_fd()), control],
+            deadline,
+        ) {
+            Event::Deadline => {
+                if !ending {
+                    ending = true;
+                    timed_out = true;
+                    tracing::info!("timeout: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
+                    deadline = Some(begin_ending(child));
+                } else if !killed {
+                    killed = true;
                     let _ = kill(child, Signal::SIGKILL);
+                    deadline = None;
                 }
-                (ending, killed, deadline) = (true, true, None);
-            } else if !ending {
-                ending = true;
-                tracing::info!("stop requested: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
-                deadline = Some(begin_ending(child));
+                continue;
             }
-            continue;
-        }
-        if status_ready {
-            let mut msg = [0u8; 1];
-            let got = status
-                .as_ref()
-                .map(|st| read_full(st, &mut msg))
-                .unwrap_or(0);
-            if got == 0 {
-                status = None; // init is gone; its SIGCHLD follows
-            } else if msg[0] == MSG_STOPPED {
-                if relay_stops {
-                    stop_with_command(child, tty);
+            Event::Ready(0) => {
+                let mut msg = [0u8; 1];
+                let got = status
+                    .as_ref()
+                    .map(|st| read_full(st, &mut msg))
+                    .unwrap_or(0);
+                if got == 0 {
+                    status = None; // init is gone; its SIGCHLD follows
+                } else if msg[0] == MSG_STOPPED {
+                    if relay_stops {
+                        stop_with_command(child, tty);
+                    }
+                } else if msg[0] == MSG_ENDED {
+                    if let Some(st) = &status {
+                        read_end(st, &mut end);
+                    }
                 }
-            } else if msg[0] == MSG_ENDED {
-                if let Some(st) = &status {
-                    read_end(st, &mut end);
-                }
+                continue;
             }
-            continue;
-        }
-        let Ok(Some(info)) = sfd.read_signal() else {
-            continue;
+            Event::Ready(_) => {
+                // A request byte or the caller's end closed (EOF, an error): either way, stop; `K`
+                // kills at once. The bytes are read (a unix socket closed with unread data resets
+                // the caller's end, and the outcome written to it would be lost); after an EOF the
+                // socket is not watched again, so it cannot spin the loop.
+                let mut request = [0u8; 64];
+                let got = control
+                    .and_then(|fd| nix::unistd::read(fd, &mut request).ok())
+                    .unwrap_or(0);
+                if got == 0 {
+                    stop_requests = None;
+                }
+                end.stopped |= !ending;
+                if request[..got].contains(&crate::sandbox::control::KILL) {
+                    if !killed {
+                        tracing::info!("kill requested: sending SIGKILL");
+                        let _ = kill(child, Signal::SIGKILL);
+                    }
+                    (ending, killed, deadline) = (true, true, None);
+                } else if !ending {
+                    ending = true;
+                    tracing::info!("stop requested: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
+                    deadline = Some(begin_ending(child));
+                }
+                continue;
+            }
+            Event::Signal(info) => info,
         };
         let signo = info.ssi_signo as i32;
         if signo == libc::SIGCHLD {
@@ -700,6 +669,59 @@ fn supervise(
                 tracing::debug!("forwarding {sig}");
                 let _ = kill(child, sig);
             }
+        }
+    }
+}
+
+/// What ends one wait of a signal loop (the supervisor's and init's).
+enum Event {
+    /// A signal arrived.
+    Signal(libc::signalfd_siginfo),
+    /// `others[i]` is readable (or at its end).
+    Ready(usize),
+    /// The deadline passed.
+    Deadline,
+}
+
+/// Waits for a signal on `sfd`, one of `others` (`None` entries are skipped) readable, or the
+/// deadline; the others are looked at first, in order, so that a message is read before the
+/// SIGCHLD that may follow it.
+fn next_event(
+    sfd: &SignalFd,
+    others: &[Option<std::os::fd::BorrowedFd>],
+    deadline: Option<Instant>,
+) -> Event {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    loop {
+        let timeout = match deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Event::Deadline;
+                }
+                let ms = left.as_millis().min(i32::MAX as u128) as i32;
+                PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
+            }
+            None => PollTimeout::NONE,
+        };
+        let mut fds = vec![PollFd::new(sfd.as_fd(), PollFlags::POLLIN)];
+        let watched: Vec<usize> = (0..others.len()).filter(|i| others[*i].is_some()).collect();
+        fds.extend(
+            watched
+                .iter()
+                .filter_map(|i| others[*i])
+                .map(|fd| PollFd::new(fd, PollFlags::POLLIN)),
+        );
+        match poll(&mut fds, timeout) {
+            Ok(0) | Err(_) => continue,
+            Ok(_) => {}
+        }
+        let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+        if let Some(k) = (1..fds.len()).find(|k| ready(&fds[*k])) {
+            return Event::Ready(watched[k - 1]);
+        }
+        if let Ok(Some(info)) = sfd.read_signal() {
+            return Event::Signal(info);
         }
     }
 }
@@ -929,9 +951,10 @@ fn init_main(
             .unwrap_or(0)
     };
     loop {
-        if let Some(d) = deadline {
-            let left = d.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+        let info = match next_event(&sfd, &[], deadline) {
+            Event::Signal(info) => info,
+            Event::Ready(_) => continue,
+            Event::Deadline => {
                 // SAFETY: kill(-1) from pid 1 reaches every other process of the namespace.
                 unsafe { libc::kill(-1, libc::SIGKILL) };
                 while waitpid(None, None).is_ok() {}
@@ -940,19 +963,6 @@ fn init_main(
                 // SAFETY: as below.
                 unsafe { libc::_exit(EXIT_TIMEOUT) }
             }
-            let ms = left.as_millis().min(i32::MAX as u128) as i32;
-            let mut fds = [nix::poll::PollFd::new(
-                sfd.as_fd(),
-                nix::poll::PollFlags::POLLIN,
-            )];
-            let timeout =
-                nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX);
-            if !matches!(nix::poll::poll(&mut fds, timeout), Ok(n) if n > 0) {
-                continue;
-            }
-        }
-        let Ok(Some(info)) = sfd.read_signal() else {
-            continue;
         };
         let signo = info.ssi_signo as i32;
         if signo == libc::SIGCHLD {
