@@ -360,4 +360,37 @@ mod tests {
         let cli = crate::cli::args::Cli::try_parse_from(argv).expect("parses");
         assert_eq!(crate::cli::request(&cli.run), bare);
     }
+
+    #[test]
+    fn values_that_look_like_flags_survive_the_command_line() {
+        use std::os::unix::ffi::OsStringExt;
+        let req = Request {
+            profile: "-p".into(),
+            ro: vec![
+                "-r".into(),
+                "--rw=/".into(),
+                OsString::from_vec(b"-\xff".to_vec()).into(),
+            ],
+            rw: vec!["-".into()],
+            hide: vec!["--".into()],
+            cwd: Some("-c".into()),
+            env: vec!["-K=V".into()],
+            env_deny: vec!["-*".into()],
+            limits: vec!["-l".into()],
+            allow_sockets: vec!["-s".into()],
+            net: vec!["-n".into()],
+            command: vec!["--help".into(), "".into()],
+            ..Request::default()
+        };
+        let opts = RunOptions {
+            report: Some("-report".into()),
+            control_fd: Some(3),
+            ..RunOptions::default()
+        };
+        let mut argv: Vec<OsString> = vec!["jail".into()];
+        argv.extend(arguments(&req, &opts, 3));
+        let cli = crate::cli::args::Cli::try_parse_from(argv).expect("parses");
+        assert_eq!(crate::cli::request(&cli.run), req);
+        assert_eq!(crate::cli::options(&cli.run), opts);
+    }
 }
