@@ -234,14 +234,20 @@ pub(super) fn find_program(explicit: Option<&Path>) -> Result<PathBuf, JailError
     })
 }
 
+/// `--flag=value`, one word: a value beginning with `-` is then never taken for a flag.
+fn flag_value(flag: &str, value: impl Into<OsString>) -> OsString {
+    let mut word = OsString::from(format!("{flag}="));
+    word.push(value.into());
+    word
+}
+
 /// The request and options as the flags of the command line, which resolves them again in the
 /// jail process, the same way.
 pub(crate) fn arguments(req: &Request, opts: &RunOptions, control_fd: i32) -> Vec<OsString> {
-    let mut a: Vec<OsString> = vec!["--profile".into(), req.profile.clone().into()];
+    let mut a: Vec<OsString> = vec![flag_value("--profile", req.profile.clone())];
     let mut each = |flag: &str, values: &mut dyn Iterator<Item = OsString>| {
         for v in values {
-            a.push(flag.into());
-            a.push(v);
+            a.push(flag_value(flag, v));
         }
     };
     each("--ro", &mut req.ro.iter().map(|p| p.clone().into()));
@@ -287,8 +293,7 @@ pub(crate) fn arguments(req: &Request, opts: &RunOptions, control_fd: i32) -> Ve
         ("--control-fd", Some(control_fd.to_string())),
     ] {
         if let Some(v) = value {
-            a.push(flag.into());
-            a.push(v.into());
+            a.push(flag_value(flag, v));
         }
     }
     for (flag, on) in [
