@@ -94,6 +94,16 @@ impl Child {
                  descriptor under another number"
             )));
         }
+        // A number not open here would be where the socket pair lands, and the command would be
+        // handed jail's end of the control socket under it.
+        for fd in &request.keep_fds {
+            // SAFETY: F_GETFD only queries the descriptor table.
+            if unsafe { libc::fcntl(*fd, libc::F_GETFD) } < 0 {
+                return Err(JailError::BadInput(format!(
+                    "keep_fd {fd}: not an open descriptor in this process"
+                )));
+            }
+        }
         let (ours, theirs) =
             UnixStream::pair().map_err(|e| JailError::io("the control socket (socketpair)", e))?;
         let theirs_fd = theirs.as_raw_fd();
