@@ -142,7 +142,12 @@ impl Child {
             .map_err(|e| JailError::io("the control socket", e))?;
         let reader = std::thread::spawn(move || {
             let mut bytes = Vec::new();
-            reading.read_to_end(&mut bytes).map(|_| bytes)
+            match reading.read_to_end(&mut bytes) {
+                // A stop request jail did not read resets the socket when jail closes it, after
+                // what it wrote, which read_to_end has appended already.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Ok(bytes),
+                other => other.map(|_| bytes),
+            }
         });
         Ok(Child {
             stdin: process.stdin.take(),
