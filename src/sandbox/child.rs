@@ -104,8 +104,10 @@ impl Child {
                 )));
             }
         }
+        let pair = UnixStream::pair()
+            .and_then(|(ours, theirs)| Ok((above_stdio(ours)?, above_stdio(theirs)?)));
         let (ours, theirs) =
-            UnixStream::pair().map_err(|e| JailError::io("the control socket (socketpair)", e))?;
+            pair.map_err(|e| JailError::io("the control socket (socketpair)", e))?;
         let theirs_fd = theirs.as_raw_fd();
         let keep: Vec<i32> = request.keep_fds.clone();
         let mut cmd = std::process::Command::new(program);
@@ -216,6 +218,21 @@ impl Drop for Child {
             let _ = self.finish();
         }
     }
+}
+
+/// `socket` at a number above 2: in a caller that closed its stdio the pair lands there, where
+/// the jail process's stdio is put in its place before the control socket is moved to 3.
+fn above_stdio(socket: UnixStream) -> std::io::Result<UnixStream> {
+    if socket.as_raw_fd() > 2 {
+        return Ok(socket);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor, owned below; `socket` closes on return.
+    let fd = unsafe { libc::fcntl(socket.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: just created, owned by nothing else.
+    Ok(unsafe { <UnixStream as std::os::fd::FromRawFd>::from_raw_fd(fd) })
 }
 
 /// The jail program: `explicit`, else `$JAIL_PROGRAM`, else a `jail` beside the running program
