@@ -36,6 +36,7 @@ pub fn catalog() -> Result<Catalog, JailError> {
 /// With `create_missing`, the profile's writable directories that do not exist yet are created
 /// (an agent's state directory on its first run); a dry run creates nothing.
 pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> {
+    check_request(req)?;
     let base_dir = std::env::current_dir()
         .map_err(|e| JailError::io("cannot read the current directory", e))?;
     let cat = catalog()?;
@@ -162,6 +163,34 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         caller_env: caller,
     };
     policy::resolve(&input)
+}
+
+/// What the command line refuses as it parses (an empty path, a timeout that is not a positive
+/// duration of at most 1e9 s), refused for a request built otherwise too: [`crate::Jail::spawn`]
+/// hands the request over as flags, and must not start a jail process that then refuses them.
+fn check_request(req: &Request) -> Result<(), JailError> {
+    let paths = [
+        ("--ro", &req.ro),
+        ("--rw", &req.rw),
+        ("--hide", &req.hide),
+        ("--allow-socket", &req.allow_sockets),
+    ];
+    for (flag, list) in paths {
+        if list.iter().any(|p| p.as_os_str().is_empty()) {
+            return Err(JailError::bad_path(flag, "", "is empty"));
+        }
+    }
+    if req.cwd.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+        return Err(JailError::bad_path("--cwd", "", "is empty"));
+    }
+    if let Some(t) = req.timeout {
+        if t.is_zero() || t.as_secs_f64() > 1.0e9 {
+            return Err(JailError::BadInput(format!(
+                "timeout {t:?}: must be a positive duration of at most 1e9 s"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `--home` (else the profile's), and when hidden the homes of this host, the PATH

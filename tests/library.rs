@@ -192,3 +192,147 @@ fn the_command_never_holds_the_control_socket() {
         "the command wrote to an inherited descriptor:\n{out}"
     );
 }
+
+#[test]
+fn values_the_command_line_would_take_for_flags_reach_the_jail_process() {
+    if !full_level_or_skip("values_the_command_line_would_take_for_flags_reach_the_jail_process") {
+        return;
+    }
+    let fx = Fixture::new(users()[0], "lib-hyphen");
+    // Accepted here (a deny pattern, a path), so they must be accepted by the jail process too,
+    // which reads them back from its command line: a value beginning with `-` looks like a flag.
+    let o = agent(&fx, "echo RAN")
+        .env_deny("-*")
+        .spawn()
+        .unwrap()
+        .wait();
+    assert!(
+        matches!(o, Ok(ref o) if o.status == Status::Exited { code: 0 }),
+        "--env-deny -*: {o:?}"
+    );
+    // Refused by the jail process: refused by spawn() itself, with its kind.
+    for (what, jail) in [
+        ("a zero timeout", agent(&fx, "true").timeout(Duration::ZERO)),
+        ("an empty --ro", agent(&fx, "true").ro("")),
+        ("an empty --cwd", agent(&fx, "true").cwd("")),
+    ] {
+        match jail.spawn() {
+            Err(JailError::BadInput(_) | JailError::BadPath { .. }) => {}
+            Err(e) => panic!("{what}: refused as {e:?}"),
+            Ok(child) => panic!("{what}: spawned, then {:?}", child.wait()),
+        }
+    }
+}
+
+#[test]
+fn an_outcome_read_before_the_socket_reset_is_kept() {
+    // A stop request that reaches jail after it last read the socket (a watchdog asking again,
+    // a drop as the run ends) is unread when jail exits: the kernel then resets the caller's
+    // end, after the outcome already written there. A jail program that does exactly that:
+    let fx = Fixture::new(users()[0], "lib-reset");
+    let fake = fx.dir.join("fake-jail");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nsleep 0.3\nprintf '%s\\n' '{\"ended\":{\"status\":\"exited\",\"code\":0,\
+         \"exit_code\":0,\"level\":\"full\",\"gaps\":[],\"report\":null}}' >&3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let child = agent(&fx, "true").program(&fake).spawn().unwrap();
+    child.stop();
+    let o = child.wait();
+    assert!(
+        matches!(o, Ok(ref o) if o.status == Status::Exited { code: 0 }),
+        "the outcome was lost: {o:?}"
+    );
+}
+
+/// Runs the test `name` again in a process of its own (one test, no other thread opening
+/// descriptors), where `body` runs; here, checks that it passed.
+fn in_own_process(name: &str, body: impl FnOnce()) {
+    if std::env::var("JAIL_LIB_TEST_ALONE").as_deref() == Ok(name) {
+        body();
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env("JAIL_LIB_TEST_ALONE", name)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_kept_descriptor_not_open_in_the_caller_is_refused() {
+    in_own_process(
+        "a_kept_descriptor_not_open_in_the_caller_is_refused",
+        || {
+            if !full_level_or_skip("a_kept_descriptor_not_open_in_the_caller_is_refused") {
+                return;
+            }
+            use std::os::fd::AsRawFd;
+            let fx = Fixture::new(users()[0], "lib-keep-closed");
+            // The numbers the control socket is about to get: a kept number that is free here is
+            // where spawn() puts jail's end of it, and the command would be handed that.
+            let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+            let free = b.as_raw_fd();
+            drop((a, b));
+            let spawned = agent(&fx, &format!("readlink /proc/self/fd/{free}; true"))
+                .keep_fd(free)
+                .stdout(std::process::Stdio::piped())
+                .spawn();
+            match spawned {
+                Err(JailError::BadInput(_)) => {}
+                Err(e) => panic!("keep_fd({free}): refused as {e:?}"),
+                Ok(mut child) => {
+                    let mut out = String::new();
+                    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out)
+                        .unwrap();
+                    panic!(
+                        "keep_fd({free}), not open here: spawned; the command held {out:?}, then {:?}",
+                        child.wait()
+                    );
+                }
+            }
+        },
+    );
+}
+
+#[test]
+fn a_caller_with_its_stdio_closed_keeps_its_control_socket() {
+    in_own_process(
+        "a_caller_with_its_stdio_closed_keeps_its_control_socket",
+        || {
+            if !full_level_or_skip("a_caller_with_its_stdio_closed_keeps_its_control_socket") {
+                return;
+            }
+            let fx = Fixture::new(users()[0], "lib-closed-stdio");
+            let jail = agent(&fx, "echo RAN").stdout(std::process::Stdio::piped());
+            // A daemon that closed its stdin and stdout: the socket pair lands on 0 and 1.
+            // SAFETY: dup and close on this process's own descriptors; nothing prints until
+            // stdout is back, after the run (the pipe from the command may take number 1).
+            let saved = unsafe { libc::dup(1) };
+            unsafe { libc::close(0) };
+            unsafe { libc::close(1) };
+            let mut out = String::new();
+            let o = jail.spawn().and_then(|mut child| {
+                let _ = std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out);
+                child.wait()
+            });
+            // SAFETY: as above.
+            unsafe {
+                libc::dup2(saved, 1);
+                libc::close(saved);
+            }
+            assert!(
+                matches!(o, Ok(ref o) if o.status == Status::Exited { code: 0 }) && out == "RAN\n",
+                "stdout {out:?}, outcome {o:?}"
+            );
+        },
+    );
+}

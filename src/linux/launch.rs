@@ -108,7 +108,8 @@ fn check_descriptors(policy: &Policy, options: &RunOptions) -> Result<(), JailEr
                 "--keep-fd {fd}: not an open descriptor"
             )));
         }
-        if Some(*fd) == options.control_fd {
+        let control = options.control_fd;
+        if control.is_some_and(|c| c == *fd || crate::sandbox::control::same_file(c, *fd)) {
             return Err(JailError::BadInput(format!(
                 "--keep-fd {fd}: is the control socket (--control-fd), which the command never gets"
             )));

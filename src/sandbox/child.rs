@@ -94,8 +94,20 @@ impl Child {
                  descriptor under another number"
             )));
         }
+        // A number not open here would be where the socket pair lands, and the command would be
+        // handed jail's end of the control socket under it.
+        for fd in &request.keep_fds {
+            // SAFETY: F_GETFD only queries the descriptor table.
+            if unsafe { libc::fcntl(*fd, libc::F_GETFD) } < 0 {
+                return Err(JailError::BadInput(format!(
+                    "keep_fd {fd}: not an open descriptor in this process"
+                )));
+            }
+        }
+        let pair = UnixStream::pair()
+            .and_then(|(ours, theirs)| Ok((above_stdio(ours)?, above_stdio(theirs)?)));
         let (ours, theirs) =
-            UnixStream::pair().map_err(|e| JailError::io("the control socket (socketpair)", e))?;
+            pair.map_err(|e| JailError::io("the control socket (socketpair)", e))?;
         let theirs_fd = theirs.as_raw_fd();
         let keep: Vec<i32> = request.keep_fds.clone();
         let mut cmd = std::process::Command::new(program);
@@ -132,7 +144,12 @@ impl Child {
             .map_err(|e| JailError::io("the control socket", e))?;
         let reader = std::thread::spawn(move || {
             let mut bytes = Vec::new();
-            reading.read_to_end(&mut bytes).map(|_| bytes)
+            match reading.read_to_end(&mut bytes) {
+                // A stop request jail did not read resets the socket when jail closes it, after
+                // what it wrote, which read_to_end has appended already.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Ok(bytes),
+                other => other.map(|_| bytes),
+            }
         });
         Ok(Child {
             stdin: process.stdin.take(),
@@ -203,6 +220,21 @@ impl Drop for Child {
     }
 }
 
+/// `socket` at a number above 2: in a caller that closed its stdio the pair lands there, where
+/// the jail process's stdio is put in its place before the control socket is moved to 3.
+fn above_stdio(socket: UnixStream) -> std::io::Result<UnixStream> {
+    if socket.as_raw_fd() > 2 {
+        return Ok(socket);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor, owned below; `socket` closes on return.
+    let fd = unsafe { libc::fcntl(socket.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: just created, owned by nothing else.
+    Ok(unsafe { <UnixStream as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
 /// The jail program: `explicit`, else `$JAIL_PROGRAM`, else a `jail` beside the running program
 /// (or one directory up, where cargo puts binaries beside `examples/`), else `jail` on PATH.
 pub(super) fn find_program(explicit: Option<&Path>) -> Result<PathBuf, JailError> {
@@ -234,14 +266,20 @@ pub(super) fn find_program(explicit: Option<&Path>) -> Result<PathBuf, JailError
     })
 }
 
+/// `--flag=value`, one word: a value beginning with `-` is then never taken for a flag.
+fn flag_value(flag: &str, value: impl Into<OsString>) -> OsString {
+    let mut word = OsString::from(format!("{flag}="));
+    word.push(value.into());
+    word
+}
+
 /// The request and options as the flags of the command line, which resolves them again in the
 /// jail process, the same way.
 pub(crate) fn arguments(req: &Request, opts: &RunOptions, control_fd: i32) -> Vec<OsString> {
-    let mut a: Vec<OsString> = vec!["--profile".into(), req.profile.clone().into()];
+    let mut a: Vec<OsString> = vec![flag_value("--profile", req.profile.clone())];
     let mut each = |flag: &str, values: &mut dyn Iterator<Item = OsString>| {
         for v in values {
-            a.push(flag.into());
-            a.push(v);
+            a.push(flag_value(flag, v));
         }
     };
     each("--ro", &mut req.ro.iter().map(|p| p.clone().into()));
@@ -287,8 +325,7 @@ pub(crate) fn arguments(req: &Request, opts: &RunOptions, control_fd: i32) -> Ve
         ("--control-fd", Some(control_fd.to_string())),
     ] {
         if let Some(v) = value {
-            a.push(flag.into());
-            a.push(v.into());
+            a.push(flag_value(flag, v));
         }
     }
     for (flag, on) in [
@@ -359,5 +396,38 @@ mod tests {
         argv.extend(arguments(&bare, &RunOptions::default(), 3));
         let cli = crate::cli::args::Cli::try_parse_from(argv).expect("parses");
         assert_eq!(crate::cli::request(&cli.run), bare);
+    }
+
+    #[test]
+    fn values_that_look_like_flags_survive_the_command_line() {
+        use std::os::unix::ffi::OsStringExt;
+        let req = Request {
+            profile: "-p".into(),
+            ro: vec![
+                "-r".into(),
+                "--rw=/".into(),
+                OsString::from_vec(b"-\xff".to_vec()).into(),
+            ],
+            rw: vec!["-".into()],
+            hide: vec!["--".into()],
+            cwd: Some("-c".into()),
+            env: vec!["-K=V".into()],
+            env_deny: vec!["-*".into()],
+            limits: vec!["-l".into()],
+            allow_sockets: vec!["-s".into()],
+            net: vec!["-n".into()],
+            command: vec!["--help".into(), "".into()],
+            ..Request::default()
+        };
+        let opts = RunOptions {
+            report: Some("-report".into()),
+            control_fd: Some(3),
+            ..RunOptions::default()
+        };
+        let mut argv: Vec<OsString> = vec!["jail".into()];
+        argv.extend(arguments(&req, &opts, 3));
+        let cli = crate::cli::args::Cli::try_parse_from(argv).expect("parses");
+        assert_eq!(crate::cli::request(&cli.run), req);
+        assert_eq!(crate::cli::options(&cli.run), opts);
     }
 }

@@ -28,9 +28,21 @@ impl Sender {
                 "{fd}: 0, 1 and 2 are the command's stdio; pass the socket as 3 or above"
             ));
         }
-        // SAFETY: F_GETFD only queries the descriptor table.
-        if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        let Some(id) = identity(fd) else {
             return Err(format!("{fd}: not an open descriptor"));
+        };
+        // Anything else (a file, a directory, /dev/null) polls readable at once, which is a stop
+        // request, and the outcome would go into it.
+        if !matches!(id.2, libc::S_IFSOCK | libc::S_IFIFO) {
+            return Err(format!("{fd}: not a socket or a pipe"));
+        }
+        // A copy of it as the command's stdio would let the command forge the outcome.
+        for (n, name) in [(0, "stdin"), (1, "stdout"), (2, "stderr")] {
+            if same_file(fd, n) {
+                return Err(format!(
+                    "{fd}: is also the command's {name}, and the command must never hold it"
+                ));
+            }
         }
         // The command execs with it closed, whatever else it keeps.
         // SAFETY: F_SETFD on a descriptor checked open just above.
@@ -67,4 +79,24 @@ impl Sender {
         } > 0
         {}
     }
+}
+
+/// The device, inode and file type open at `fd`, if it is open.
+fn identity(fd: i32) -> Option<(u64, u64, libc::mode_t)> {
+    // SAFETY: fstat writes into a local struct; fails harmlessly on a closed descriptor.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } < 0 {
+        return None;
+    }
+    Some((
+        st.st_dev as u64,
+        st.st_ino as u64,
+        st.st_mode & libc::S_IFMT,
+    ))
+}
+
+/// Whether descriptors `a` and `b` are the same socket or pipe (one a copy of the other, or the
+/// two ends of one pipe).
+pub fn same_file(a: i32, b: i32) -> bool {
+    matches!((identity(a), identity(b)), (Some(x), Some(y)) if x == y)
 }
