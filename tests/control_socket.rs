@@ -20,11 +20,17 @@ fn jail_with_fds(fx: &Fixture, args: &[&str], fds: &[(i32, i32)]) -> Run {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let fds = fds.to_vec();
-    // SAFETY: only dup2 runs between fork and exec.
+    // SAFETY: only dup2 and fcntl run between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
             for (from, to) in &fds {
-                if libc::dup2(*from, *to) < 0 {
+                // dup2 onto itself keeps close-on-exec: clear it instead.
+                let rc = if from == to {
+                    libc::fcntl(*to, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(*from, *to)
+                };
+                if rc < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
             }
