@@ -20,8 +20,8 @@ use crate::sandbox::outcome::{Outcome, Status};
 /// What a run of `policy` would get here, every layer's plan included (`--dry-run`). The
 /// namespaces are tried for real (a throwaway child, ~1 ms), so that it shows what a run would
 /// get.
-pub fn dry_run(policy: &Policy, options: &RunOptions) -> Result<String, JailError> {
-    let _ = options;
+/// The options change nothing here (the macOS dry run refuses what macOS cannot do).
+pub fn dry_run(policy: &Policy, _options: &RunOptions) -> Result<String, JailError> {
     let (_, run) = plan_run(policy, probe::detect(true))?;
     let out = DryRun {
         policy,
