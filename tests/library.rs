@@ -336,3 +336,30 @@ fn a_caller_with_its_stdio_closed_keeps_its_control_socket() {
         },
     );
 }
+
+#[test]
+fn a_dropped_child_whose_jail_cannot_act_is_killed_in_bounded_time() {
+    if !full_level_or_skip("a_dropped_child_whose_jail_cannot_act_is_killed_in_bounded_time") {
+        return;
+    }
+    let fx = Fixture::new(users()[0], "lib-drop-frozen");
+    let marker = format!("sleep 8{}", std::process::id() % 1000);
+    let child = agent(&fx, &format!("exec {marker}")).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    // The supervisor frozen (as a command could do where signals are not scoped): the stop
+    // request is never read.
+    // SAFETY: kill of the jail process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+    let started = Instant::now();
+    drop(child);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the drop waited {:?}",
+        started.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        processes_with(&marker).is_empty(),
+        "the tree survived the drop"
+    );
+}

@@ -28,7 +28,8 @@ use crate::policy::request::Request;
 /// The descriptor number the control socket has in the jail process.
 const CONTROL_FD: i32 = 3;
 
-/// A running jail. Dropping it without [`Child::wait`] stops the tree and waits for it.
+/// A running jail. Dropping it without [`Child::wait`] stops the tree and waits for it (at most
+/// 10 s, then the jail process is killed).
 pub struct Child {
     process: std::process::Child,
     control: UnixStream,
@@ -211,12 +212,31 @@ impl Child {
     }
 }
 
+/// How long a dropped `Child` waits for its jail to stop the tree and clean up before it kills
+/// the jail process itself: the stop's SIGKILL comes after 2 s, and the quarantine and report
+/// take well under a second, so only a jail that cannot act (stopped, or frozen by a command
+/// that could signal it where Landlock's signal scope is missing) is still there.
+const DROP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Drop for Child {
     fn drop(&mut self) {
-        if !self.waited {
-            self.stop();
-            let _ = self.finish();
+        if self.waited {
+            return;
         }
+        self.stop();
+        let deadline = std::time::Instant::now() + DROP_WAIT;
+        while std::time::Instant::now() < deadline {
+            match self.process.try_wait() {
+                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                _ => break,
+            }
+        }
+        if matches!(self.process.try_wait(), Ok(None)) {
+            // Killed, jail takes its namespaces with it (init dies with its parent); without
+            // them the command's own parent-death signal ends it.
+            let _ = self.process.kill();
+        }
+        let _ = self.finish();
     }
 }
 
