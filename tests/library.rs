@@ -363,3 +363,31 @@ fn a_dropped_child_whose_jail_cannot_act_is_killed_in_bounded_time() {
         "the tree survived the drop"
     );
 }
+
+#[test]
+fn a_spawned_commands_stdin_is_dev_null_unless_asked() {
+    if !full_level_or_skip("a_spawned_commands_stdin_is_dev_null_unless_asked") {
+        return;
+    }
+    let fx = Fixture::new(users()[0], "lib-stdin");
+    // This process's stdin a pipe, as an orchestrator's terminal or pipe would be: the command
+    // must not inherit it (its jail has a process group of its own).
+    let mut pipe = [0i32; 2];
+    // SAFETY: pipe into a local array; dup2 onto this test process's own stdin.
+    unsafe {
+        assert_eq!(libc::pipe(pipe.as_mut_ptr()), 0);
+        libc::dup2(pipe[0], 0);
+    }
+    let seen = |jail: Jail| {
+        let mut child = jail.stdout(std::process::Stdio::piped()).spawn().unwrap();
+        let mut out = String::new();
+        std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+        child.wait().unwrap();
+        out
+    };
+    let default = seen(agent(&fx, "readlink /proc/self/fd/0"));
+    assert_eq!(default.trim(), "/dev/null", "{default}");
+    let inherited =
+        seen(agent(&fx, "readlink /proc/self/fd/0").stdin(std::process::Stdio::inherit()));
+    assert!(inherited.starts_with("pipe:"), "{inherited}");
+}
