@@ -42,6 +42,8 @@ pub mod text;
 // Used where no sandbox exists; unit-tested everywhere.
 #[cfg_attr(target_os = "linux", allow(dead_code))]
 pub mod unconfined;
+#[cfg(target_os = "linux")]
+pub mod workspace;
 
 pub use cli::run_cli;
 pub use enforcement::Level;

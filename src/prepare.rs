@@ -55,6 +55,7 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         var: &vars,
     };
     let mut profile_paths = Vec::new();
+    let mut cow = req.cow.clone();
     for p in &prof.paths {
         let expanded = x
             .expand(&p.template)
@@ -68,6 +69,13 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
                 cat.locate(&p.profile, &p.template),
                 path.display()
             )));
+        }
+        if p.cow {
+            // A layer over nothing has nothing to hand back: a missing path is skipped.
+            if path.is_dir() {
+                cow.push(path);
+            }
+            continue;
         }
         if create_missing && p.access == Access::Rw && path.is_absolute() && !path.exists() {
             create_private_dir(&path).map_err(|e| {
@@ -92,6 +100,22 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
             profile: p.profile.clone(),
             protect: p.protect,
         });
+    }
+    // Pending copy-on-write layers are no run's to read: hidden in every jail.
+    #[cfg(target_os = "linux")]
+    if let Ok(store) = crate::workspace::store::Store::locate() {
+        if create_missing && !cow.is_empty() {
+            store.ensure()?;
+        }
+        let runs = store.runs_dir();
+        if runs.is_dir() {
+            profile_paths.push(ProfilePathRule {
+                path: policy::real_path(&runs),
+                access: Access::Hide,
+                profile: "jail".into(),
+                protect: false,
+            });
+        }
     }
     // A protected config may name a script inside the agent's writable state (a status line,
     // a hook, a notify command): the host's agent runs it, so it is protected too.
@@ -133,6 +157,7 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
     let input = PolicyInput {
         ro: req.ro.clone(),
         rw: req.rw.clone(),
+        cow,
         hide: req.hide.clone(),
         cwd: req.cwd.clone(),
         base_dir: base_dir.clone(),
@@ -172,6 +197,7 @@ fn check_request(req: &Request) -> Result<(), JailError> {
     let paths = [
         ("--ro", &req.ro),
         ("--rw", &req.rw),
+        ("--cow", &req.cow),
         ("--hide", &req.hide),
         ("--allow-socket", &req.allow_sockets),
     ];

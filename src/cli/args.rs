@@ -45,6 +45,34 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Copy-on-write runs waiting for review (`--cow`): their ids, state and counts.
+    Runs {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a copy-on-write run's changes as a git patch (flagged entries first).
+    Diff {
+        /// The run's id (or a unique prefix), as `jail runs` lists it.
+        id: String,
+    },
+    /// Apply a copy-on-write run's changes to its root. Refuses, naming the files, where the
+    /// root changed since the run started in the same places; leaves flagged entries out
+    /// unless named or --include-flagged.
+    Apply {
+        id: String,
+        /// Only these paths (a directory takes what is beneath it); named flagged entries are
+        /// applied.
+        paths: Vec<PathBuf>,
+        /// Apply flagged entries too (hooks, configs, executables, links out of the root…).
+        #[arg(long)]
+        include_flagged: bool,
+        /// Apply what does not conflict and keep the conflicting rest in the layer.
+        #[arg(long)]
+        skip_conflicts: bool,
+    },
+    /// Throw a copy-on-write run's layer away.
+    Discard { id: String },
     /// Print two sentences for an agent's prompt: what is read-only or hidden, and what stays open.
     Notice {
         /// The profile to describe when not inside a jail (default: default).
@@ -83,6 +111,13 @@ pub struct RunArgs {
     /// settings…) stay read-only unless named exactly. Repeatable.
     #[arg(long = "rw", value_name = "PATH")]
     pub rw: Vec<PathBuf>,
+
+    /// Make the directory PATH writable through a copy-on-write layer: the host's PATH is not
+    /// changed during the run; every write waits in a layer under jail's state directory until
+    /// `jail apply` (review with `jail diff`). `.git` is part of the layer: commits come back as
+    /// a branch. Repeatable.
+    #[arg(long = "cow", value_name = "PATH")]
+    pub cow: Vec<PathBuf>,
 
     /// Hide PATH: it appears empty and its contents cannot be read. Repeatable.
     #[arg(long = "hide", value_name = "PATH")]
@@ -158,6 +193,11 @@ pub struct RunArgs {
     /// and `allow-host=IP:PORT`. Repeatable; replaces the profile's `net`.
     #[arg(long = "net", value_name = "RULE")]
     pub net: Vec<String>,
+
+    /// With --cow: at the end write the run's changes to FILE as a git patch (binary-safe) and
+    /// discard the layer, for pipelines. FILE must not be writable inside the jail.
+    #[arg(long, value_name = "FILE")]
+    pub patch: Option<PathBuf>,
 
     /// Write a JSON report of the run to FILE at the end (also when the command is killed or
     /// times out): files changed under the writable paths, accesses Landlock refused, network

@@ -5,6 +5,7 @@
 pub mod args;
 mod probe;
 mod profile;
+mod workspace;
 
 use clap::Parser;
 
@@ -34,6 +35,12 @@ pub fn run_cli() -> i32 {
         Some(Command::Profile { command }) => profile::profile_command(command),
         Some(Command::Status { json }) => Ok(status::status(json)),
         Some(Command::Notice { profile }) => print_notice(profile),
+        Some(
+            c @ (Command::Runs { .. }
+            | Command::Diff { .. }
+            | Command::Apply { .. }
+            | Command::Discard { .. }),
+        ) => workspace::workspace_command(c),
         None => run(&cli.run),
     };
     match result {
@@ -68,6 +75,7 @@ pub fn request(args: &RunArgs) -> Request {
         profile: args.profile.clone(),
         ro: args.ro.clone(),
         rw: args.rw.clone(),
+        cow: args.cow.clone(),
         hide: args.hide.clone(),
         cwd: args.cwd.clone(),
         tmp: args.tmp.map(|t| match t {
@@ -107,6 +115,7 @@ pub fn options(args: &RunArgs) -> RunOptions {
         allow_unconfined: args.allow_unconfined,
         record: args.control_report,
         control_fd: args.control_fd,
+        patch: args.patch.clone(),
     }
 }
 

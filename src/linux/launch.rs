@@ -40,8 +40,14 @@ pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailErro
     // A real run tries the namespaces by running, and falls back if it must.
     let (mut net, mut run) = plan_run(policy, probe::detect(false))?;
     check_level(policy, options.allow_unconfined, &run)?;
-    // Before anything runs: the baseline of the writable trees, for what the command plants.
+    if !policy.cow.is_empty() && !run.plan.layers.mount {
+        return Err(no_overlay(&run.features));
+    }
+    // Before anything runs: the baseline of the writable trees, for what the command plants,
+    // and the copy-on-write layers (their start stamp before any write).
     let watch = Watch::start(policy)?;
+    let cow = super::cow_run::start(policy, options.patch.as_deref())?;
+    let layers = cow.as_ref().map(|c| c.layers()).unwrap_or_default();
     let mut recorder = match options.recording() {
         false => None,
         true => Some(Recorder::start(
@@ -61,8 +67,9 @@ pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailErro
         }
     }
     tracing::info!(level = ?run.plan.level(), layers = ?run.plan.layers, "launching {:?}", policy.command);
-    let result = apply(policy, options, &mut run, &mut net, &mut recorder);
+    let result = apply(policy, options, &mut run, &mut net, &mut recorder, &layers);
     // Also after jail's own failure: the command may have run before it.
+    let handed = cow.map(|c| c.finish()).transpose();
     let (changes, planted) = watch.finish();
     let quarantined = super::quarantine::move_aside_all(&planted, !run.plan.layers.mount);
     let report = match recorder {
@@ -77,6 +84,7 @@ pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailErro
         None => None,
     };
     let end = result?;
+    handed?;
     Ok(Outcome {
         status: Status::of(end.code, end.signal, end.timed_out, end.stopped),
         exit_code: if quarantined {
@@ -151,10 +159,14 @@ fn apply(
     run: &mut RunState,
     net: &mut NetRuntime,
     recorder: &mut Option<Recorder>,
+    layers: &[(std::path::PathBuf, std::path::PathBuf)],
 ) -> Result<RunEnd, JailError> {
     loop {
         let limits = run.prepare_limits(policy)?;
         let mut conf = confinement(policy, options, run, net, limits)?;
+        if let Some(m) = conf.mount.as_mut() {
+            m.layers = layers.to_vec();
+        }
         if let Some(r) = recorder.as_mut() {
             r.arm(&mut conf);
         }
@@ -162,6 +174,13 @@ fn apply(
             supervisor::Outcome::Exited(end) => {
                 run.limits_reached = conf.limits.reached();
                 return Ok(end);
+            }
+            supervisor::Outcome::NoNamespaces(e)
+                if run.plan.layers.mount && !policy.cow.is_empty() =>
+            {
+                let mut f = run.features.clone();
+                f.user_namespaces_detail = Some(format!("clone failed: {}", e.0));
+                return Err(no_overlay(&f));
             }
             supervisor::Outcome::NoNamespaces(e) if run.plan.layers.mount => {
                 // User namespaces looked available but could not be used (a container's seccomp
@@ -186,6 +205,20 @@ fn apply(
                 unreachable!("no namespaces are requested without the mount view")
             }
         }
+    }
+}
+
+/// A copy-on-write run needs the mount view: its overlay is mounted in the jail's own user
+/// namespace. Refused (never run with the root writable directly) when there is none.
+fn no_overlay(f: &Features) -> JailError {
+    JailError::LevelNotMet {
+        required: "--cow".into(),
+        missing: format!(
+            "the copy-on-write overlay is mounted in the jail's user namespace, and this run gets none ({}); use --rw, or run where user namespaces are allowed",
+            f.user_namespaces_detail
+                .as_deref()
+                .unwrap_or("user namespaces cannot be created")
+        ),
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod changes;
+pub mod cow_run;
 pub mod evidence;
 pub mod landlock;
 pub mod launch;

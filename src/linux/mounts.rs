@@ -39,6 +39,9 @@ pub enum Step {
     PrivateTmp,
     BindReadOnly(PathBuf),
     BindWritable(PathBuf),
+    /// A copy-on-write root: an overlay whose lower layer is the path itself and whose upper
+    /// layer is the run's layer directory outside ([`MountPlan::layers`]).
+    Overlay(PathBuf),
     /// A directory between a writable root and a carve-out beneath it, bound over itself (still
     /// writable) only so that it is a mount point: a mount point cannot be renamed or removed, so
     /// `mv .git .git2 && mkdir .git` cannot walk away from a read-only `.git/hooks`.
@@ -61,6 +64,9 @@ pub struct MountPlan {
     pub cwd: PathBuf,
     /// The sizes of the private /tmp and /dev/shm (the limits layer's choice).
     pub tmpfs: TmpfsSizes,
+    /// Each copy-on-write root's layer directory (holding `upper` and `work`), made by the
+    /// launch for this run.
+    pub layers: Vec<(PathBuf, PathBuf)>,
 }
 
 /// Extra tmpfs options (`size=…,nr_inodes=…`) for the writable tmpfs mounts; None leaves the
@@ -125,6 +131,9 @@ pub fn compile(policy: &Policy) -> MountPlan {
             rule.path.clone(),
             match (rule.access, rule.kind) {
                 (Access::Ro, _) => Step::BindReadOnly(rule.path.clone()),
+                (Access::Rw, _) if policy.cow.contains(&rule.path) => {
+                    Step::Overlay(rule.path.clone())
+                }
                 (Access::Rw, _) => Step::BindWritable(rule.path.clone()),
                 (Access::Hide, Kind::Dir) => {
                     // The outermost shown paths only: what lies beneath one comes in with it
@@ -195,6 +204,7 @@ pub fn compile(policy: &Policy) -> MountPlan {
         steps,
         cwd: policy.cwd.clone(),
         tmpfs: TmpfsSizes::default(),
+        layers: Vec::new(),
     }
 }
 
@@ -223,7 +233,22 @@ pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<(), MountError> {
             held.push((p, fd));
         }
     }
+    // The layers, as detached writable copies of their mounts taken before the tree is made
+    // read-only (and before the store is hidden): the overlay writes through them alone.
+    let mut layers = Vec::new();
+    for (root, dir) in &plan.layers {
+        let fd = layer_mount(dir).map_err(MountError::Failed)?;
+        layers.push((root, fd));
+    }
     for (i, step) in plan.steps.iter().enumerate() {
+        if let Step::Overlay(p) = step {
+            let (_, fd) = layers
+                .iter()
+                .find(|(r, _)| *r == p)
+                .ok_or_else(|| MountError::Failed(fail("overlay", p, "no layer for this root")))?;
+            overlay(p, fd).map_err(MountError::Failed)?;
+            continue;
+        }
         if *step == Step::SealDev {
             write_policy_file(policy_json).map_err(MountError::Failed)?;
         }
@@ -306,6 +331,7 @@ fn apply_step(step: &Step, dev_bytes: usize, sizes: &TmpfsSizes) -> Result<(), J
         Step::HideDirExcept(p, reveal) => hide_dir_except(p, reveal),
         Step::HideFile(p) => hide_file(p),
         Step::ShowSocket(_) => unreachable!("applied with its held descriptor"),
+        Step::Overlay(_) => unreachable!("applied with its layer"),
         Step::SealDev => {
             std::fs::remove_file(EMPTY_FILE)
                 .map_err(|e| fail("remove", Path::new(EMPTY_FILE), e))?;
@@ -372,6 +398,39 @@ fn bind_self(path: &Path, read_only: bool) -> Result<(), JailError> {
             format!("{e}{hint}"),
         )
     })
+}
+
+/// A detached, writable copy of the mount holding the layer directory `dir`, opened at `dir`.
+fn layer_mount(dir: &Path) -> Result<std::os::fd::OwnedFd, JailError> {
+    let fd = sys::open_tree_clone(dir).map_err(|e| fail("open_tree", dir, e))?;
+    sys::mount_setattr(fd.as_raw_fd(), false, 0, sys::MOUNT_ATTR_RDONLY).map_err(|e| {
+        fail(
+            "layer writable",
+            dir,
+            format!("{e} (the state directory's filesystem is read-only)"),
+        )
+    })?;
+    Ok(fd)
+}
+
+/// Mounts the overlay of a copy-on-write root over the root itself. Kernel facts: in a user
+/// namespace overlayfs needs `userxattr` (its metadata in `user.overlay.*`, which also turns
+/// directory-rename redirects off: renaming a directory that exists below gives EXDEV); the
+/// upper and work directories must be on one writable mount; every path is given through
+/// /proc/self/fd, so no name in them needs escaping.
+fn overlay(root: &Path, layer: &std::os::fd::OwnedFd) -> Result<(), JailError> {
+    let lower = sys::open_path_nofollow(root).map_err(|e| fail("open", root, e))?;
+    let l = fd_path(lower.as_raw_fd());
+    let u = fd_path(layer.as_raw_fd());
+    let options = format!("lowerdir={l},upperdir={u}/upper,workdir={u}/work,userxattr");
+    mount(
+        Some("overlay"),
+        l.as_str(),
+        Some("overlay"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(options.as_str()),
+    )
+    .map_err(|e| fail("overlay", root, e))
 }
 
 fn hide_dir_except(path: &Path, reveal: &[PathBuf]) -> Result<(), JailError> {

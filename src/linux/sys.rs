@@ -92,6 +92,20 @@ pub fn mount_setattr(fd: RawFd, recursive: bool, set: u64, clear: u64) -> io::Re
     .map(|_| ())
 }
 
+/// A detached copy of the mount at `path` (open_tree with OPEN_TREE_CLONE), not followed
+/// through a final symlink: changes to the namespace's tree (a recursive read-only) do not
+/// reach it.
+pub fn open_tree_clone(path: &Path) -> io::Result<OwnedFd> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let flags = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_SYMLINK_NOFOLLOW as u32;
+    // SAFETY: the path is a valid NUL-terminated string that lives for the call.
+    let fd =
+        check(unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, c.as_ptr(), flags) })?;
+    // SAFETY: open_tree returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
 /// clone(2) with namespace flags and no new stack: like fork(), the child continues here on a
 /// copy of the parent's memory. Returns 0 in the child and the child's pid in the parent.
 ///

@@ -26,6 +26,13 @@ fn refuse_unsupported(policy: &Policy, args: &RunOptions) -> Result<(), JailErro
             "--report, --summary and --control-fd: Linux only in this version".into(),
         ));
     }
+    if !policy.cow.is_empty() || args.patch.is_some() {
+        return Err(JailError::BadInput(
+            "--cow and --patch: Linux only in this version (the layer is an overlay in the jail's \
+             user namespace); use --rw"
+                .into(),
+        ));
+    }
     if policy.net != crate::net::NetPolicy::Host {
         return Err(JailError::BadInput(format!(
             "--net {}: only `host` on macOS in this version (Seatbelt network rules are not \

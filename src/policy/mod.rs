@@ -20,8 +20,8 @@ pub use defaults::{
     protected_name, protected_prefix,
 };
 pub use resolve::{
-    PolicyInput, ProfilePathRule, absolute, enclosing_repo_hooks_dirs, git_dirs_behind, real_path,
-    resolve,
+    COW_FLAG, PolicyInput, ProfilePathRule, absolute, enclosing_repo_hooks_dirs, git_dirs_behind,
+    real_path, resolve,
 };
 
 use std::ffi::OsString;
@@ -103,6 +103,8 @@ pub enum Require {
 pub struct Policy {
     /// One rule per path, sorted by path (so a parent always comes before its children).
     pub rules: Vec<PathRule>,
+    /// Copy-on-write roots (each also a writable rule): writes land in a per-run layer.
+    pub cow: Vec<PathBuf>,
     /// Protected names that did not exist at start: neither layer can keep them from being created
     /// (the mount layer binds only what exists), reported as a gap.
     pub absent_protected: Vec<PathBuf>,
@@ -151,6 +153,7 @@ impl Policy {
                 kind: Kind::Dir,
                 origin: Origin::Default,
             }],
+            cow: vec![],
             absent_protected: vec![],
             protected_search_truncated: vec![],
             profile_rw_missing: vec![],

@@ -68,6 +68,9 @@ struct PathsSection {
     guard: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     rw: Vec<String>,
+    /// Writable inside, every write kept in a per-run layer outside until `jail apply`.
+    #[serde(default)]
+    cow: Vec<String>,
     #[serde(default)]
     hide: Vec<String>,
 }
@@ -148,6 +151,9 @@ pub struct ProfilePath {
     /// From `seed`: created with this content before the run when missing (then protected).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<String>,
+    /// From `cow`: writable through a copy-on-write layer (access is Rw).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cow: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -405,11 +411,12 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 /// Merges one profile on top of what its parents gave.
 fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
     out.chain.push(name.to_string());
-    for (access, protect, list) in [
-        (Access::Ro, false, &file.paths.ro),
-        (Access::Rw, false, &file.paths.rw),
-        (Access::Hide, false, &file.paths.hide),
-        (Access::Ro, true, &file.paths.protect),
+    for (access, protect, cow, list) in [
+        (Access::Ro, false, false, &file.paths.ro),
+        (Access::Rw, false, false, &file.paths.rw),
+        (Access::Rw, false, true, &file.paths.cow),
+        (Access::Hide, false, false, &file.paths.hide),
+        (Access::Ro, true, false, &file.paths.protect),
     ] {
         for template in list {
             // The same path again: the later profile's rule replaces the earlier one.
@@ -420,6 +427,7 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
                 profile: name.to_string(),
                 protect,
                 seed: None,
+                cow,
             });
         }
     }
@@ -439,6 +447,7 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
             profile: name.to_string(),
             protect: true,
             seed: Some(content.clone()),
+            cow: false,
         });
     }
     if let Some(clear) = file.env.clear {

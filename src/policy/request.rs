@@ -23,6 +23,9 @@ pub struct Request {
     pub ro: Vec<PathBuf>,
     /// Writable paths (`--rw`); protected names beneath them stay read-only.
     pub rw: Vec<PathBuf>,
+    /// Copy-on-write paths (`--cow`): writable inside, every write kept in a layer outside the
+    /// jail until `jail apply`.
+    pub cow: Vec<PathBuf>,
     /// Hidden paths (`--hide`).
     pub hide: Vec<PathBuf>,
     /// Working directory inside the jail (default: the caller's).
@@ -63,6 +66,7 @@ impl Default for Request {
             profile: "default".into(),
             ro: Vec::new(),
             rw: Vec::new(),
+            cow: Vec::new(),
             hide: Vec::new(),
             cwd: None,
             tmp: None,

@@ -20,6 +20,9 @@ use crate::error::JailError;
 pub struct PolicyInput {
     pub ro: Vec<PathBuf>,
     pub rw: Vec<PathBuf>,
+    /// Copy-on-write paths (`--cow`, a profile's `cow`): writable inside, every write kept in a
+    /// layer outside until a person applies it.
+    pub cow: Vec<PathBuf>,
     pub hide: Vec<PathBuf>,
     pub cwd: Option<PathBuf>,
     /// The directory relative paths are resolved against (the launcher's current directory).
@@ -96,6 +99,11 @@ fn allowed_sockets(raw: &[PathBuf], base: &Path) -> Result<Vec<PathBuf>, JailErr
     Ok(out)
 }
 
+/// The flag (and rule origin) of a copy-on-write path: a writable rule whose writes land in a
+/// layer, so nothing beneath it is searched for protected names (the layer never reaches the
+/// host unreviewed, and `.git` is part of it).
+pub const COW_FLAG: &str = "--cow";
+
 /// Places whose contents the mount view builds itself: user rules there would be silently
 /// shadowed, so they are refused.
 const VIEW_OWNED: &[&str] = &["/proc", "/dev", "/sys"];
@@ -134,8 +142,34 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     let allow_sockets = allowed_sockets(&input.allow_sockets, &input.base_dir)?;
     // A socket the command is given on purpose is not hidden (the profile hides SSH_AUTH_SOCK).
     rules.retain(|path, rule| rule.access != Access::Hide || !allow_sockets.contains(path));
+    let cow: Vec<PathBuf> = user
+        .iter()
+        .filter(|(_, (_, kind, flag))| *flag == COW_FLAG && *kind == Kind::Dir)
+        .map(|(p, _)| p.clone())
+        .collect();
+    if let Some((p, _)) = user
+        .iter()
+        .find(|(_, (_, kind, flag))| *flag == COW_FLAG && *kind != Kind::Dir)
+    {
+        return Err(JailError::bad_path(
+            COW_FLAG,
+            p,
+            "is not a directory; --cow takes a directory (use --rw for a single file)",
+        ));
+    }
+    if let Some(outer) = cow
+        .iter()
+        .find(|o| cow.iter().any(|i| i != *o && i.starts_with(o)))
+    {
+        return Err(JailError::bad_path(
+            COW_FLAG,
+            outer,
+            "holds another --cow path; name only the outer one",
+        ));
+    }
     let policy = Policy {
         rules: rules.into_values().collect(),
+        cow,
         absent_protected,
         protected_search_truncated: search_notes,
         profile_rw_missing: profile.skipped,
@@ -206,6 +240,7 @@ fn flag_rules(input: &PolicyInput) -> Result<FlagRules, JailError> {
     for (flag, access, paths) in [
         ("--ro", Access::Ro, &input.ro),
         ("--rw", Access::Rw, &input.rw),
+        (COW_FLAG, Access::Rw, &input.cow),
         ("--hide", Access::Hide, &input.hide),
     ] {
         for raw in paths {
@@ -223,7 +258,7 @@ fn flag_rules(input: &PolicyInput) -> Result<FlagRules, JailError> {
                 ));
             }
             if let Some((other, _, other_flag)) = user.get(&path) {
-                if *other != access {
+                if *other != access || (*other_flag == COW_FLAG) != (flag == COW_FLAG) {
                     return Err(JailError::bad_path(
                         flag,
                         &path,
@@ -480,6 +515,7 @@ fn protect_names(
     let writable: Vec<PathBuf> = rules
         .values()
         .filter(|r| r.access == Access::Rw && r.origin != Origin::SharedTmp)
+        .filter(|r| r.origin != Origin::Flag(COW_FLAG.into()))
         .map(|r| r.path.clone())
         .collect();
     for root in writable {

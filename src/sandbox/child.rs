@@ -304,6 +304,7 @@ pub(crate) fn arguments(req: &Request, opts: &RunOptions, control_fd: i32) -> Ve
     };
     each("--ro", &mut req.ro.iter().map(|p| p.clone().into()));
     each("--rw", &mut req.rw.iter().map(|p| p.clone().into()));
+    each("--cow", &mut req.cow.iter().map(|p| p.clone().into()));
     each("--hide", &mut req.hide.iter().map(|p| p.clone().into()));
     each("--cwd", &mut req.cwd.iter().map(|p| p.clone().into()));
     each("--env", &mut req.env.iter().map(Into::into));
@@ -322,6 +323,7 @@ pub(crate) fn arguments(req: &Request, opts: &RunOptions, control_fd: i32) -> Ve
         "--report",
         &mut opts.report.iter().map(|p| p.clone().into()),
     );
+    each("--patch", &mut opts.patch.iter().map(|p| p.clone().into()));
     let tmp = req.tmp.map(|t| match t {
         TmpOption::Private => "private",
         TmpOption::Host => "host",
@@ -378,6 +380,7 @@ mod tests {
             profile: "review".into(),
             ro: vec!["./repo".into(), "/a b".into()],
             rw: vec!["/w".into()],
+            cow: vec!["/c".into()],
             hide: vec!["/h".into()],
             cwd: Some("/w".into()),
             tmp: Some(TmpOption::Host),
@@ -402,6 +405,7 @@ mod tests {
             allow_unconfined: true,
             record: true,
             control_fd: Some(7),
+            patch: Some("/p.patch".into()),
         };
         let mut argv: Vec<OsString> = vec!["jail".into()];
         argv.extend(arguments(&req, &opts, 7));

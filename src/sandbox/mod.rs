@@ -102,6 +102,13 @@ impl Jail {
         self
     }
 
+    /// Makes `path` writable through a copy-on-write layer: the host's `path` is untouched, and
+    /// the run's writes wait in a layer for `jail diff` / `jail apply`.
+    pub fn cow(mut self, path: impl Into<PathBuf>) -> Jail {
+        self.request.cow.push(path.into());
+        self
+    }
+
     /// Hides `path`: it appears empty.
     pub fn hide(mut self, path: impl Into<PathBuf>) -> Jail {
         self.request.hide.push(path.into());

@@ -20,6 +20,9 @@ pub struct RunOptions {
     /// A descriptor the caller holds the other end of: a byte `T` on it, or its closing, stops
     /// the whole tree (`K` kills it at once); the outcome is written to it at the end (by the command line).
     pub control_fd: Option<i32>,
+    /// With copy-on-write paths: write the run's change set to this file as a git patch at
+    /// the end and discard the layer (`--patch`).
+    pub patch: Option<PathBuf>,
 }
 
 impl RunOptions {

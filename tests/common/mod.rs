@@ -368,8 +368,9 @@ fn chown_tree(path: &Path, uid: u32) {
     }
 }
 
-/// Runs the host's git in the fixture's project as its user, and asserts that it worked.
-pub fn git(fx: &Fixture, args: &[&str]) {
+/// Runs the host's git in the fixture's project as its user, asserts that it worked, and
+/// returns its output.
+pub fn git(fx: &Fixture, args: &[&str]) -> String {
     let out = fx
         .command("git".as_ref(), &[&["-C", &fx.p("repo")], args].concat())
         .output()
@@ -379,6 +380,7 @@ pub fn git(fx: &Fixture, args: &[&str]) {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Puts back what jail moved aside after a run (`NAME.jail-quarantine-*` → `NAME`), as a user

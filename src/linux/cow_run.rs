@@ -1,0 +1,200 @@
+//! A run's copy-on-write layers, from the launch's side: made before the command starts (so
+//! the start stamp precedes every write), and after it ends either handed to a person (the
+//! line that says how to review and apply), written out as a patch (`--patch`), or removed when
+//! the run changed nothing.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::JailError;
+use crate::policy::{Access, Policy};
+use crate::workspace::{self, store::LayerKind, store::Run, store::RunState, store::Store};
+
+pub struct CowRun {
+    run: Run,
+    patch: Option<PathBuf>,
+}
+
+/// The layers of a run of `policy`, made now; None without copy-on-write roots.
+pub fn start(policy: &Policy, patch: Option<&Path>) -> Result<Option<CowRun>, JailError> {
+    if policy.cow.is_empty() {
+        if let Some(p) = patch {
+            return Err(JailError::bad_path(
+                "--patch",
+                p,
+                "needs a --cow path: only a copy-on-write run has a change set to write",
+            ));
+        }
+        return Ok(None);
+    }
+    let patch = patch.map(|p| check_patch_path(p, policy)).transpose()?;
+    let store = Store::locate()?;
+    for root in &policy.cow {
+        if store.root().starts_with(root) {
+            return Err(JailError::bad_path(
+                "--cow",
+                root,
+                format!(
+                    "holds jail's state directory {} (an overlay cannot keep its layer inside its own root); set XDG_STATE_HOME elsewhere",
+                    store.root().display()
+                ),
+            ));
+        }
+        refuse_submounts(root)?;
+    }
+    let run = store.create_run(LayerKind::Overlay, &policy.cow, &policy.command)?;
+    Ok(Some(CowRun { run, patch }))
+}
+
+/// A mount beneath a root would be shown by the overlay as the empty directory under it (an
+/// overlay's lower layer is one filesystem): refused, naming it, rather than hiding its files.
+fn refuse_submounts(root: &Path) -> Result<(), JailError> {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Ok(());
+    };
+    for line in info.lines() {
+        let Some(point) = line.split(' ').nth(4) else {
+            continue;
+        };
+        let point = PathBuf::from(unescape_mountinfo(point));
+        if point != root && point.starts_with(root) {
+            return Err(JailError::bad_path(
+                "--cow",
+                root,
+                format!(
+                    "holds another filesystem mounted at {}; an overlay shows only one filesystem: name that mount with --ro or --rw, or use a --cow path without mounts beneath",
+                    point.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Mountinfo escapes space, tab, newline and backslash as octal.
+fn unescape_mountinfo(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `--patch FILE`: an absolute path not through a symlink, and not writable inside the jail but
+/// through a copy-on-write root (the command cannot reach the host's file there).
+fn check_patch_path(path: &Path, policy: &Policy) -> Result<PathBuf, JailError> {
+    let bad = |why: String| JailError::bad_path("--patch", path, why);
+    let base = std::env::current_dir().map_err(|e| bad(e.to_string()))?;
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    };
+    let parent = abs
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .ok_or_else(|| bad("has no parent directory".into()))?;
+    let parent = std::fs::canonicalize(parent)
+        .map_err(|e| bad(format!("directory {}: {e}", parent.display())))?;
+    let name = abs.file_name().ok_or_else(|| bad("names no file".into()))?;
+    let abs = parent.join(name);
+    match std::fs::symlink_metadata(&abs) {
+        Ok(m) if m.file_type().is_symlink() => return Err(bad("is a symlink".into())),
+        Ok(m) if !m.is_file() => return Err(bad("is not a regular file".into())),
+        _ => {}
+    }
+    let in_cow = policy.cow.iter().any(|c| abs.starts_with(c));
+    if policy.access_at(&abs) == Access::Rw && !in_cow {
+        return Err(bad("is writable inside the jail: the command could plant a link there; write it outside the writable paths".into()));
+    }
+    Ok(abs)
+}
+
+impl CowRun {
+    /// (root, layer directory) for the mount plan.
+    pub fn layers(&self) -> Vec<(PathBuf, PathBuf)> {
+        self.run
+            .record
+            .layers
+            .iter()
+            .map(|l| (l.root.clone(), self.run.layer_dir(l)))
+            .collect()
+    }
+
+    /// After the run (also after jail's own failure: the command may have written before it).
+    pub fn finish(mut self) -> Result<(), JailError> {
+        // The overlay's work directory is the kernel's scratch space; nothing of the run is in it.
+        for l in &self.run.record.layers {
+            let _ = workspace::store::remove_tree(&self.run.layer_dir(l).join("work"));
+        }
+        let _ = std::fs::remove_file(self.run.dir.join("start"));
+        let changes = workspace::changes(&self.run)?;
+        let total = workspace::total(&changes);
+        let commits = changes.iter().any(|c| c.commit.is_some());
+        if let Some(path) = &self.patch {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .mode(0o644)
+                .open(path)
+                .map_err(|e| JailError::bad_path("--patch", path, e.to_string()))?;
+            workspace::write_patch(&self.run, &changes, &mut f)
+                .and_then(|()| f.flush())
+                .map_err(|e| JailError::bad_path("--patch", path, e.to_string()))?;
+            crate::text::say(format!(
+                "jail: {} changed, written to {}",
+                files(total.changed),
+                path.display()
+            ));
+            return self.run.remove();
+        }
+        if total.changed == 0 && !commits && changes.iter().all(|c| c.set.is_empty()) {
+            return self.run.remove();
+        }
+        self.run.record.state = RunState::Pending;
+        self.run.save()?;
+        let id = &self.run.record.id;
+        let roots: Vec<String> = self
+            .run
+            .record
+            .layers
+            .iter()
+            .map(|l| l.root.display().to_string())
+            .collect();
+        let flagged = if total.flagged > 0 {
+            format!(" ({} flagged)", total.flagged)
+        } else {
+            String::new()
+        };
+        let commits = if commits { ", and commits" } else { "" };
+        crate::text::say(format!(
+            "jail: {} changed in {}{flagged}{commits}; review: jail diff {id}; apply: jail apply {id}",
+            files(total.changed),
+            roots.join(" ")
+        ));
+        Ok(())
+    }
+}
+
+fn files(n: usize) -> String {
+    if n == 1 {
+        "1 file".into()
+    } else {
+        format!("{n} files")
+    }
+}

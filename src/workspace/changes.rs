@@ -1,0 +1,435 @@
+//! A layer against the host as it is now: the file-level changes a review shows and an apply
+//! makes, each with what would be lost (a conflict) and why a person must look at it (a flag).
+//!
+//! A conflict is any overlap with the host since the run started: the host's file at a changed
+//! path has a change time at or after the start stamp (the user edited it, or another run's
+//! apply wrote it), or a file the run changed is gone from the host. Every file a removed
+//! directory held on the host is checked the same way, so a file the user added to a directory
+//! the run deleted is never lost.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+use serde::Serialize;
+
+use super::layer::{Entry, Node};
+use crate::policy::{is_git_layout, protected_name};
+
+/// One side of a file-level change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Side {
+    pub kind: SideKind,
+    /// Where its content is read (the host's path, or the layer's).
+    pub abs: PathBuf,
+    pub mode: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SideKind {
+    File,
+    Symlink(PathBuf),
+}
+
+/// A file (or symlink) whose state after the run differs from the host's now.
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub path: PathBuf,
+    /// The host's, when it has one.
+    pub old: Option<Side>,
+    /// The run's, when it leaves one.
+    pub new: Option<Side>,
+    pub conflict: Option<String>,
+    pub flags: Vec<String>,
+}
+
+impl Item {
+    pub fn flagged(&self) -> bool {
+        !self.flags.is_empty()
+    }
+}
+
+/// A directory the apply makes, removes, or changes the mode of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DirOp {
+    /// The host's directory goes (after the files in it).
+    Remove(PathBuf),
+    Make(PathBuf, u32),
+    Chmod(PathBuf, u32),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ChangeSet {
+    /// By path.
+    pub items: Vec<Item>,
+    pub dirs: Vec<DirOp>,
+    /// Directories the run made or changed that conflict (their host side deleted).
+    pub dir_conflicts: Vec<(PathBuf, String)>,
+}
+
+/// What a review counts, for the end-of-run line and `jail runs`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub changed: usize,
+    pub flagged: usize,
+    pub conflicts: usize,
+}
+
+impl ChangeSet {
+    pub fn counts(&self) -> Counts {
+        Counts {
+            changed: self.items.len(),
+            flagged: self.items.iter().filter(|i| i.flagged()).count(),
+            conflicts: self.items.iter().filter(|i| i.conflict.is_some()).count()
+                + self.dir_conflicts.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty() && self.dirs.is_empty()
+    }
+}
+
+/// The host's state of a path, without following a symlink.
+fn host_side(abs: &Path) -> Option<(Side, fs::Metadata)> {
+    let meta = fs::symlink_metadata(abs).ok()?;
+    let ft = meta.file_type();
+    let kind = if ft.is_symlink() {
+        SideKind::Symlink(fs::read_link(abs).ok()?)
+    } else if ft.is_file() {
+        SideKind::File
+    } else {
+        return None;
+    };
+    Some((
+        Side {
+            kind,
+            abs: abs.to_path_buf(),
+            mode: meta.mode() & 0o7777,
+        },
+        meta,
+    ))
+}
+
+/// What counts as a change on the host since the run started.
+#[derive(Debug, Clone, Default)]
+pub struct Since {
+    /// The start stamp (change time, seconds and nanoseconds).
+    pub start: (i64, i64),
+    /// Paths jail itself changed since (a part applied, an interrupted apply rolled back), with
+    /// the inode and change time they had then: unchanged since, they are not the user's.
+    pub own: BTreeMap<PathBuf, (u64, i64, i64)>,
+}
+
+impl Since {
+    pub fn changed(&self, abs: &Path, meta: &fs::Metadata) -> bool {
+        let now = (meta.ino(), meta.ctime(), meta.ctime_nsec());
+        (meta.ctime(), meta.ctime_nsec()) >= self.start && self.own.get(abs) != Some(&now)
+    }
+}
+
+/// The change set of `entries` (read from the layer at `layer_root`) against the host `root`.
+pub fn compute(
+    entries: &[Entry],
+    root: &Path,
+    layer_root: &Path,
+    since: &Since,
+) -> io::Result<ChangeSet> {
+    let mut items: BTreeMap<PathBuf, Item> = BTreeMap::new();
+    let mut set = ChangeSet::default();
+    let mut removed_dirs = Vec::new();
+    let new_item = |path: &Path| Item {
+        path: path.to_path_buf(),
+        old: None,
+        new: None,
+        conflict: None,
+        flags: Vec::new(),
+    };
+    for e in entries {
+        let host = root.join(&e.path);
+        let host_meta = fs::symlink_metadata(&host).ok();
+        let host_is_dir = host_meta.as_ref().is_some_and(|m| m.is_dir());
+        // What the host has here goes when the run removed it or put something else there.
+        let replaces_host = match &e.node {
+            Node::Whiteout => true,
+            Node::Dir { opaque, .. } => *opaque || (host_meta.is_some() && !host_is_dir),
+            Node::File { .. } | Node::Symlink { .. } => host_is_dir,
+        };
+        if matches!(e.node, Node::Dir { .. })
+            && e.copied_up
+            && host_meta.is_none()
+            && deleted_on_host(root, &e.path, since)
+        {
+            set.dir_conflicts.push((
+                e.path.clone(),
+                "deleted on the host since the run started".into(),
+            ));
+        }
+        if replaces_host && host_meta.is_some() {
+            if host_is_dir {
+                for (rel, side, meta) in host_files(root, &e.path)? {
+                    let it = items.entry(rel.clone()).or_insert_with(|| new_item(&rel));
+                    if since.changed(&root.join(&rel), &meta) {
+                        it.conflict = Some("changed on the host since the run started".into());
+                    }
+                    it.old = Some(side);
+                }
+                removed_dirs.push(e.path.clone());
+            } else if let Some((side, meta)) = host_side(&host) {
+                let it = items
+                    .entry(e.path.clone())
+                    .or_insert_with(|| new_item(&e.path));
+                if since.changed(&host, &meta) {
+                    it.conflict = Some("changed on the host since the run started".into());
+                }
+                it.old = Some(side);
+            }
+        }
+        match &e.node {
+            Node::Whiteout => {}
+            Node::Dir { mode, .. } => {
+                if replaces_host || host_meta.is_none() {
+                    set.dirs.push(DirOp::Make(e.path.clone(), *mode));
+                } else if host_meta
+                    .as_ref()
+                    .is_some_and(|m| m.mode() & 0o7777 != *mode)
+                {
+                    set.dirs.push(DirOp::Chmod(e.path.clone(), *mode));
+                }
+            }
+            Node::File { .. } | Node::Symlink { .. } => {
+                let abs = layer_root.join(&e.path);
+                let kind = match &e.node {
+                    Node::Symlink { target } => SideKind::Symlink(target.clone()),
+                    _ => SideKind::File,
+                };
+                let mode = match &e.node {
+                    Node::File { mode } => *mode,
+                    _ => 0o777,
+                };
+                let it = items
+                    .entry(e.path.clone())
+                    .or_insert_with(|| new_item(&e.path));
+                if !host_is_dir {
+                    if let Some((side, meta)) = host_side(&host) {
+                        if since.changed(&host, &meta) {
+                            it.conflict = Some("changed on the host since the run started".into());
+                        }
+                        it.old = Some(side);
+                    } else if e.copied_up && deleted_on_host(root, &e.path, since) {
+                        it.conflict = Some("deleted on the host since the run started".into());
+                    }
+                }
+                it.new = Some(Side { kind, abs, mode });
+            }
+        }
+    }
+    // Most removed directories deepest first, after their files.
+    removed_dirs.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    set.dirs
+        .splice(0..0, removed_dirs.into_iter().map(DirOp::Remove));
+    let mut out: Vec<Item> = items.into_values().filter(|i| !same(i)).collect();
+    for it in &mut out {
+        // A file the run changed that equals the host's now: nothing to do, nothing to lose.
+        it.flags = flags(it, root, layer_root);
+    }
+    set.items = out;
+    set.dir_conflicts
+        .retain(|(p, _)| !set.items.iter().any(|i| &i.path == p));
+    Ok(set)
+}
+
+/// Whether the host deleted `rel` since the start, for an entry the run copied up from below
+/// that the host no longer has. The origin mark says only that the entry came from below, not
+/// from where (a file renamed in the run has it too; `userxattr` records no lower handle), so
+/// the evidence is the host's nearest remaining directory: a deletion changed it after the
+/// start. Another change there counts too (refused, never missed).
+fn deleted_on_host(root: &Path, rel: &Path, since: &Since) -> bool {
+    let mut dir = rel.parent();
+    while let Some(d) = dir {
+        if let Ok(meta) = fs::symlink_metadata(root.join(d)) {
+            return !meta.is_dir() || since.changed(&root.join(d), &meta);
+        }
+        dir = d.parent();
+    }
+    true
+}
+
+/// Whether both sides are the same (content, kind, mode): no change.
+fn same(it: &Item) -> bool {
+    let (Some(a), Some(b)) = (&it.old, &it.new) else {
+        return it.old.is_none() && it.new.is_none();
+    };
+    if a.kind != b.kind {
+        return false;
+    }
+    match a.kind {
+        SideKind::Symlink(_) => true,
+        SideKind::File => a.mode == b.mode && same_content(&a.abs, &b.abs),
+    }
+}
+
+fn same_content(a: &Path, b: &Path) -> bool {
+    let (Ok(ma), Ok(mb)) = (fs::metadata(a), fs::metadata(b)) else {
+        return false;
+    };
+    ma.len() == mb.len() && fs::read(a).ok() == fs::read(b).ok()
+}
+
+/// Every file and symlink beneath the host directory `rel` (relative paths, host sides).
+fn host_files(root: &Path, rel: &Path) -> io::Result<Vec<(PathBuf, Side, fs::Metadata)>> {
+    let mut out = Vec::new();
+    let mut stack = vec![rel.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = match fs::read_dir(root.join(&dir)) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for e in entries.flatten() {
+            let p = dir.join(e.file_name());
+            let abs = root.join(&p);
+            if e.file_type()?.is_dir() {
+                stack.push(p);
+            } else if let Some((side, meta)) = host_side(&abs) {
+                out.push((p, side, meta));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Why a person must look at this change before it reaches the host: anything that could run
+/// code there later, by structure and at any depth.
+pub fn flags(it: &Item, root: &Path, layer_root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(new) = &it.new else {
+        return out;
+    };
+    let names: Vec<&[u8]> = it.path.iter().map(|c| c.as_bytes()).collect();
+    for i in 1..=names.len() {
+        if let Some(p) = protected_name(&names[..i]) {
+            out.push(format!("protected name {} ({})", p.pattern, p.why));
+            break;
+        }
+    }
+    if names[..names.len() - 1].contains(&&b".git"[..]) {
+        out.push("inside a .git directory".into());
+    }
+    // A git repository on the way (new or changed): its config and hooks run code.
+    let mut dir = it.path.parent();
+    while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+        let has = |n: &str| {
+            fs::symlink_metadata(layer_root.join(d).join(n)).is_ok()
+                || fs::symlink_metadata(root.join(d).join(n)).is_ok()
+        };
+        if is_git_layout(has) {
+            out.push(format!("inside the git repository {}", d.display()));
+            break;
+        }
+        dir = d.parent();
+    }
+    match &new.kind {
+        SideKind::File => {
+            let old_mode = it
+                .old
+                .as_ref()
+                .filter(|o| o.kind == SideKind::File)
+                .map(|o| o.mode);
+            if new.mode & 0o111 != 0 && old_mode.is_none_or(|m| m & 0o111 == 0) {
+                out.push("executable".into());
+            }
+            if let Some(m) = old_mode.filter(|m| *m != new.mode) {
+                out.push(format!("mode {m:o} -> {:o}", new.mode));
+            }
+            if new.mode & 0o6000 != 0 {
+                out.push("setuid or setgid".into());
+            }
+        }
+        SideKind::Symlink(target) => {
+            if escapes(&it.path, target) {
+                out.push(format!(
+                    "symlink to {} (outside the root)",
+                    target.display()
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Whether a symlink at `path` (relative to the root) pointing to `target` leads outside the
+/// root: absolute, or climbing above it.
+fn escapes(path: &Path, target: &Path) -> bool {
+    if target.is_absolute() {
+        return true;
+    }
+    let mut depth = path.components().count() as i64 - 1;
+    for c in target.components() {
+        match c {
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) => depth += 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlinks_that_climb_out_of_the_root_escape() {
+        assert!(escapes(Path::new("a/l"), Path::new("/etc/passwd")));
+        assert!(escapes(Path::new("a/l"), Path::new("../../x")));
+        assert!(escapes(Path::new("l"), Path::new("../x")));
+        assert!(!escapes(Path::new("a/l"), Path::new("../x")));
+        assert!(!escapes(Path::new("a/l"), Path::new("b/../c")));
+        assert!(escapes(Path::new("a/l"), Path::new("b/../../../c")));
+    }
+
+    fn item(path: &str, new_mode: u32, old_mode: Option<u32>) -> Item {
+        let side = |mode| Side {
+            kind: SideKind::File,
+            abs: "/nonexistent".into(),
+            mode,
+        };
+        Item {
+            path: path.into(),
+            old: old_mode.map(side),
+            new: Some(side(new_mode)),
+            conflict: None,
+            flags: vec![],
+        }
+    }
+
+    #[test]
+    fn protected_names_executables_and_mode_changes_are_flagged_at_any_depth() {
+        let none = Path::new("/nonexistent");
+        let f = |i: &Item| flags(i, none, none);
+        assert!(f(&item("a/b/.envrc", 0o644, None))[0].contains(".envrc"));
+        assert!(f(&item("x/.husky/pre-commit", 0o644, None))[0].contains(".husky"));
+        assert!(
+            f(&item("sub/.git/hooks/post-checkout", 0o644, None))
+                .iter()
+                .any(|s| s.contains(".git"))
+        );
+        assert_eq!(f(&item("src/run.sh", 0o755, None)), vec!["executable"]);
+        assert_eq!(
+            f(&item("src/run.sh", 0o755, Some(0o755))),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            f(&item("src/run.sh", 0o600, Some(0o644))),
+            vec!["mode 644 -> 600"]
+        );
+        assert!(f(&item("src/lib.rs", 0o644, Some(0o644))).is_empty());
+    }
+}

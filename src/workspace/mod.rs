@@ -1,0 +1,289 @@
+//! Copy-on-write workspaces: a `--cow` root is writable inside the jail while the host's stays
+//! as it was; the run's writes wait in a layer under jail's state directory until a person
+//! reviews them (`jail diff`) and applies them (`jail apply`), or throws them away
+//! (`jail discard`). Parallel runs on one root each get their own layer; applies are
+//! serialised per root and refuse what overlaps with the host since the run started.
+//!
+//! ```text
+//! store (where layers wait) ── layer (what a run left) ── changes (against the host now:
+//! conflicts, flags) ── patch (for review) / apply (journaled, all or nothing) ── git (commits
+//! offered as a branch)
+//! ```
+
+pub mod apply;
+pub mod changes;
+pub mod git;
+pub mod layer;
+pub mod patch;
+pub mod store;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use self::changes::{ChangeSet, Counts};
+use self::store::{LayerRecord, Run, RunState, Store};
+use crate::error::JailError;
+
+/// One root's change set in a run.
+pub struct RootChanges {
+    pub root: PathBuf,
+    pub set: ChangeSet,
+    /// The run's own commit, when it made commits in the root's repository.
+    pub commit: Option<String>,
+}
+
+/// Every root's change set of `run`, against the host as it is now.
+pub fn changes(run: &Run) -> Result<Vec<RootChanges>, JailError> {
+    let mut out = Vec::new();
+    for layer in &run.record.layers {
+        out.push(root_changes(run, layer)?);
+    }
+    Ok(out)
+}
+
+fn root_changes(run: &Run, layer: &LayerRecord) -> Result<RootChanges, JailError> {
+    let upper = run.upper(layer);
+    let bad = |e: std::io::Error| JailError::bad_path("layer", &upper, e.to_string());
+    let entries = layer::read_upper(&upper).map_err(bad)?;
+    let set = changes::compute(&entries, &layer.root, &upper, &since(run)).map_err(bad)?;
+    let commit = git::layer_head(&upper.join(".git"), &layer.root.join(".git"))
+        .filter(|c| Some(c) != layer.git_head.as_ref());
+    Ok(RootChanges {
+        root: layer.root.clone(),
+        set,
+        commit,
+    })
+}
+
+const OWN: &str = "own.json";
+
+/// The start stamp, and what jail itself changed on the host since (see [`changes::Since`]).
+fn since(run: &Run) -> changes::Since {
+    let own: Vec<(PathBuf, u64, i64, i64)> = std::fs::read_to_string(run.dir.join(OWN))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    changes::Since {
+        start: run.record.start,
+        own: own.into_iter().map(|(p, i, s, n)| (p, (i, s, n))).collect(),
+    }
+}
+
+/// Records the host paths jail just changed, as they are now: not the user's changes.
+fn note_own(run: &Run, paths: &[PathBuf]) {
+    use std::os::unix::fs::MetadataExt;
+    let mut own = since(run).own;
+    for p in paths {
+        match std::fs::symlink_metadata(p) {
+            Ok(m) => own.insert(p.clone(), (m.ino(), m.ctime(), m.ctime_nsec())),
+            Err(_) => own.remove(p),
+        };
+    }
+    let list: Vec<(PathBuf, u64, i64, i64)> =
+        own.into_iter().map(|(p, (i, s, n))| (p, i, s, n)).collect();
+    let _ = std::fs::write(
+        run.dir.join(OWN),
+        serde_json::to_string(&list).expect("serializable"),
+    );
+}
+
+/// The counts over all roots.
+pub fn total(changes: &[RootChanges]) -> Counts {
+    changes.iter().fold(Counts::default(), |mut t, r| {
+        let c = r.set.counts();
+        t.changed += c.changed;
+        t.flagged += c.flagged;
+        t.conflicts += c.conflicts;
+        t
+    })
+}
+
+/// The branch a run's commits are offered as.
+pub fn branch_name(run: &Run) -> String {
+    format!("jail/{}", run.record.id)
+}
+
+/// The patch of every root (paths relative to each root; a `# jail: root` line before each
+/// root's part when there are several).
+pub fn write_patch(run: &Run, changes: &[RootChanges], out: &mut dyn Write) -> std::io::Result<()> {
+    for rc in changes {
+        if changes.len() > 1 {
+            writeln!(
+                out,
+                "# jail: root {}",
+                crate::text::printable(&rc.root.display().to_string())
+            )?;
+        }
+        if let Some(c) = &rc.commit {
+            writeln!(
+                out,
+                "# jail: the run made commits (head {c}); `jail apply {}` offers them as branch {}",
+                run.record.id,
+                branch_name(run)
+            )?;
+        }
+        patch::write(&rc.set.items, out)?;
+    }
+    Ok(())
+}
+
+/// Rolls back any apply of `run` that was interrupted (its journal), under the roots' locks.
+pub fn recover(store: &Store, run: &Run) -> Result<(), JailError> {
+    let work = run.dir.join("apply");
+    if std::fs::symlink_metadata(&work).is_err() {
+        return Ok(());
+    }
+    let _locks = lock_all(store, run)?;
+    let touched = apply::recover(&work).map_err(|e| {
+        JailError::bad_path(
+            "apply",
+            &work,
+            format!("rolling back an interrupted apply failed: {e}; the journal is kept there"),
+        )
+    })?;
+    note_own(run, &touched);
+    Ok(())
+}
+
+fn lock_all(store: &Store, run: &Run) -> Result<Vec<store::Lock>, JailError> {
+    let mut roots: Vec<&Path> = run.record.layers.iter().map(|l| l.root.as_path()).collect();
+    roots.sort();
+    roots.iter().map(|r| store.lock(r)).collect()
+}
+
+/// What `jail apply` did.
+pub struct ApplyOutcome {
+    pub applied: usize,
+    pub left: Vec<(PathBuf, String)>,
+    pub branch: Option<String>,
+    /// The layer was removed (everything applied).
+    pub finished: bool,
+}
+
+/// Applies `run` to its roots as `sel` says, under the roots' locks; refuses (nothing changed)
+/// on any overlap unless asked to skip it.
+pub fn apply_run(
+    store: &Store,
+    run: &mut Run,
+    sel: &apply::Selection,
+) -> Result<ApplyOutcome, ApplyRefused> {
+    if run.record.state == RunState::Running && !run.interrupted() {
+        return Err(ApplyRefused::Error(JailError::BadInput(format!(
+            "run {}: still running (pid {}); apply it when it has finished",
+            run.record.id, run.record.pid
+        ))));
+    }
+    recover(store, run).map_err(ApplyRefused::Error)?;
+    let _locks = lock_all(store, run).map_err(ApplyRefused::Error)?;
+    // Computed under the lock: another apply may have just changed the host.
+    let all = changes(run).map_err(ApplyRefused::Error)?;
+    let mut out = ApplyOutcome {
+        applied: 0,
+        left: Vec::new(),
+        branch: None,
+        finished: false,
+    };
+    // Every root checked before any is written.
+    let mut conflicts = Vec::new();
+    if !sel.skip_conflicts {
+        for rc in &all {
+            for it in rc.set.items.iter().filter(|i| i.conflict.is_some()) {
+                if sel_takes(sel, &rc.set, &it.path) {
+                    conflicts.push((
+                        rc.root.join(&it.path),
+                        it.conflict.clone().unwrap_or_default(),
+                    ));
+                }
+            }
+            for (p, why) in &rc.set.dir_conflicts {
+                conflicts.push((rc.root.join(p), why.clone()));
+            }
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(ApplyRefused::Conflicts(conflicts));
+    }
+    let work = run.dir.join("apply");
+    for rc in &all {
+        match apply::apply(&rc.root, &rc.set, sel, &work) {
+            Ok(done) => {
+                note_own(run, &done.touched);
+                out.applied += done.applied.len();
+                out.left
+                    .extend(done.left.into_iter().map(|(p, why)| (rc.root.join(p), why)));
+            }
+            Err(apply::ApplyError::Conflicts(c)) => {
+                return Err(ApplyRefused::Conflicts(
+                    c.into_iter()
+                        .map(|(p, why)| (rc.root.join(p), why))
+                        .collect(),
+                ));
+            }
+            Err(apply::ApplyError::Failed(e, touched)) => {
+                note_own(run, &touched);
+                return Err(ApplyRefused::Error(JailError::bad_path(
+                    "apply", &rc.root, e,
+                )));
+            }
+        }
+        if let Some(commit) = &rc.commit {
+            let upper_git = run.dir.join(layer_dir_of(run, &rc.root)).join("upper/.git");
+            let branch = branch_name(run);
+            git::offer_branch(
+                &rc.root,
+                &upper_git,
+                commit,
+                &branch,
+                &run.dir.join("git-scratch"),
+            )
+            .map_err(ApplyRefused::Error)?;
+            out.branch = Some(branch);
+        }
+    }
+    if out.left.is_empty() {
+        run.remove().map_err(ApplyRefused::Error)?;
+        out.finished = true;
+    } else {
+        run.record.state = RunState::Partial;
+        run.save().map_err(ApplyRefused::Error)?;
+    }
+    Ok(out)
+}
+
+fn sel_takes(sel: &apply::Selection, set: &ChangeSet, path: &Path) -> bool {
+    let it = set.items.iter().find(|i| i.path == path);
+    if sel.named.is_empty() {
+        it.is_none_or(|i| !i.flagged() || sel.include_flagged)
+    } else {
+        sel.named.iter().any(|n| path.starts_with(n))
+    }
+}
+
+fn layer_dir_of(run: &Run, root: &Path) -> String {
+    run.record
+        .layers
+        .iter()
+        .find(|l| l.root == root)
+        .map(|l| l.dir.clone())
+        .unwrap_or_default()
+}
+
+/// Why an apply did nothing.
+pub enum ApplyRefused {
+    /// Overlaps with the host (absolute paths, why).
+    Conflicts(Vec<(PathBuf, String)>),
+    Error(JailError),
+}
+
+/// Removes `run` and its layers, under the roots' locks (an apply in progress finishes first).
+pub fn discard(store: &Store, run: &Run) -> Result<(), JailError> {
+    if run.record.state == RunState::Running && !run.interrupted() {
+        return Err(JailError::BadInput(format!(
+            "run {}: still running (pid {}); stop it first",
+            run.record.id, run.record.pid
+        )));
+    }
+    recover(store, run)?;
+    let _locks = lock_all(store, run)?;
+    run.remove()
+}

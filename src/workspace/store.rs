@@ -1,0 +1,373 @@
+//! Where copy-on-write layers wait for review: one directory per run under jail's state
+//! directory (`$XDG_STATE_HOME/jail`, else `~/.local/state/jail`), holding the run's record
+//! (`run.json`) and one layer per copy-on-write root (`0/upper`, `0/work`, …), and the locks that
+//! serialise applies per root (`locks/`).
+//!
+//! Choices, each for its attacker:
+//! - The store is outside every copy-on-write root and hidden inside every jail (the mount view
+//!   covers `runs/`): a run can neither read another run's layer nor write its own except
+//!   through the overlay, and nothing of it is reachable once the run's namespace is gone.
+//! - Directories are 0700: another local user reads no one's pending changes.
+//! - The start stamp is the change time of a file created just before the command starts, on
+//!   the store's filesystem clock: any host change after it has a change time at or after the
+//!   stamp (ctime cannot be set from user space), so apply finds every overlap; a change in the
+//!   same clock tick before the start counts too (refused, never missed).
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::JailError;
+
+/// What a run's layers are made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LayerKind {
+    /// An overlay upper directory, mounted in the jail's user namespace.
+    Overlay,
+    /// A copy of the root taken at the start, compared with its manifest afterwards (no user
+    /// namespaces, so no overlay).
+    Copy,
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    /// The command is running (or jail was killed: the pid is gone).
+    Running,
+    /// Finished; its changes wait for `jail apply` or `jail discard`.
+    Pending,
+    /// Partly applied: what was refused (conflicts) or left out (flagged) is still here.
+    Partial,
+}
+
+/// A run's record, `run.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: String,
+    pub state: RunState,
+    pub kind: LayerKind,
+    /// The jail process while it runs.
+    pub pid: u32,
+    /// Seconds since the epoch, for `jail runs`.
+    pub created: u64,
+    /// The start stamp (seconds, nanoseconds): see the module's notes.
+    pub start: (i64, i64),
+    pub command: Vec<String>,
+    pub layers: Vec<LayerRecord>,
+}
+
+/// One copy-on-write root of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LayerRecord {
+    /// The host directory.
+    pub root: PathBuf,
+    /// The layer's directory name inside the run (`0`, `1`, …).
+    pub dir: String,
+    /// The commit checked out in `root` when the run started, when it is a git work tree: the
+    /// base of a merge, and what the run's own commits are compared with.
+    pub git_head: Option<String>,
+}
+
+/// jail's state directory and the runs in it.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+/// A run in the store.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub dir: PathBuf,
+    pub record: RunRecord,
+}
+
+impl Store {
+    /// `$XDG_STATE_HOME/jail`, else `$HOME/.local/state/jail`.
+    pub fn locate() -> Result<Store, JailError> {
+        let from = |var: &str| {
+            std::env::var_os(var)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let base = from("XDG_STATE_HOME")
+            .filter(|p| p.is_absolute())
+            .or_else(|| {
+                from("HOME")
+                    .filter(|p| p.is_absolute())
+                    .map(|h| h.join(".local/state"))
+            })
+            .ok_or_else(|| {
+                JailError::BadInput(
+                    "--cow: no state directory for the layers: set XDG_STATE_HOME (or HOME) to an \
+                     absolute path"
+                        .into(),
+                )
+            })?;
+        Ok(Store {
+            root: base.join("jail"),
+        })
+    }
+
+    /// A store at `root` (tests, and `JAIL_STATE_DIR`-free callers).
+    pub fn at(root: PathBuf) -> Store {
+        Store { root }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directory every run's layers are in (hidden inside every jail).
+    pub fn runs_dir(&self) -> PathBuf {
+        self.root.join("runs")
+    }
+
+    /// Makes the store's directories (0700) when missing.
+    pub fn ensure(&self) -> Result<(), JailError> {
+        for dir in [self.runs_dir(), self.root.join("locks")] {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)
+                .map_err(|e| JailError::bad_path("--cow", &dir, format!("cannot create: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// A new run with one empty layer per root, its record written, its start stamped.
+    pub fn create_run(
+        &self,
+        kind: LayerKind,
+        roots: &[PathBuf],
+        command: &[std::ffi::OsString],
+    ) -> Result<Run, JailError> {
+        self.ensure()?;
+        let (id, dir) = loop {
+            let id = new_id()?;
+            let dir = self.runs_dir().join(&id);
+            match fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => break (id, dir),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(JailError::bad_path("--cow", &dir, e.to_string())),
+            }
+        };
+        let mut layers = Vec::new();
+        for (i, root) in roots.iter().enumerate() {
+            let layer = dir.join(i.to_string());
+            for sub in [layer.clone(), layer.join("upper"), layer.join("work")] {
+                fs::DirBuilder::new()
+                    .mode(0o700)
+                    .create(&sub)
+                    .map_err(|e| JailError::bad_path("--cow", &sub, e.to_string()))?;
+            }
+            // The overlay's root takes the upper directory's mode: the root's own, not 0700.
+            if let Ok(meta) = fs::metadata(root) {
+                use std::os::unix::fs::PermissionsExt;
+                let upper = layer.join("upper");
+                fs::set_permissions(&upper, fs::Permissions::from_mode(meta.mode() & 0o7777))
+                    .map_err(|e| JailError::bad_path("--cow", &upper, e.to_string()))?;
+            }
+            layers.push(LayerRecord {
+                root: root.clone(),
+                dir: i.to_string(),
+                git_head: super::git::head_commit(root),
+            });
+        }
+        let stamp = dir.join("start");
+        fs::File::create(&stamp)
+            .map_err(|e| JailError::bad_path("--cow", &stamp, e.to_string()))?;
+        let meta = fs::metadata(&stamp)
+            .map_err(|e| JailError::bad_path("--cow", &stamp, e.to_string()))?;
+        let run = Run {
+            dir,
+            record: RunRecord {
+                id,
+                state: RunState::Running,
+                kind,
+                pid: std::process::id(),
+                created: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0),
+                start: (meta.ctime(), meta.ctime_nsec()),
+                command: command
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
+                layers,
+            },
+        };
+        run.save()?;
+        Ok(run)
+    }
+
+    /// Every run in the store, oldest first; unreadable entries are skipped.
+    pub fn list(&self) -> Vec<Run> {
+        let Ok(entries) = fs::read_dir(self.runs_dir()) else {
+            return Vec::new();
+        };
+        let mut runs: Vec<Run> = entries
+            .flatten()
+            .filter_map(|e| Run::load(&e.path()).ok())
+            .collect();
+        runs.sort_by(|a, b| {
+            (a.record.created, &a.record.id).cmp(&(b.record.created, &b.record.id))
+        });
+        runs
+    }
+
+    /// The run whose id starts with `prefix` (unique), or an error naming the choices.
+    pub fn find(&self, prefix: &str) -> Result<Run, JailError> {
+        if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(JailError::BadInput(format!(
+                "run {prefix}: not a run id (hexadecimal, as `jail runs` lists them)"
+            )));
+        }
+        let found: Vec<Run> = self
+            .list()
+            .into_iter()
+            .filter(|r| r.record.id.starts_with(prefix))
+            .collect();
+        match found.len() {
+            1 => Ok(found.into_iter().next().expect("one")),
+            0 => Err(JailError::BadInput(format!(
+                "run {prefix}: no such run in {} (see `jail runs`)",
+                self.runs_dir().display()
+            ))),
+            _ => Err(JailError::BadInput(format!(
+                "run {prefix}: ambiguous ({}); give more of the id",
+                found
+                    .iter()
+                    .map(|r| r.record.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    /// Waits for, and holds until dropped, the apply lock of `root`: applies to one root are
+    /// serialised across processes (flock on a file in the store, never in the root).
+    pub fn lock(&self, root: &Path) -> Result<Lock, JailError> {
+        self.ensure()?;
+        let name = sha1_smol::Sha1::from(root.as_os_str().as_encoded_bytes())
+            .digest()
+            .to_string();
+        let path = self.root.join("locks").join(&name[..16]);
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| JailError::bad_path("lock", &path, e.to_string()))?;
+        // SAFETY: flock on a descriptor this function owns; the lock lives as long as `file`.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        if rc != 0 {
+            return Err(JailError::bad_path(
+                "lock",
+                &path,
+                io::Error::last_os_error().to_string(),
+            ));
+        }
+        Ok(Lock { _file: file })
+    }
+}
+
+/// An apply lock, released when dropped (or when the process dies).
+pub struct Lock {
+    _file: fs::File,
+}
+
+impl Run {
+    pub fn load(dir: &Path) -> Result<Run, JailError> {
+        let path = dir.join("run.json");
+        let text = fs::read_to_string(&path)
+            .map_err(|e| JailError::bad_path("run", &path, e.to_string()))?;
+        let record = serde_json::from_str(&text)
+            .map_err(|e| JailError::bad_path("run", &path, format!("unreadable record: {e}")))?;
+        Ok(Run {
+            dir: dir.to_path_buf(),
+            record,
+        })
+    }
+
+    /// Writes the record (whole, then renamed into place: a reader never sees half of it).
+    pub fn save(&self) -> Result<(), JailError> {
+        let path = self.dir.join("run.json");
+        let tmp = self.dir.join("run.json.new");
+        let text = serde_json::to_string_pretty(&self.record).expect("serializable");
+        fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .and_then(|()| fs::rename(&tmp, &path))
+            .map_err(|e| JailError::bad_path("run", &path, e.to_string()))
+    }
+
+    /// The layer directory of one root (its `upper` for an overlay, its copy otherwise).
+    pub fn layer_dir(&self, layer: &LayerRecord) -> PathBuf {
+        self.dir.join(&layer.dir)
+    }
+
+    /// The directory whose tree holds the layer's files.
+    pub fn upper(&self, layer: &LayerRecord) -> PathBuf {
+        self.layer_dir(layer).join("upper")
+    }
+
+    /// Whether the jail process of a running run is gone (killed before it could finish).
+    pub fn interrupted(&self) -> bool {
+        self.record.state == RunState::Running
+            // SAFETY: kill with signal 0 only checks that the process exists.
+            && unsafe { libc::kill(self.record.pid as i32, 0) } != 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    }
+
+    /// Removes the run and its layers. The overlay's work directory holds a directory the kernel
+    /// made mode 0, so permissions are opened first.
+    pub fn remove(&self) -> Result<(), JailError> {
+        remove_tree(&self.dir).map_err(|e| JailError::bad_path("discard", &self.dir, e.to_string()))
+    }
+}
+
+/// Removes a tree this user owns, opening directory permissions on the way.
+pub fn remove_tree(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    match fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(_) => {
+            let mut stack = vec![dir.to_path_buf()];
+            while let Some(d) = stack.pop() {
+                let _ = fs::set_permissions(&d, fs::Permissions::from_mode(0o700));
+                if let Ok(entries) = fs::read_dir(&d) {
+                    for e in entries.flatten() {
+                        if e.file_type().is_ok_and(|t| t.is_dir()) {
+                            stack.push(e.path());
+                        }
+                    }
+                }
+            }
+            fs::remove_dir_all(dir)
+        }
+    }
+}
+
+/// Eight hexadecimal digits from the kernel's random source.
+fn new_id() -> Result<String, JailError> {
+    let mut buf = [0u8; 4];
+    // SAFETY: getrandom writes at most buf.len() bytes into buf.
+    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n != buf.len() as isize {
+        return Err(JailError::io("getrandom", io::Error::last_os_error()));
+    }
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
