@@ -44,19 +44,44 @@ fn tree(dir: &Path) -> BTreeMap<String, String> {
     out
 }
 
-/// A fixture whose jail state directory (where layers wait) is its own.
-fn fixture(who: Who, name: &str) -> Fixture {
+/// The layer sets every test runs with: all of them (the overlay), and without the mount view
+/// (Docker's default profile), where the layer is a copy.
+const MODES: &[&[Layer]] = &[&[], &[Layer::Mount]];
+
+/// Who runs, and which layers are off.
+fn cases() -> Vec<(Who, &'static [Layer])> {
+    users()
+        .into_iter()
+        .flat_map(|w| MODES.iter().map(move |m| (w, *m)))
+        .collect()
+}
+
+/// A fixture whose jail state directory (where layers wait) is its own, run in one mode.
+struct Cow {
+    fx: Fixture,
+    off: &'static [Layer],
+}
+
+impl std::ops::Deref for Cow {
+    type Target = Fixture;
+    fn deref(&self) -> &Fixture {
+        &self.fx
+    }
+}
+
+fn fixture(who: Who, off: &'static [Layer], name: &str) -> Cow {
     let fx = Fixture::new(who, name);
     std::fs::create_dir_all(fx.dir.join("state")).unwrap();
     fx.give_to(who);
     let state = fx.p("state");
-    fx.with_env(&[
+    let fx = fx.with_env(&[
         ("XDG_STATE_HOME", &state),
         ("GIT_AUTHOR_NAME", "agent"),
         ("GIT_AUTHOR_EMAIL", "agent@example.invalid"),
         ("GIT_COMMITTER_NAME", "agent"),
         ("GIT_COMMITTER_EMAIL", "agent@example.invalid"),
-    ])
+    ]);
+    Cow { fx, off }
 }
 
 /// The run id the end-of-run line names (`review: jail diff ID`).
@@ -72,17 +97,23 @@ fn run_id(run: &Run) -> String {
         .to_string()
 }
 
-fn cow_sh(fx: &Fixture, script: &str) -> Run {
+fn cow_sh(fx: &Cow, script: &str) -> Run {
     let repo = fx.p("repo");
-    fx.sh(&["--cow", &repo, "--cwd", &repo], script)
+    sh(fx, &["--cow", &repo, "--cwd", &repo], script)
 }
 
-fn jail(fx: &Fixture, args: &[&str]) -> Run {
-    fx.jail(args)
+fn sh(fx: &Cow, flags: &[&str], script: &str) -> Run {
+    let mut args = flags.to_vec();
+    args.extend(["--", "/bin/sh", "-c", script]);
+    jail(fx, &args)
+}
+
+fn jail(fx: &Cow, args: &[&str]) -> Run {
+    fx.fx.jail_with(args, fx.off, &[])
 }
 
 /// The fixture's project as a git repository on branch main with one commit, owned by its user.
-fn committed(fx: &Fixture) {
+fn committed(fx: &Cow) {
     common::git(fx, &["init", "-q", "-b", "main"]);
     common::git(fx, &["add", "-A"]);
     common::git(fx, &["commit", "-qm", "base"]);
@@ -105,8 +136,8 @@ fn writes_leave_the_host_untouched_until_apply_and_the_patch_reproduces_the_tree
     if !full_level_or_skip("cow") {
         return;
     }
-    for who in users() {
-        let fx = fixture(who, "cow-patch");
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-patch");
         // A directory that exists below, renamed inside (EXDEV under userxattr: mv copies).
         std::fs::create_dir_all(fx.repo.join("docs/api")).unwrap();
         std::fs::write(fx.repo.join("docs/api/index.md"), "# api\n").unwrap();
@@ -213,8 +244,8 @@ fn parallel_runs_never_see_each_other_and_the_second_apply_refuses_the_overlap()
     if !full_level_or_skip("cow") {
         return;
     }
-    for who in users() {
-        let fx = fixture(who, "cow-parallel");
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-parallel");
         let first = cow_sh(&fx, "echo first > file.txt");
         let second = cow_sh(
             &fx,
@@ -276,8 +307,8 @@ fn host_changes_during_the_run_are_detected_at_apply() {
     if !full_level_or_skip("cow") {
         return;
     }
-    for who in users() {
-        let fx = fixture(who, "cow-host-edit");
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-host-edit");
         std::fs::create_dir_all(fx.repo.join("gone")).unwrap();
         std::fs::write(fx.repo.join("gone/a"), "a\n").unwrap();
         std::fs::write(fx.repo.join("deleted-later"), "d\n").unwrap();
@@ -292,7 +323,9 @@ fn host_changes_during_the_run_are_detected_at_apply() {
         let args = [
             "--cow", &repo, "--cwd", &repo, "--", "/bin/sh", "-c", &script,
         ];
-        let cmd = fx.command(common::jail_bin(), &args);
+        let mut cmd = fx.command(common::jail_bin(), &args);
+        let off: Vec<&str> = fx.off.iter().map(|l| l.name()).collect();
+        cmd.env("JAIL_TEST_DISABLE", off.join(","));
         let mut bg = Background::spawn(cmd);
         bg.expect("started");
         // The user keeps working: an edit, a deletion, a file added in a directory the run removed.
@@ -322,8 +355,8 @@ fn flagged_entries_are_left_out_unless_named_and_the_layers_git_never_lands() {
     if !full_level_or_skip("cow") {
         return;
     }
-    for who in users() {
-        let fx = fixture(who, "cow-flags");
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-flags");
         committed(&fx);
         let config = std::fs::read(fx.repo.join(".git/config")).unwrap();
         let run = cow_sh(
@@ -392,14 +425,16 @@ fn an_interrupted_apply_is_rolled_back_and_the_layer_stays() {
     if !full_level_or_skip("cow") {
         return;
     }
-    for who in users() {
-        let fx = fixture(who, "cow-crash");
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-crash");
         let run = cow_sh(&fx, EDITS);
         assert!(run.ok(), "{}", run.describe());
         let id = run_id(&run);
         let before = tree(&fx.repo);
         let patch = jail(&fx, &["diff", &id]).stdout;
-        let crashed = fx.jail_with(&["apply", &id], &[], &[("JAIL_TEST_APPLY_CRASH", "4")]);
+        let crashed = fx
+            .fx
+            .jail_with(&["apply", &id], &[], &[("JAIL_TEST_APPLY_CRASH", "4")]);
         assert_ne!(
             crashed.code,
             Some(0),
@@ -435,12 +470,13 @@ fn a_patch_for_pipelines_and_no_layer_left_behind() {
     if !full_level_or_skip("cow") {
         return;
     }
-    for who in users() {
-        let fx = fixture(who, "cow-pipeline");
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-pipeline");
         let before = tree(&fx.repo);
         let repo = fx.p("repo");
         let out = fx.p("out.patch");
-        let run = fx.sh(
+        let run = sh(
+            &fx,
             &["--cow", &repo, "--cwd", &repo, "--patch", &out],
             "echo piped >> file.txt",
         );
@@ -468,8 +504,8 @@ fn a_run_cannot_read_another_runs_layer() {
     if !full_level_or_skip("cow") {
         return;
     }
-    for who in users() {
-        let fx = fixture(who, "cow-private");
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-private");
         let first = cow_sh(&fx, "echo PENDING-SECRET > file.txt");
         assert!(first.ok());
         let state = fx.p("state");
@@ -479,7 +515,7 @@ fn a_run_cannot_read_another_runs_layer() {
             vec!["--cow".to_string(), fx.p("repo")],
         ] {
             let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-            let peek = fx.sh(&flags, &script);
+            let peek = sh(&fx, &flags, &script);
             assert!(
                 !peek.stdout.contains("PENDING-SECRET"),
                 "{who:?}: a run read a pending layer: {}",
@@ -500,8 +536,8 @@ fn git_work_inside_the_view_behaves() {
     if !full_level_or_skip("cow") {
         return;
     }
-    for who in users() {
-        let fx = fixture(who, "cow-git");
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-git");
         committed(&fx);
         let before = tree(&fx.repo);
         let run = cow_sh(
@@ -525,29 +561,58 @@ fn git_work_inside_the_view_behaves() {
 }
 
 #[test]
-fn without_the_mount_view_a_cow_run_is_refused_not_run_writable() {
+fn without_the_mount_view_the_layer_is_a_copy_and_the_root_stays_read_only() {
     if !full_level_or_skip("cow") {
         return;
     }
     for who in users() {
-        let fx = fixture(who, "cow-nomount");
+        let fx = fixture(who, &[Layer::Mount], "cow-copy");
         let repo = fx.p("repo");
         let before = tree(&fx.repo);
-        let run = fx.jail_with(
-            &[
-                "--cow",
-                &repo,
-                "--",
-                "/bin/sh",
-                "-c",
-                &format!("echo x > {repo}/file.txt"),
-            ],
-            &[Layer::Mount],
+        // The root's own path is read-only (Landlock); the command works in the copy.
+        let script = format!("echo x > {repo}/file.txt || echo refused; pwd; echo y > file.txt");
+        let run = cow_sh(&fx, &script);
+        assert!(run.ok(), "{who:?}: {}", run.describe());
+        assert!(
+            run.stdout.starts_with("refused\n"),
+            "{who:?}: the root was writable: {}",
+            run.describe()
+        );
+        assert!(
+            !run.stdout.contains(&format!("\n{repo}\n")),
+            "the command ran in the root, not the copy"
+        );
+        assert_eq!(tree(&fx.repo), before, "{who:?}: the host tree changed");
+        let id = run_id(&run);
+        let diff = jail(&fx, &["diff", &id]);
+        assert!(diff.stdout.contains("+y"), "{}", diff.describe());
+        assert!(jail(&fx, &["apply", &id]).ok());
+        assert_eq!(
+            std::fs::read_to_string(fx.repo.join("file.txt")).unwrap(),
+            "y\n"
+        );
+        // jail probe says which layer a run gets.
+        let probe = fx.fx.jail_with(&["probe"], &[Layer::Mount], &[]);
+        assert!(
+            probe
+                .stdout
+                .contains("copy-on-write:    a copy of the root"),
+            "{}",
+            probe.describe()
+        );
+        let probe = fx.fx.jail_with(&["probe"], &[], &[]);
+        assert!(
+            probe.stdout.contains("copy-on-write:    overlay"),
+            "{}",
+            probe.describe()
+        );
+        // With Landlock off too, nothing would hold the root: refused, not run.
+        let bare = fx.fx.jail_with(
+            &["--cow", &repo, "--", "true"],
+            &[Layer::Mount, Layer::Landlock],
             &[],
         );
-        assert_eq!(run.code, Some(125), "{who:?}: {}", run.describe());
-        assert!(run.stderr.contains("--cow"), "{}", run.describe());
-        assert_eq!(tree(&fx.repo), before);
+        assert_eq!(bare.code, Some(125), "{}", bare.describe());
     }
 }
 
@@ -573,7 +638,7 @@ fn a_root_with_a_mount_beneath_or_the_state_inside_is_refused_by_name() {
         return;
     }
     // A filesystem mounted inside the root: the overlay would show the empty directory beneath.
-    let fx = fixture(Who::Root, "cow-submount");
+    let fx = fixture(Who::Root, &[], "cow-submount");
     let mnt = fx.repo.join("mnt");
     std::fs::create_dir_all(&mnt).unwrap();
     let mounted = Command::new("mount")
@@ -597,8 +662,8 @@ fn a_profile_names_cow_paths_and_runs_lists_them_as_json() {
     if !full_level_or_skip("cow") {
         return;
     }
-    for who in users() {
-        let fx = fixture(who, "cow-profile");
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-profile");
         let dir = fx.home.join(".config/jail/profiles");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
@@ -608,7 +673,7 @@ fn a_profile_names_cow_paths_and_runs_lists_them_as_json() {
         .unwrap();
         fx.give_to(who);
         let repo = fx.p("repo");
-        let run = fx.jail_with(
+        let run = fx.fx.jail_with(
             &[
                 "--profile",
                 "cowed",
@@ -619,7 +684,7 @@ fn a_profile_names_cow_paths_and_runs_lists_them_as_json() {
                 "-c",
                 "echo p > file.txt",
             ],
-            &[],
+            fx.off,
             &[("COW_TEST_ROOT", &repo)],
         );
         assert!(run.ok(), "{who:?}: {}", run.describe());

@@ -22,6 +22,7 @@ pub fn probe(json: bool) -> Result<i32, JailError> {
             level: enforcement::Level,
             gaps: Vec<String>,
             homes: String,
+            cow: String,
             #[serde(skip_serializing_if = "Option::is_none")]
             limits: Option<serde_json::Value>,
         }
@@ -32,6 +33,7 @@ pub fn probe(json: bool) -> Result<i32, JailError> {
             features: &f,
             layers,
             homes: home_text(&f),
+            cow: cow_text(&f),
             level: layers.level(),
             gaps,
             limits: limits.map(|l| l.json),
@@ -99,9 +101,23 @@ fn extras_text(f: &Features) -> String {
     #[cfg(not(target_os = "linux"))]
     let unix = "see the Seatbelt profile".to_string();
     format!(
-        "network (--net):  {net}\nreport denials:   {denials}\nunix sockets:     {unix}\nhomes (--home):   {}\n",
-        home_text(f)
+        "network (--net):  {net}\nreport denials:   {denials}\nunix sockets:     {unix}\nhomes (--home):   {}\ncopy-on-write:    {}\n",
+        home_text(f),
+        cow_text(f)
     )
+}
+
+/// The layer a `--cow` run gets here.
+fn cow_text(f: &Features) -> String {
+    match (cfg!(target_os = "linux"), f.user_namespaces, f.landlock_abi > 0) {
+        (false, _, _) => "no (Linux only)".into(),
+        (true, true, _) => "overlay in the jail's user namespace (the live tree; O(changes))".into(),
+        (true, false, true) => {
+            "a copy of the root made at the start (no user namespaces; the root read-only by Landlock)"
+                .into()
+        }
+        (true, false, false) => "no: neither user namespaces nor Landlock".into(),
+    }
 }
 
 /// What `--home hidden` gets here: the default run's read mode, and whether hiding works.

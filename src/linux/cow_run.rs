@@ -14,10 +14,26 @@ use crate::workspace::{self, store::LayerKind, store::Run, store::RunState, stor
 pub struct CowRun {
     run: Run,
     patch: Option<PathBuf>,
+    /// Handed over (or written out): a drop no longer removes the layers.
+    handed: bool,
+}
+
+/// A run that never got to its end (jail's own error before the command started) leaves no
+/// layer behind.
+impl Drop for CowRun {
+    fn drop(&mut self) {
+        if !self.handed {
+            let _ = self.run.remove();
+        }
+    }
 }
 
 /// The layers of a run of `policy`, made now; None without copy-on-write roots.
-pub fn start(policy: &Policy, patch: Option<&Path>) -> Result<Option<CowRun>, JailError> {
+pub fn start(
+    policy: &Policy,
+    patch: Option<&Path>,
+    kind: LayerKind,
+) -> Result<Option<CowRun>, JailError> {
     if policy.cow.is_empty() {
         if let Some(p) = patch {
             return Err(JailError::bad_path(
@@ -43,8 +59,30 @@ pub fn start(policy: &Policy, patch: Option<&Path>) -> Result<Option<CowRun>, Ja
         }
         refuse_submounts(root)?;
     }
-    let run = store.create_run(LayerKind::Overlay, &policy.cow, &policy.command)?;
-    Ok(Some(CowRun { run, patch }))
+    let run = store.create_run(kind, &policy.cow, &policy.command)?;
+    let cow = CowRun {
+        run,
+        patch,
+        handed: false,
+    };
+    if kind == LayerKind::Copy {
+        for l in &cow.run.record.layers {
+            let upper = cow.run.upper(l);
+            let made = workspace::copy::copy_tree(&l.root, &upper).and_then(|m| {
+                let path = cow.run.layer_dir(l).join(workspace::copy::MANIFEST);
+                let text = serde_json::to_vec(&m).map_err(std::io::Error::other)?;
+                std::fs::write(path, text)
+            });
+            if let Err(e) = made {
+                return Err(JailError::bad_path(
+                    "--cow",
+                    &l.root,
+                    format!("copying it into the layer: {e}"),
+                ));
+            }
+        }
+    }
+    Ok(Some(cow))
 }
 
 /// A mount beneath a root would be shown by the overlay as the empty directory under it (an
@@ -124,6 +162,36 @@ fn check_patch_path(path: &Path, policy: &Policy) -> Result<PathBuf, JailError> 
 }
 
 impl CowRun {
+    /// The policy a copy-based run runs: each root read-only, its copy writable in its place
+    /// (and the working directory moved into the copy).
+    pub fn copy_policy(&self, policy: &Policy) -> Policy {
+        let mut p = policy.clone();
+        let mut copies = Vec::new();
+        for l in &self.run.record.layers {
+            let copy = self.run.upper(l);
+            for r in p.rules.iter_mut().filter(|r| r.path == l.root) {
+                r.access = Access::Ro;
+            }
+            p.rules.push(crate::policy::PathRule {
+                path: copy.clone(),
+                access: Access::Rw,
+                kind: crate::policy::Kind::Dir,
+                origin: crate::policy::Origin::Flag(crate::policy::COW_FLAG.into()),
+            });
+            if let Ok(rel) = policy.cwd.strip_prefix(&l.root) {
+                p.cwd = copy.join(rel);
+            }
+            copies.push(copy);
+        }
+        p.rules.sort_by(|a, b| a.path.cmp(&b.path));
+        // Still copy-on-write roots for the rest of the launch: not watched as --rw paths.
+        p.cow = copies;
+        p
+    }
+
+    /// Throws the layers away (the run did not start).
+    pub fn abandon(self) {}
+
     /// (root, layer directory) for the mount plan.
     pub fn layers(&self) -> Vec<(PathBuf, PathBuf)> {
         self.run
@@ -136,6 +204,8 @@ impl CowRun {
 
     /// After the run (also after jail's own failure: the command may have written before it).
     pub fn finish(mut self) -> Result<(), JailError> {
+        // From here on the layer may hold the command's work: an error keeps it.
+        self.handed = true;
         // The overlay's work directory is the kernel's scratch space; nothing of the run is in it.
         for l in &self.run.record.layers {
             let _ = workspace::store::remove_tree(&self.run.layer_dir(l).join("work"));
@@ -161,10 +231,12 @@ impl CowRun {
                 files(total.changed),
                 path.display()
             ));
-            return self.run.remove();
+            self.handed = false;
+            return Ok(());
         }
         if total.changed == 0 && !commits && changes.iter().all(|c| c.set.is_empty()) {
-            return self.run.remove();
+            self.handed = false;
+            return Ok(());
         }
         self.run.record.state = RunState::Pending;
         self.run.save()?;

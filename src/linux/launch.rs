@@ -16,6 +16,7 @@ use crate::probe::{self, Features};
 use crate::sandbox::dry_run::DryRun;
 use crate::sandbox::options::RunOptions;
 use crate::sandbox::outcome::{Outcome, Status};
+use crate::workspace::store::LayerKind;
 
 /// What a run of `policy` would get here, every layer's plan included (`--dry-run`). The
 /// namespaces are tried for real (a throwaway child, ~1 ms), so that it shows what a run would
@@ -38,16 +39,64 @@ pub fn dry_run(policy: &Policy, _options: &RunOptions) -> Result<String, JailErr
 pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailError> {
     check_descriptors(policy, options)?;
     // A real run tries the namespaces by running, and falls back if it must.
-    let (mut net, mut run) = plan_run(policy, probe::detect(false))?;
-    check_level(policy, options.allow_unconfined, &run)?;
-    if !policy.cow.is_empty() && !run.plan.layers.mount {
-        return Err(no_overlay(&run.features));
+    let features = probe::detect(false);
+    let overlay = Layers::from_features(&features).mount;
+    match attempt(policy, options, features, overlay) {
+        // The namespaces looked usable but were not: copy-on-write roots get a copied layer.
+        Err(Attempt::NeedsCopy(features)) => match attempt(policy, options, *features, false) {
+            Err(Attempt::NeedsCopy(_)) => unreachable!("a copied layer needs no namespaces"),
+            Err(Attempt::Failed(e)) => Err(e),
+            Ok(o) => Ok(o),
+        },
+        Err(Attempt::Failed(e)) => Err(e),
+        Ok(o) => Ok(o),
     }
-    // Before anything runs: the baseline of the writable trees, for what the command plants,
-    // and the copy-on-write layers (their start stamp before any write).
+}
+
+/// Why one attempt at a run ended without an outcome.
+enum Attempt {
+    Failed(JailError),
+    /// Copy-on-write roots, and the overlay's namespaces could not be made (nothing ran).
+    NeedsCopy(Box<Features>),
+}
+
+impl From<JailError> for Attempt {
+    fn from(e: JailError) -> Attempt {
+        Attempt::Failed(e)
+    }
+}
+
+/// One attempt: with the copy-on-write roots as overlays, or (`overlay` false) as copies.
+fn attempt(
+    policy: &Policy,
+    options: &RunOptions,
+    features: Features,
+    overlay: bool,
+) -> Result<Outcome, Attempt> {
+    // The copy-on-write layers first: their start stamp precedes every write, and a copied
+    // layer changes the policy (the root read-only, the copy writable in its place).
+    let kind = if overlay {
+        LayerKind::Overlay
+    } else {
+        LayerKind::Copy
+    };
+    let cow = super::cow_run::start(policy, options.patch.as_deref(), kind)?;
+    let copied;
+    let policy = match &cow {
+        Some(c) if !overlay => {
+            copied = c.copy_policy(policy);
+            &copied
+        }
+        _ => policy,
+    };
+    let layers = match &cow {
+        Some(c) if overlay => c.layers(),
+        _ => Vec::new(),
+    };
+    let (mut net, mut run) = plan_run(policy, features)?;
+    check_level(policy, options.allow_unconfined, &run)?;
+    // Before anything runs: the baseline of the writable trees, for what the command plants.
     let watch = Watch::start(policy)?;
-    let cow = super::cow_run::start(policy, options.patch.as_deref())?;
-    let layers = cow.as_ref().map(|c| c.layers()).unwrap_or_default();
     let mut recorder = match options.recording() {
         false => None,
         true => Some(Recorder::start(
@@ -67,7 +116,16 @@ pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailErro
         }
     }
     tracing::info!(level = ?run.plan.level(), layers = ?run.plan.layers, "launching {:?}", policy.command);
-    let result = apply(policy, options, &mut run, &mut net, &mut recorder, &layers);
+    let result = match apply(policy, options, &mut run, &mut net, &mut recorder, &layers) {
+        Ok(Applied::NeedsCopy) => {
+            if let Some(c) = cow {
+                c.abandon();
+            }
+            return Err(Attempt::NeedsCopy(Box::new(run.features.clone())));
+        }
+        Ok(Applied::Ended(end)) => Ok(end),
+        Err(e) => Err(e),
+    };
     // Also after jail's own failure: the command may have run before it.
     let handed = cow.map(|c| c.finish()).transpose();
     let (changes, planted) = watch.finish();
@@ -151,6 +209,13 @@ fn check_level(policy: &Policy, allow_unconfined: bool, run: &RunState) -> Resul
     Ok(())
 }
 
+/// How applying the plan ended.
+enum Applied {
+    Ended(RunEnd),
+    /// The overlay's namespaces could not be made: nothing ran.
+    NeedsCopy,
+}
+
 /// Applies the plan under the supervisor; when the namespaces turn out unusable, replans without
 /// them and applies that.
 fn apply(
@@ -160,7 +225,7 @@ fn apply(
     net: &mut NetRuntime,
     recorder: &mut Option<Recorder>,
     layers: &[(std::path::PathBuf, std::path::PathBuf)],
-) -> Result<RunEnd, JailError> {
+) -> Result<Applied, JailError> {
     loop {
         let limits = run.prepare_limits(policy)?;
         let mut conf = confinement(policy, options, run, net, limits)?;
@@ -173,14 +238,13 @@ fn apply(
         match supervisor::run(policy, &conf)? {
             supervisor::Outcome::Exited(end) => {
                 run.limits_reached = conf.limits.reached();
-                return Ok(end);
+                return Ok(Applied::Ended(end));
             }
-            supervisor::Outcome::NoNamespaces(e)
-                if run.plan.layers.mount && !policy.cow.is_empty() =>
-            {
-                let mut f = run.features.clone();
-                f.user_namespaces_detail = Some(format!("clone failed: {}", e.0));
-                return Err(no_overlay(&f));
+            supervisor::Outcome::NoNamespaces(e) if !layers.is_empty() => {
+                // Overlays need the namespaces: the run starts again with copied layers.
+                run.features.user_namespaces = false;
+                run.features.user_namespaces_detail = Some(format!("clone failed: {}", e.0));
+                return Ok(Applied::NeedsCopy);
             }
             supervisor::Outcome::NoNamespaces(e) if run.plan.layers.mount => {
                 // User namespaces looked available but could not be used (a container's seccomp
@@ -205,20 +269,6 @@ fn apply(
                 unreachable!("no namespaces are requested without the mount view")
             }
         }
-    }
-}
-
-/// A copy-on-write run needs the mount view: its overlay is mounted in the jail's own user
-/// namespace. Refused (never run with the root writable directly) when there is none.
-fn no_overlay(f: &Features) -> JailError {
-    JailError::LevelNotMet {
-        required: "--cow".into(),
-        missing: format!(
-            "the copy-on-write overlay is mounted in the jail's user namespace, and this run gets none ({}); use --rw, or run where user namespaces are allowed",
-            f.user_namespaces_detail
-                .as_deref()
-                .unwrap_or("user namespaces cannot be created")
-        ),
     }
 }
 

@@ -12,6 +12,7 @@
 
 pub mod apply;
 pub mod changes;
+pub mod copy;
 pub mod git;
 pub mod layer;
 pub mod patch;
@@ -44,7 +45,23 @@ pub fn changes(run: &Run) -> Result<Vec<RootChanges>, JailError> {
 fn root_changes(run: &Run, layer: &LayerRecord) -> Result<RootChanges, JailError> {
     let upper = run.upper(layer);
     let bad = |e: std::io::Error| JailError::bad_path("layer", &upper, e.to_string());
-    let entries = layer::read_upper(&upper).map_err(bad)?;
+    let entries = match run.record.kind {
+        store::LayerKind::Overlay => layer::read_upper(&upper).map_err(bad)?,
+        store::LayerKind::Copy => {
+            let path = run.layer_dir(layer).join(copy::MANIFEST);
+            let manifest = std::fs::read(&path)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .ok_or_else(|| {
+                    JailError::bad_path(
+                        "layer",
+                        &path,
+                        "the copy's manifest is missing or unreadable",
+                    )
+                })?;
+            copy::read_copy(&upper, &manifest).map_err(bad)?
+        }
+    };
     let set = changes::compute(&entries, &layer.root, &upper, &since(run)).map_err(bad)?;
     let commit = git::layer_head(&upper.join(".git"), &layer.root.join(".git"))
         .filter(|c| Some(c) != layer.git_head.as_ref());
