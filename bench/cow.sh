@@ -57,10 +57,11 @@ hyperfine -N --style basic --warmup "$WARMUP" --runs "$RUNS" \
 
 log "generating 100,000 files in 1,000 directories"
 tree "$WORK/big" 1000 100
-EDIT='for i in 0 1 2 3 4 5 6 7 8 9; do echo changed >> d000$i/f001.txt; done'
 # Each timed apply gets a fresh run of 10 changes (made in --prepare, not timed).
-PREP="sh -c '$JAIL --cow $WORK/big -- /bin/sh -c \"cd $WORK/big && $EDIT\" 2>/dev/null; \
-ls $XDG_STATE_HOME/jail/runs > $WORK/id'"
+cat >"$WORK/edit.sh" <<SH
+cd $WORK/big && for i in 0 1 2 3 4 5 6 7 8 9; do echo changed >> d000\$i/f001.txt; done
+SH
+PREP="sh -c '$JAIL --cow $WORK/big -- /bin/sh $WORK/edit.sh 2>/dev/null; ls $XDG_STATE_HOME/jail/runs > $WORK/id'"
 log "hand-back: jail diff and jail apply of 10 changes in 100,000 files"
 sh -c "$PREP"
 hyperfine -N --style basic --warmup 3 --runs "$RUNS" \
@@ -69,4 +70,18 @@ hyperfine -N --style basic --warmup 3 --runs "$RUNS" \
 hyperfine --style basic --warmup 3 --runs "$RUNS" --prepare "$PREP" \
     -n apply "$JAIL apply \$(cat $WORK/id)"
 hyperfine -N --style basic --warmup 3 --runs "$RUNS" -n 'sh (the cost of the wrapper above)' "sh -c true"
-log "copy fallback: not built yet (a --cow run without user namespaces is refused)"
+
+# The copy fallback is what a run without user namespaces gets; a release build with the
+# test-only switch forces it here (JAIL_TEST_DISABLE=mount), in a target directory of its own.
+log "building jail with test-hooks (release) for the copy fallback"
+HOOKS_DIR="$ROOT/target/bench-hooks"
+RUSTFLAGS="-C target-feature=+crt-static" \
+    cargo build --release --locked --features test-hooks --target "$HOST" --target-dir "$HOOKS_DIR" >&2
+HOOKS="$HOOKS_DIR/$HOST/release/jail"
+log "copy fallback start-up: --ro vs --cow without the mount view (20,000 files)"
+hyperfine -N --style basic --warmup 3 --runs "$((RUNS / 3 + 2))" \
+    -n 'ro, no mount view' "env JAIL_TEST_DISABLE=mount $HOOKS --ro $WORK/small -- /bin/true" \
+    -n 'cow (copy), no mount view' "env JAIL_TEST_DISABLE=mount $HOOKS --cow $WORK/small -- /bin/true"
+log "copy fallback: start-up on the 100,000-file tree"
+hyperfine -N --style basic --warmup 1 --runs 5 \
+    -n 'cow (copy), 100k files' "env JAIL_TEST_DISABLE=mount $HOOKS --cow $WORK/big -- /bin/true"

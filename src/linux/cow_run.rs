@@ -23,7 +23,7 @@ pub struct CowRun {
 impl Drop for CowRun {
     fn drop(&mut self) {
         if !self.handed {
-            let _ = self.run.remove();
+            let _ = self.run.recycle();
         }
     }
 }
@@ -206,11 +206,6 @@ impl CowRun {
     pub fn finish(mut self) -> Result<(), JailError> {
         // From here on the layer may hold the command's work: an error keeps it.
         self.handed = true;
-        // The overlay's work directory is the kernel's scratch space; nothing of the run is in it.
-        for l in &self.run.record.layers {
-            let _ = workspace::store::remove_tree(&self.run.layer_dir(l).join("work"));
-        }
-        let _ = std::fs::remove_file(self.run.dir.join("start"));
         let changes = workspace::changes(&self.run)?;
         let total = workspace::total(&changes);
         let commits = changes.iter().any(|c| c.commit.is_some());

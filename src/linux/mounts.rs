@@ -417,12 +417,16 @@ fn layer_mount(dir: &Path) -> Result<std::os::fd::OwnedFd, JailError> {
 /// namespace overlayfs needs `userxattr` (its metadata in `user.overlay.*`, which also turns
 /// directory-rename redirects off: renaming a directory that exists below gives EXDEV); the
 /// upper and work directories must be on one writable mount; every path is given through
-/// /proc/self/fd, so no name in them needs escaping.
+/// /proc/self/fd, so no name in them needs escaping. `volatile`: unmounting an overlay calls
+/// sync_filesystem on the upper layer's filesystem, so without it every jail exit would wait
+/// for all dirty pages of the user's filesystem (+6 ms measured after writing a tree, unbounded
+/// on a busy host); the layer is then as durable as any unsynced file (a host crash during the
+/// run loses the run, and the kernel marks its work directory so it is never mounted again).
 fn overlay(root: &Path, layer: &std::os::fd::OwnedFd) -> Result<(), JailError> {
     let lower = sys::open_path_nofollow(root).map_err(|e| fail("open", root, e))?;
     let l = fd_path(lower.as_raw_fd());
     let u = fd_path(layer.as_raw_fd());
-    let options = format!("lowerdir={l},upperdir={u}/upper,workdir={u}/work,userxattr");
+    let options = format!("lowerdir={l},upperdir={u}/upper,workdir={u}/work,userxattr,volatile");
     mount(
         Some("overlay"),
         l.as_str(),

@@ -8,8 +8,8 @@
 //!   covers `runs/`): a run can neither read another run's layer nor write its own except
 //!   through the overlay, and nothing of it is reachable once the run's namespace is gone.
 //! - Directories are 0700: another local user reads no one's pending changes.
-//! - The start stamp is the change time of a file created just before the command starts, on
-//!   the store's filesystem clock: any host change after it has a change time at or after the
+//! - The start stamp is the change time the first layer's upper directory gets from its chmod
+//!   just before the command starts, on the store's filesystem clock: any host change after it has a change time at or after the
 //!   stamp (ctime cannot be set from user space), so apply finds every overlap; a change in the
 //!   same clock tick before the start counts too (refused, never missed).
 
@@ -148,9 +148,19 @@ impl Store {
         command: &[std::ffi::OsString],
     ) -> Result<Run, JailError> {
         self.ensure()?;
+        // A spare left by a run that changed nothing: one rename instead of making (and at the
+        // end removing) five directories, which is most of what a --cow start-up costs on ext4.
+        let mut reused = false;
         let (id, dir) = loop {
             let id = new_id()?;
             let dir = self.runs_dir().join(&id);
+            if roots.len() == 1 && !reused {
+                reused = true;
+                if fs::rename(self.runs_dir().join(SPARE), &dir).is_ok() {
+                    break (id, dir);
+                }
+            }
+            reused = false;
             match fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => break (id, dir),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -160,16 +170,20 @@ impl Store {
         let mut layers = Vec::new();
         for (i, root) in roots.iter().enumerate() {
             let layer = dir.join(i.to_string());
-            for sub in [layer.clone(), layer.join("upper"), layer.join("work")] {
-                fs::DirBuilder::new()
-                    .mode(0o700)
-                    .create(&sub)
-                    .map_err(|e| JailError::bad_path("--cow", &sub, e.to_string()))?;
+            if !reused {
+                for sub in [layer.clone(), layer.join("upper"), layer.join("work")] {
+                    fs::DirBuilder::new()
+                        .mode(0o700)
+                        .create(&sub)
+                        .map_err(|e| JailError::bad_path("--cow", &sub, e.to_string()))?;
+                }
             }
             // The overlay's root takes the upper directory's mode: the root's own, not 0700.
-            if let Ok(meta) = fs::metadata(root) {
+            let meta = fs::metadata(root)
+                .map_err(|e| JailError::bad_path("--cow", root, e.to_string()))?;
+            let upper = layer.join("upper");
+            {
                 use std::os::unix::fs::PermissionsExt;
-                let upper = layer.join("upper");
                 fs::set_permissions(&upper, fs::Permissions::from_mode(meta.mode() & 0o7777))
                     .map_err(|e| JailError::bad_path("--cow", &upper, e.to_string()))?;
             }
@@ -179,11 +193,11 @@ impl Store {
                 git_head: super::git::head_commit(root),
             });
         }
-        let stamp = dir.join("start");
-        fs::File::create(&stamp)
-            .map_err(|e| JailError::bad_path("--cow", &stamp, e.to_string()))?;
-        let meta = fs::metadata(&stamp)
-            .map_err(|e| JailError::bad_path("--cow", &stamp, e.to_string()))?;
+        // The start stamp: the first upper directory's change time, just set by the chmod
+        // above (a chmod always sets it, on a reused spare too).
+        let first = dir.join("0/upper");
+        let meta = fs::metadata(&first)
+            .map_err(|e| JailError::bad_path("--cow", &first, e.to_string()))?;
         let run = Run {
             dir,
             record: RunRecord {
@@ -203,7 +217,13 @@ impl Store {
                 layers,
             },
         };
-        run.save()?;
+        // Written in place: the directory is new (or just renamed from the spare), and a reader
+        // that finds it half-written skips it.
+        fs::write(
+            run.dir.join("run.json"),
+            serde_json::to_vec_pretty(&run.record).expect("serializable"),
+        )
+        .map_err(|e| JailError::bad_path("--cow", &run.dir, e.to_string()))?;
         Ok(run)
     }
 
@@ -214,6 +234,7 @@ impl Store {
         };
         let mut runs: Vec<Run> = entries
             .flatten()
+            .filter(|e| !e.file_name().as_encoded_bytes().starts_with(b"."))
             .filter_map(|e| Run::load(&e.path()).ok())
             .collect();
         runs.sort_by(|a, b| {
@@ -279,6 +300,9 @@ impl Store {
     }
 }
 
+/// The spare run directory's name in `runs/` (never listed: it starts with a dot).
+const SPARE: &str = ".spare";
+
 /// An apply lock, released when dropped (or when the process dies).
 pub struct Lock {
     _file: fs::File,
@@ -329,6 +353,27 @@ impl Run {
             // SAFETY: kill with signal 0 only checks that the process exists.
             && unsafe { libc::kill(self.record.pid as i32, 0) } != 0
             && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    }
+
+    /// A run that left nothing: kept as the spare for the next run when its only layer is
+    /// empty (and there is no spare yet), removed otherwise.
+    pub fn recycle(&self) -> Result<(), JailError> {
+        let empty = self.record.layers.len() == 1
+            && fs::read_dir(self.upper(&self.record.layers[0]))
+                .is_ok_and(|mut d| d.next().is_none())
+            && fs::symlink_metadata(self.dir.join("apply")).is_err()
+            && fs::symlink_metadata(self.dir.join("own.json")).is_err();
+        let spare = self.dir.parent().map(|p| p.join(SPARE));
+        // A volatile overlay marks its work directory (work/work/incompat/volatile) and refuses
+        // to mount on it again: the kernel's scratch goes, the directories stay.
+        if empty {
+            remove_tree(&self.layer_dir(&self.record.layers[0]).join("work/work"))
+                .map_err(|e| JailError::bad_path("--cow", &self.dir, e.to_string()))?;
+        }
+        match spare {
+            Some(spare) if empty && fs::rename(&self.dir, &spare).is_ok() => Ok(()),
+            _ => self.remove(),
+        }
     }
 
     /// Removes the run and its layers. The overlay's work directory holds a directory the kernel
