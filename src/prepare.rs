@@ -56,6 +56,7 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
     };
     let mut profile_paths = Vec::new();
     let mut cow = req.cow.clone();
+    let mut caches = req.caches.clone();
     for p in &prof.paths {
         let expanded = x
             .expand(&p.template)
@@ -69,6 +70,13 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
                 cat.locate(&p.profile, &p.template),
                 path.display()
             )));
+        }
+        if p.cache {
+            // A cache that does not exist yet has nothing to protect: skipped.
+            if path.is_dir() {
+                caches.push(path);
+            }
+            continue;
         }
         if p.cow {
             // A layer over nothing has nothing to hand back: a missing path is skipped.
@@ -158,6 +166,7 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         ro: req.ro.clone(),
         rw: req.rw.clone(),
         cow,
+        caches,
         hide: req.hide.clone(),
         cwd: req.cwd.clone(),
         base_dir: base_dir.clone(),
@@ -198,6 +207,7 @@ fn check_request(req: &Request) -> Result<(), JailError> {
         ("--ro", &req.ro),
         ("--rw", &req.rw),
         ("--cow", &req.cow),
+        ("--cache", &req.caches),
         ("--hide", &req.hide),
         ("--allow-socket", &req.allow_sockets),
     ];

@@ -666,9 +666,10 @@ fn a_profile_names_cow_paths_and_runs_lists_them_as_json() {
         let fx = fixture(who, off, "cow-profile");
         let dir = fx.home.join(".config/jail/profiles");
         std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(fx.home.join(".npm")).unwrap();
         std::fs::write(
             dir.join("cowed.toml"),
-            "extends = [\"default\"]\n[paths]\ncow = [\"${COW_TEST_ROOT}\"]\n",
+            "extends = [\"default\"]\n[paths]\ncow = [\"${COW_TEST_ROOT}\"]\ncache = [\"~/.npm\"]\n",
         )
         .unwrap();
         fx.give_to(who);
@@ -682,7 +683,7 @@ fn a_profile_names_cow_paths_and_runs_lists_them_as_json() {
                 "--",
                 "/bin/sh",
                 "-c",
-                "echo p > file.txt",
+                "echo p > file.txt; echo n > ~/.npm/x || true",
             ],
             fx.off,
             &[("COW_TEST_ROOT", &repo)],
@@ -692,6 +693,13 @@ fn a_profile_names_cow_paths_and_runs_lists_them_as_json() {
             std::fs::read_to_string(fx.repo.join("file.txt")).unwrap(),
             "original\n"
         );
+        assert!(
+            std::fs::symlink_metadata(fx.home.join(".npm/x")).is_err(),
+            "the profile's cache was written"
+        );
+        if fx.off.is_empty() {
+            assert!(!run.stderr.contains("read-only"), "{}", run.describe());
+        }
         let id = run_id(&run);
         let runs = jail(&fx, &["runs", "--json"]);
         let list: serde_json::Value = serde_json::from_str(&runs.stdout).unwrap();
@@ -699,5 +707,57 @@ fn a_profile_names_cow_paths_and_runs_lists_them_as_json() {
         assert_eq!(list[0]["state"], "pending");
         assert_eq!(list[0]["changed"], 1);
         assert_eq!(list[0]["roots"][0], repo.as_str());
+    }
+}
+
+#[test]
+fn a_cache_is_writable_inside_and_nothing_written_reaches_the_host() {
+    if !full_level_or_skip("cow") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-cache");
+        let cache = fx.home.join(".cargo/registry");
+        std::fs::create_dir_all(cache.join("src")).unwrap();
+        std::fs::write(cache.join("src/build.rs"), "clean\n").unwrap();
+        fx.give_to(who);
+        let dir = cache.to_string_lossy().into_owned();
+        let before = tree(&cache);
+        // A poisoned cache runs code on the host's next build: the write must never land.
+        let script = format!(
+            "echo 'poisoned' > {dir}/src/build.rs && echo wrote; mkdir -p {dir}/new && echo x > {dir}/new/f; cat {dir}/src/build.rs"
+        );
+        let run = sh(&fx, &["--cache", &dir], &script);
+        assert!(run.ok(), "{who:?} {off:?}: {}", run.describe());
+        if off.is_empty() {
+            assert_eq!(
+                run.stdout,
+                "wrote\npoisoned\n",
+                "{who:?}: the cache was not writable inside: {}",
+                run.describe()
+            );
+        } else {
+            assert!(run.stderr.contains("read-only"), "{}", run.describe());
+            assert_eq!(
+                run.stdout,
+                "clean\n",
+                "{who:?}: the cache was writable without a layer: {}",
+                run.describe()
+            );
+        }
+        assert_eq!(
+            tree(&cache),
+            before,
+            "{who:?} {off:?}: a write to the cache reached the host"
+        );
+        let again = sh(&fx, &["--cache", &dir], &format!("cat {dir}/src/build.rs"));
+        assert_eq!(
+            again.stdout, "clean\n",
+            "a second run saw the first run's cache writes"
+        );
+        // Writable directly (--rw), the same script does poison it: the test can fail.
+        let direct = sh(&fx, &["--rw", &dir], &script);
+        assert!(direct.ok(), "{}", direct.describe());
+        assert_ne!(tree(&cache), before);
     }
 }

@@ -119,6 +119,12 @@ pub struct RunArgs {
     #[arg(long = "cow", value_name = "PATH")]
     pub cow: Vec<PathBuf>,
 
+    /// Make the directory PATH (a package cache: ~/.cargo/registry, ~/.npm, ~/.cache/pip…)
+    /// writable through a throwaway layer: builds can fill it, and nothing written reaches the
+    /// host's PATH; read-only where no layer can be mounted. Repeatable.
+    #[arg(long = "cache", value_name = "PATH")]
+    pub cache: Vec<PathBuf>,
+
     /// Hide PATH: it appears empty and its contents cannot be read. Repeatable.
     #[arg(long = "hide", value_name = "PATH")]
     pub hide: Vec<PathBuf>,

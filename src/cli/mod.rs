@@ -76,6 +76,7 @@ pub fn request(args: &RunArgs) -> Request {
         ro: args.ro.clone(),
         rw: args.rw.clone(),
         cow: args.cow.clone(),
+        caches: args.cache.clone(),
         hide: args.hide.clone(),
         cwd: args.cwd.clone(),
         tmp: args.tmp.map(|t| match t {

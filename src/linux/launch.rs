@@ -56,7 +56,8 @@ pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailErro
 /// Why one attempt at a run ended without an outcome.
 enum Attempt {
     Failed(JailError),
-    /// Copy-on-write roots, and the overlay's namespaces could not be made (nothing ran).
+    /// Copy-on-write or throwaway roots, and the namespaces their overlays need could not be
+    /// made (nothing ran): again with copies and read-only caches.
     NeedsCopy(Box<Features>),
 }
 
@@ -81,13 +82,17 @@ fn attempt(
         LayerKind::Copy
     };
     let cow = super::cow_run::start(policy, options.patch.as_deref(), kind)?;
-    let copied;
-    let policy = match &cow {
-        Some(c) if !overlay => {
-            copied = c.copy_policy(policy);
-            &copied
-        }
-        _ => policy,
+    let adapted;
+    let policy = if overlay {
+        policy
+    } else {
+        let mut p = match &cow {
+            Some(c) => c.copy_policy(policy),
+            None => policy.clone(),
+        };
+        caches_read_only(&mut p);
+        adapted = p;
+        &adapted
     };
     let layers = match &cow {
         Some(c) if overlay => c.layers(),
@@ -209,10 +214,35 @@ fn check_level(policy: &Policy, allow_unconfined: bool, run: &RunState) -> Resul
     Ok(())
 }
 
+/// Without the mount view no throwaway layer can be mounted: the caches stay readable and
+/// become read-only (never writable on the host), said once.
+fn caches_read_only(policy: &mut Policy) {
+    if policy.caches.is_empty() {
+        return;
+    }
+    for r in policy
+        .rules
+        .iter_mut()
+        .filter(|r| policy.caches.contains(&r.path))
+    {
+        r.access = crate::policy::Access::Ro;
+    }
+    let names: Vec<String> = policy
+        .caches
+        .iter()
+        .map(|c| c.display().to_string())
+        .collect();
+    crate::text::say(format!(
+        "jail: note: --cache {} read-only: no mount view, so no throwaway layer",
+        names.join(" ")
+    ));
+    policy.caches.clear();
+}
+
 /// How applying the plan ended.
 enum Applied {
     Ended(RunEnd),
-    /// The overlay's namespaces could not be made: nothing ran.
+    /// The namespaces the layers need could not be made: nothing ran.
     NeedsCopy,
 }
 
@@ -240,7 +270,9 @@ fn apply(
                 run.limits_reached = conf.limits.reached();
                 return Ok(Applied::Ended(end));
             }
-            supervisor::Outcome::NoNamespaces(e) if !layers.is_empty() => {
+            supervisor::Outcome::NoNamespaces(e)
+                if !layers.is_empty() || !policy.caches.is_empty() =>
+            {
                 // Overlays need the namespaces: the run starts again with copied layers.
                 run.features.user_namespaces = false;
                 run.features.user_namespaces_detail = Some(format!("clone failed: {}", e.0));

@@ -42,6 +42,9 @@ pub enum Step {
     /// A copy-on-write root: an overlay whose lower layer is the path itself and whose upper
     /// layer is the run's layer directory outside ([`MountPlan::layers`]).
     Overlay(PathBuf),
+    /// A throwaway root (a package cache): an overlay whose upper layer is on a tmpfs of the
+    /// jail's own that is attached nowhere, so nothing written there outlives the namespace.
+    Throwaway(PathBuf),
     /// A directory between a writable root and a carve-out beneath it, bound over itself (still
     /// writable) only so that it is a mount point: a mount point cannot be renamed or removed, so
     /// `mv .git .git2 && mkdir .git` cannot walk away from a read-only `.git/hooks`.
@@ -133,6 +136,9 @@ pub fn compile(policy: &Policy) -> MountPlan {
                 (Access::Ro, _) => Step::BindReadOnly(rule.path.clone()),
                 (Access::Rw, _) if policy.cow.contains(&rule.path) => {
                     Step::Overlay(rule.path.clone())
+                }
+                (Access::Rw, _) if policy.caches.contains(&rule.path) => {
+                    Step::Throwaway(rule.path.clone())
                 }
                 (Access::Rw, _) => Step::BindWritable(rule.path.clone()),
                 (Access::Hide, Kind::Dir) => {
@@ -332,6 +338,20 @@ fn apply_step(step: &Step, dev_bytes: usize, sizes: &TmpfsSizes) -> Result<(), J
         Step::HideFile(p) => hide_file(p),
         Step::ShowSocket(_) => unreachable!("applied with its held descriptor"),
         Step::Overlay(_) => unreachable!("applied with its layer"),
+        Step::Throwaway(p) => {
+            let layer =
+                sys::detached_tmpfs(sizes.tmp.as_deref()).map_err(|e| fail("tmpfs", p, e))?;
+            for (dir, mode) in [("upper", 0o755), ("work", 0o700)] {
+                sys::mkdir_at(&layer, dir, mode).map_err(|e| fail("mkdir", p, e))?;
+            }
+            // The upper directory takes the root's mode (the overlay's root shows it).
+            let mode = std::fs::metadata(p)
+                .map_err(|e| fail("stat", p, e))?
+                .permissions();
+            let upper = format!("{}/upper", fd_path(layer.as_raw_fd()));
+            std::fs::set_permissions(&upper, mode).map_err(|e| fail("chmod", p, e))?;
+            overlay(p, &layer)
+        }
         Step::SealDev => {
             std::fs::remove_file(EMPTY_FILE)
                 .map_err(|e| fail("remove", Path::new(EMPTY_FILE), e))?;

@@ -152,7 +152,7 @@ pub fn roots(policy: &Policy) -> Vec<PathBuf> {
     policy
         .writable_paths()
         .filter(|p| *p != Path::new("/tmp") && *p != Path::new("/dev/shm"))
-        .filter(|p| !policy.cow.iter().any(|c| c == p))
+        .filter(|p| !policy.cow.iter().chain(&policy.caches).any(|c| c == p))
         .map(Path::to_path_buf)
         .collect()
 }

@@ -106,6 +106,76 @@ pub fn open_tree_clone(path: &Path) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
+/// A new tmpfs attached nowhere (fsopen, fsconfig, fsmount): reachable only through the
+/// returned descriptor, and gone when the last reference to it is. `size` as tmpfs takes it.
+pub fn detached_tmpfs(size: Option<&str>) -> io::Result<OwnedFd> {
+    const FSOPEN_CLOEXEC: libc::c_uint = 1;
+    const FSCONFIG_SET_STRING: libc::c_uint = 1;
+    const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+    const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+    const MOUNT_ATTR_NOSUID: libc::c_uint = 0x2;
+    const MOUNT_ATTR_NODEV: libc::c_uint = 0x4;
+    // SAFETY: the name is a NUL-terminated string that lives for the call.
+    let fs = check(unsafe { libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) })?;
+    // SAFETY: fsopen returned a new descriptor that nothing else owns.
+    let fs = unsafe { OwnedFd::from_raw_fd(fs as RawFd) };
+    let mut options = vec![("mode", "0700".to_string())];
+    if let Some(size) = size {
+        for kv in size.split(',') {
+            if let Some((k, v)) = kv.split_once('=') {
+                options.push((k, v.to_string()));
+            }
+        }
+    }
+    for (k, v) in options {
+        let key = CString::new(k).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let value = CString::new(v).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: both strings are NUL-terminated and live for the call.
+        check(unsafe {
+            libc::syscall(
+                libc::SYS_fsconfig,
+                fs.as_raw_fd(),
+                FSCONFIG_SET_STRING,
+                key.as_ptr(),
+                value.as_ptr(),
+                0,
+            )
+        })?;
+    }
+    // SAFETY: no pointers are passed.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_fsconfig,
+            fs.as_raw_fd(),
+            FSCONFIG_CMD_CREATE,
+            std::ptr::null::<libc::c_char>(),
+            std::ptr::null::<libc::c_void>(),
+            0,
+        )
+    })?;
+    // SAFETY: no pointers are passed.
+    let m = check(unsafe {
+        libc::syscall(
+            libc::SYS_fsmount,
+            fs.as_raw_fd(),
+            FSMOUNT_CLOEXEC,
+            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        )
+    })?;
+    // SAFETY: fsmount returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(m as RawFd) })
+}
+
+/// mkdirat relative to a directory descriptor.
+pub fn mkdir_at(dir: &OwnedFd, name: &str, mode: u32) -> io::Result<()> {
+    let c = CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: the name is a NUL-terminated string that lives for the call.
+    check(
+        unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), mode as libc::mode_t) } as libc::c_long,
+    )
+    .map(|_| ())
+}
+
 /// clone(2) with namespace flags and no new stack: like fork(), the child continues here on a
 /// copy of the parent's memory. Returns 0 in the child and the child's pid in the parent.
 ///

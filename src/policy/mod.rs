@@ -20,8 +20,8 @@ pub use defaults::{
     protected_name, protected_prefix,
 };
 pub use resolve::{
-    COW_FLAG, PolicyInput, ProfilePathRule, absolute, enclosing_repo_hooks_dirs, git_dirs_behind,
-    real_path, resolve,
+    CACHE_FLAG, COW_FLAG, PolicyInput, ProfilePathRule, absolute, enclosing_repo_hooks_dirs,
+    git_dirs_behind, real_path, resolve,
 };
 
 use std::ffi::OsString;
@@ -105,6 +105,9 @@ pub struct Policy {
     pub rules: Vec<PathRule>,
     /// Copy-on-write roots (each also a writable rule): writes land in a per-run layer.
     pub cow: Vec<PathBuf>,
+    /// Throwaway roots (each also a writable rule): writes land in a layer of the jail's own
+    /// that goes with it; read-only where no layer can be mounted.
+    pub caches: Vec<PathBuf>,
     /// Protected names that did not exist at start: neither layer can keep them from being created
     /// (the mount layer binds only what exists), reported as a gap.
     pub absent_protected: Vec<PathBuf>,
@@ -154,6 +157,7 @@ impl Policy {
                 origin: Origin::Default,
             }],
             cow: vec![],
+            caches: vec![],
             absent_protected: vec![],
             protected_search_truncated: vec![],
             profile_rw_missing: vec![],

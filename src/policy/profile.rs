@@ -71,6 +71,9 @@ struct PathsSection {
     /// Writable inside, every write kept in a per-run layer outside until `jail apply`.
     #[serde(default)]
     cow: Vec<String>,
+    /// Writable inside through a throwaway layer: nothing written reaches the host.
+    #[serde(default)]
+    cache: Vec<String>,
     #[serde(default)]
     hide: Vec<String>,
 }
@@ -154,6 +157,9 @@ pub struct ProfilePath {
     /// From `cow`: writable through a copy-on-write layer (access is Rw).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cow: bool,
+    /// From `cache`: writable through a throwaway layer (access is Rw).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cache: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -411,12 +417,13 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 /// Merges one profile on top of what its parents gave.
 fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
     out.chain.push(name.to_string());
-    for (access, protect, cow, list) in [
-        (Access::Ro, false, false, &file.paths.ro),
-        (Access::Rw, false, false, &file.paths.rw),
-        (Access::Rw, false, true, &file.paths.cow),
-        (Access::Hide, false, false, &file.paths.hide),
-        (Access::Ro, true, false, &file.paths.protect),
+    for (access, protect, (cow, cache), list) in [
+        (Access::Ro, false, (false, false), &file.paths.ro),
+        (Access::Rw, false, (false, false), &file.paths.rw),
+        (Access::Rw, false, (true, false), &file.paths.cow),
+        (Access::Rw, false, (false, true), &file.paths.cache),
+        (Access::Hide, false, (false, false), &file.paths.hide),
+        (Access::Ro, true, (false, false), &file.paths.protect),
     ] {
         for template in list {
             // The same path again: the later profile's rule replaces the earlier one.
@@ -428,6 +435,7 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
                 protect,
                 seed: None,
                 cow,
+                cache,
             });
         }
     }
@@ -448,6 +456,7 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
             protect: true,
             seed: Some(content.clone()),
             cow: false,
+            cache: false,
         });
     }
     if let Some(clear) = file.env.clear {

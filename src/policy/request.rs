@@ -26,6 +26,9 @@ pub struct Request {
     /// Copy-on-write paths (`--cow`): writable inside, every write kept in a layer outside the
     /// jail until `jail apply`.
     pub cow: Vec<PathBuf>,
+    /// Throwaway copy-on-write paths (`--cache`): writable inside, every write discarded with
+    /// the run (a poisoned cache never reaches the host's).
+    pub caches: Vec<PathBuf>,
     /// Hidden paths (`--hide`).
     pub hide: Vec<PathBuf>,
     /// Working directory inside the jail (default: the caller's).
@@ -67,6 +70,7 @@ impl Default for Request {
             ro: Vec::new(),
             rw: Vec::new(),
             cow: Vec::new(),
+            caches: Vec::new(),
             hide: Vec::new(),
             cwd: None,
             tmp: None,

@@ -23,6 +23,8 @@ pub struct PolicyInput {
     /// Copy-on-write paths (`--cow`, a profile's `cow`): writable inside, every write kept in a
     /// layer outside until a person applies it.
     pub cow: Vec<PathBuf>,
+    /// Throwaway copy-on-write paths (`--cache`, a profile's `cache`).
+    pub caches: Vec<PathBuf>,
     pub hide: Vec<PathBuf>,
     pub cwd: Option<PathBuf>,
     /// The directory relative paths are resolved against (the launcher's current directory).
@@ -104,6 +106,15 @@ fn allowed_sockets(raw: &[PathBuf], base: &Path) -> Result<Vec<PathBuf>, JailErr
 /// host unreviewed, and `.git` is part of it).
 pub const COW_FLAG: &str = "--cow";
 
+/// The flag (and rule origin) of a throwaway path: writable inside, its layer discarded with the
+/// run, so nothing beneath it is searched for protected names either.
+pub const CACHE_FLAG: &str = "--cache";
+
+/// Whether a flag's writes land in a layer rather than on the host.
+fn layered(flag: &str) -> bool {
+    flag == COW_FLAG || flag == CACHE_FLAG
+}
+
 /// Places whose contents the mount view builds itself: user rules there would be silently
 /// shadowed, so they are refused.
 const VIEW_OWNED: &[&str] = &["/proc", "/dev", "/sys"];
@@ -147,16 +158,21 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         .filter(|(_, (_, kind, flag))| *flag == COW_FLAG && *kind == Kind::Dir)
         .map(|(p, _)| p.clone())
         .collect();
-    if let Some((p, _)) = user
+    if let Some((p, (_, _, flag))) = user
         .iter()
-        .find(|(_, (_, kind, flag))| *flag == COW_FLAG && *kind != Kind::Dir)
+        .find(|(_, (_, kind, flag))| layered(flag) && *kind != Kind::Dir)
     {
         return Err(JailError::bad_path(
-            COW_FLAG,
+            flag,
             p,
-            "is not a directory; --cow takes a directory (use --rw for a single file)",
+            format!("is not a directory; {flag} takes a directory (use --rw for a single file)"),
         ));
     }
+    let caches: Vec<PathBuf> = user
+        .iter()
+        .filter(|(_, (_, _, flag))| *flag == CACHE_FLAG)
+        .map(|(p, _)| p.clone())
+        .collect();
     if let Some(outer) = cow
         .iter()
         .find(|o| cow.iter().any(|i| i != *o && i.starts_with(o)))
@@ -170,6 +186,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     let policy = Policy {
         rules: rules.into_values().collect(),
         cow,
+        caches,
         absent_protected,
         protected_search_truncated: search_notes,
         profile_rw_missing: profile.skipped,
@@ -241,6 +258,7 @@ fn flag_rules(input: &PolicyInput) -> Result<FlagRules, JailError> {
         ("--ro", Access::Ro, &input.ro),
         ("--rw", Access::Rw, &input.rw),
         (COW_FLAG, Access::Rw, &input.cow),
+        (CACHE_FLAG, Access::Rw, &input.caches),
         ("--hide", Access::Hide, &input.hide),
     ] {
         for raw in paths {
@@ -258,7 +276,8 @@ fn flag_rules(input: &PolicyInput) -> Result<FlagRules, JailError> {
                 ));
             }
             if let Some((other, _, other_flag)) = user.get(&path) {
-                if *other != access || (*other_flag == COW_FLAG) != (flag == COW_FLAG) {
+                if *other != access || *other_flag != flag && (layered(other_flag) || layered(flag))
+                {
                     return Err(JailError::bad_path(
                         flag,
                         &path,
@@ -515,7 +534,7 @@ fn protect_names(
     let writable: Vec<PathBuf> = rules
         .values()
         .filter(|r| r.access == Access::Rw && r.origin != Origin::SharedTmp)
-        .filter(|r| r.origin != Origin::Flag(COW_FLAG.into()))
+        .filter(|r| !matches!(&r.origin, Origin::Flag(f) if layered(f)))
         .map(|r| r.path.clone())
         .collect();
     for root in writable {

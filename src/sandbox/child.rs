@@ -305,6 +305,7 @@ pub(crate) fn arguments(req: &Request, opts: &RunOptions, control_fd: i32) -> Ve
     each("--ro", &mut req.ro.iter().map(|p| p.clone().into()));
     each("--rw", &mut req.rw.iter().map(|p| p.clone().into()));
     each("--cow", &mut req.cow.iter().map(|p| p.clone().into()));
+    each("--cache", &mut req.caches.iter().map(|p| p.clone().into()));
     each("--hide", &mut req.hide.iter().map(|p| p.clone().into()));
     each("--cwd", &mut req.cwd.iter().map(|p| p.clone().into()));
     each("--env", &mut req.env.iter().map(Into::into));
@@ -381,6 +382,7 @@ mod tests {
             ro: vec!["./repo".into(), "/a b".into()],
             rw: vec!["/w".into()],
             cow: vec!["/c".into()],
+            caches: vec!["/k".into()],
             hide: vec!["/h".into()],
             cwd: Some("/w".into()),
             tmp: Some(TmpOption::Host),

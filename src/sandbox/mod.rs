@@ -109,6 +109,13 @@ impl Jail {
         self
     }
 
+    /// Makes the directory `path` (a package cache) writable through a throwaway layer: nothing
+    /// written there reaches the host.
+    pub fn cache(mut self, path: impl Into<PathBuf>) -> Jail {
+        self.request.caches.push(path.into());
+        self
+    }
+
     /// Hides `path`: it appears empty.
     pub fn hide(mut self, path: impl Into<PathBuf>) -> Jail {
         self.request.hide.push(path.into());
