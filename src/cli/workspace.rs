@@ -1,8 +1,6 @@
 //! `jail runs`, `jail diff`, `jail apply`, `jail discard`: the review side of copy-on-write
 //! runs. What they do is [`crate::workspace`]'s; this prints it.
 
-use std::path::PathBuf;
-
 use super::args::Command as WorkspaceCommand;
 use crate::error::JailError;
 
@@ -154,8 +152,8 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
 #[cfg(target_os = "linux")]
 fn relative_paths(
     run: &crate::workspace::store::Run,
-    paths: &[PathBuf],
-) -> Result<Vec<PathBuf>, JailError> {
+    paths: &[std::path::PathBuf],
+) -> Result<Vec<std::path::PathBuf>, JailError> {
     let base = std::env::current_dir()
         .map_err(|e| JailError::io("cannot read the current directory", e))?;
     paths
@@ -174,7 +172,7 @@ fn relative_paths(
             run.record
                 .layers
                 .iter()
-                .find_map(|l| abs.strip_prefix(&l.root).ok().map(PathBuf::from))
+                .find_map(|l| abs.strip_prefix(&l.root).ok().map(std::path::PathBuf::from))
                 .ok_or_else(|| {
                     JailError::bad_path("apply", p, "is not inside the run's copy-on-write root")
                 })
