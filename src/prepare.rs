@@ -109,11 +109,16 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
             protect: p.protect,
         });
     }
-    // Pending copy-on-write layers are no run's to read: hidden in every jail.
+    // Pending copy-on-write layers are no run's to read, and no run's to plant: hidden in every
+    // jail. The store is made before every real run (best effort: where this user cannot make
+    // it, neither can the command), so that a run with a writable home cannot create a fake
+    // pending run for the user to apply later.
     #[cfg(target_os = "linux")]
     if let Ok(store) = crate::workspace::store::Store::locate() {
         if create_missing && !cow.is_empty() {
             store.ensure()?;
+        } else if create_missing {
+            let _ = store.ensure();
         }
         let runs = store.runs_dir();
         if runs.is_dir() {

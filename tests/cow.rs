@@ -761,3 +761,45 @@ fn a_cache_is_writable_inside_and_nothing_written_reaches_the_host() {
         assert_ne!(tree(&cache), before);
     }
 }
+
+#[test]
+fn a_run_with_a_writable_home_cannot_plant_a_pending_run() {
+    if !full_level_or_skip("cow") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-plant");
+        // No store yet: the first run of jail on this machine, with the home writable.
+        let state = fx.p("state");
+        let _ = std::fs::remove_dir_all(&state);
+        std::fs::create_dir_all(&state).unwrap();
+        fx.give_to(who);
+        let home = fx.home.to_string_lossy().into_owned();
+        let rw_state = fx.p("state");
+        let script = format!(
+            "mkdir -p {state}/jail/runs/deadbeef/0/upper && echo evil > {state}/jail/runs/deadbeef/0/upper/file.txt && \
+             printf '{{\"id\":\"deadbeef\",\"state\":\"pending\",\"kind\":\"overlay\",\"pid\":1,\"created\":0,\"start\":[0,0],\"command\":[],\"layers\":[{{\"root\":\"{repo}\",\"dir\":\"0\",\"git_head\":null}}]}}' > {state}/jail/runs/deadbeef/run.json && echo planted",
+            repo = fx.p("repo")
+        );
+        let run = sh(&fx, &["--rw", &home, "--rw", &rw_state], &script);
+        assert!(
+            !run.stdout.contains("planted"),
+            "{who:?} {off:?}: a run planted a pending run: {}",
+            run.describe()
+        );
+        let runs = jail(&fx, &["runs"]);
+        assert!(
+            runs.stdout.contains("no pending"),
+            "{who:?} {off:?}: {}",
+            runs.describe()
+        );
+        // Without jail the same script plants one that `jail runs` lists: the test can fail.
+        let _ = std::fs::remove_dir_all(fx.dir.join("state/jail"));
+        let bare = fx
+            .command(Path::new("/bin/sh"), &["-c", &script])
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&bare.stdout).contains("planted"));
+        assert!(jail(&fx, &["runs"]).stdout.contains("deadbeef"));
+    }
+}
