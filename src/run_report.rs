@@ -526,6 +526,19 @@ pub fn check_report_path(
     policy: &Policy,
     private_tmp: bool,
 ) -> Result<PathBuf, String> {
+    check_output_path(path, base_dir, policy, private_tmp, false)
+}
+
+/// [`check_report_path`] for any file jail writes about the run while the command runs or after
+/// (`--report`, `--events`); `fifo_ok`: a named pipe is a fine target (a live stream's reader).
+pub fn check_output_path(
+    path: &Path,
+    base_dir: &Path,
+    policy: &Policy,
+    private_tmp: bool,
+    fifo_ok: bool,
+) -> Result<PathBuf, String> {
+    use std::os::unix::fs::FileTypeExt;
     let abs = if path.is_absolute() {
         path.to_path_buf()
     } else {
@@ -541,11 +554,14 @@ pub fn check_report_path(
     let abs = parent.join(name);
     match std::fs::symlink_metadata(&abs) {
         Ok(m) if m.file_type().is_symlink() => return Err("is a symlink".into()),
+        Ok(m) if fifo_ok && m.file_type().is_fifo() => {}
         Ok(m) if !m.is_file() => return Err("is not a regular file".into()),
         _ => {}
     }
     if policy.access_at(&abs) == crate::policy::Access::Rw {
-        return Err("is writable inside the jail: the command could forge its own report".into());
+        return Err(
+            "is writable inside the jail: the command could forge what jail writes there".into(),
+        );
     }
     let under_tmp = abs.starts_with("/tmp") || abs.starts_with("/dev/shm");
     if under_tmp && policy.tmp == crate::policy::TmpMode::Host {
@@ -557,6 +573,37 @@ pub fn check_report_path(
         );
     }
     Ok(abs)
+}
+
+/// Opens a file jail writes about the run (`--report`, `--events`) at `abs` (checked by
+/// [`check_output_path`]): created, or emptied only once it is known to be a file of its own —
+/// O_NONBLOCK so that a named pipe never hangs the launch, and a second name (a hard link)
+/// would be overwritten too. `fifo_ok`: a named pipe with its reader there is taken as it is.
+pub fn open_output(abs: &Path, fifo_ok: bool) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(abs)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => "is a named pipe with no reader; open it for reading first".into(),
+            _ => e.to_string(),
+        })?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if fifo_ok && meta.file_type().is_fifo() {
+        return Ok(file);
+    }
+    if !meta.is_file() {
+        return Err("is not a regular file".into());
+    }
+    if meta.nlink() > 1 {
+        return Err("has other names (hard links) that writing it would change".into());
+    }
+    file.set_len(0).map_err(|e| e.to_string())?;
+    Ok(file)
 }
 
 #[cfg(test)]

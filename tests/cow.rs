@@ -9,7 +9,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::process::Command;
 
@@ -801,5 +801,505 @@ fn a_run_with_a_writable_home_cannot_plant_a_pending_run() {
             .unwrap();
         assert!(String::from_utf8_lossy(&bare.stdout).contains("planted"));
         assert!(jail(&fx, &["runs"]).stdout.contains("deadbeef"));
+    }
+}
+
+/// The lines of an event stream, each parsed (a line that is not JSON fails the test).
+fn event_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?} in\n{text}")))
+        .collect()
+}
+
+/// The `wrote` paths of a stream, relative to `root`.
+fn wrote(lines: &[serde_json::Value], root: &str) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l["event"] == "wrote")
+        .map(|l| {
+            let p = l["path"].as_str().unwrap();
+            p.strip_prefix(root)
+                .unwrap_or(p)
+                .trim_start_matches('/')
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn the_event_stream_reports_each_first_write_once_and_ends_with_the_exit() {
+    if !full_level_or_skip("cow") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-events");
+        let repo = fx.p("repo");
+        let events = fx.p("events.jsonl");
+        let run = sh(
+            &fx,
+            &["--cow", &repo, "--cwd", &repo, "--events", &events],
+            "set -e; echo a >> file.txt; echo b >> file.txt; mkdir -p new/deep; \
+             echo c > new/deep/f; rm sub/keep; mv src/main.rs src/moved.rs; exit 3",
+        );
+        let what = format!("{who:?} off={off:?}");
+        assert_eq!(run.code, Some(3), "{what}: {}", run.describe());
+        let text = std::fs::read_to_string(&events).unwrap();
+        let lines = event_lines(&text);
+        assert_eq!(lines[0]["event"], "start", "{what}: {text}");
+        assert!(lines[0]["pid"].as_i64().unwrap() > 0, "{what}: {text}");
+        assert_eq!(lines[0]["cow"][0], repo.as_str(), "{what}: {text}");
+        let last = lines.last().unwrap();
+        assert_eq!(last["event"], "exit", "{what}: {text}");
+        assert_eq!(last["exit_code"], 3, "{what}: {text}");
+        assert_eq!(last["events_dropped"], 0, "{what}: {text}");
+        assert_eq!(last["writes_lost"], false, "{what}: {text}");
+        let mut paths = wrote(&lines, &repo);
+        paths.sort();
+        let want = [
+            "file.txt",
+            "new",
+            "new/deep",
+            "new/deep/f",
+            "src/main.rs",
+            "src/moved.rs",
+            "sub/keep",
+        ];
+        // Each once; the directories that only hold a change (src, sub) are not changes.
+        assert_eq!(paths, want, "{what}: {text}");
+        assert_eq!(last["paths"], want.len(), "{what}: {text}");
+        // The run's writes still wait in the layer.
+        assert_eq!(
+            std::fs::read_to_string(fx.dir.join("repo/file.txt")).unwrap(),
+            "original\n"
+        );
+    }
+}
+
+#[test]
+fn a_reader_that_falls_behind_loses_lines_but_never_holds_the_run() {
+    if !full_level_or_skip("cow") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-events-slow");
+        let repo = fx.p("repo");
+        let fifo = fx.dir.join("events.fifo");
+        let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        fx.give_to(who);
+        // Opened, never read while the run goes on: the pipe fills after a few dozen lines.
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        let run = sh(
+            &fx,
+            &[
+                "--cow",
+                &repo,
+                "--cwd",
+                &repo,
+                "--events",
+                fifo.to_str().unwrap(),
+            ],
+            "mkdir many && cd many && i=0; while [ $i -lt 2000 ]; do : > f$i; i=$((i+1)); done",
+        );
+        let what = format!("{who:?} off={off:?}");
+        assert!(run.ok(), "{what}: {}", run.describe());
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut &reader, &mut text);
+        // What did arrive is whole lines, the first of them the start.
+        let lines = event_lines(&text);
+        assert_eq!(lines[0]["event"], "start", "{what}");
+        assert!(
+            lines.len() < 2000,
+            "{what}: the pipe held {} lines",
+            lines.len()
+        );
+        // No reader at all: refused before anything runs, naming the pipe.
+        drop(reader);
+        let none = sh(
+            &fx,
+            &["--cow", &repo, "--events", fifo.to_str().unwrap()],
+            "true",
+        );
+        assert_eq!(none.code, Some(125), "{what}: {}", none.describe());
+        assert!(none.stderr.contains("no reader"), "{what}: {}", none.stderr);
+    }
+}
+
+#[test]
+fn the_event_stream_is_out_of_the_commands_reach() {
+    if !full_level_or_skip("cow") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, &[], "cow-events-reach");
+        let repo = fx.p("repo");
+        // A stream the command could write would let it forge its own timeline.
+        let inside = fx.p("repo/events.jsonl");
+        let run = sh(&fx, &["--rw", &repo, "--events", &inside], "true");
+        assert_eq!(run.code, Some(125), "{who:?}: {}", run.describe());
+        assert!(
+            run.stderr.contains("--events") && run.stderr.contains("writable inside"),
+            "{who:?}: {}",
+            run.stderr
+        );
+        assert!(!fx.dir.join("repo/events.jsonl").exists());
+        // fd:N: the descriptor is jail's; the command does not inherit it, and cannot be
+        // handed it with --keep-fd.
+        let out = fx.p("events-fd.jsonl");
+        let script = |keep: &str| {
+            format!(
+                "exec 7>>{out}; exec {jail} --cow {repo} {keep} --events fd:7 -- /bin/sh -c \
+                 'echo {{\\\"event\\\":\\\"exit\\\"}} >&7'",
+                jail = common::jail_bin().display(),
+            )
+        };
+        let env_state = fx.p("state");
+        let forged = fx
+            .command("/bin/sh".as_ref(), &["-c", &script("")])
+            .env("XDG_STATE_HOME", &env_state)
+            .output()
+            .unwrap();
+        let forged = Run::from(forged);
+        assert_ne!(forged.code, Some(0), "{who:?}: fd 7 was inherited");
+        let lines = event_lines(&std::fs::read_to_string(fx.dir.join("events-fd.jsonl")).unwrap());
+        assert_eq!(lines[0]["event"], "start", "{who:?}");
+        assert_eq!(lines.iter().filter(|l| l["event"] == "exit").count(), 1);
+        assert_ne!(lines.last().unwrap()["exit_code"], 0);
+        let kept = fx
+            .command("/bin/sh".as_ref(), &["-c", &script("--keep-fd 7")])
+            .env("XDG_STATE_HOME", &env_state)
+            .output()
+            .unwrap();
+        let kept = Run::from(kept);
+        assert_eq!(kept.code, Some(125), "{who:?}: {}", kept.describe());
+        assert!(kept.stderr.contains("--keep-fd 7"), "{}", kept.stderr);
+    }
+}
+
+#[test]
+fn landlock_denials_arrive_as_events_where_the_kernel_reports_them() {
+    if !full_level_or_skip("cow") {
+        return;
+    }
+    // The suite runs with --features test-hooks; clippy also builds it without.
+    #[cfg(feature = "test-hooks")]
+    if common::is_root() {
+        jail::linux::audit::enable_for_tests().expect("enable kernel audit as root");
+    }
+    for who in users() {
+        // Without the mount view Landlock is what refuses, and what the kernel audits.
+        let fx = fixture(who, &[Layer::Mount], "cow-events-denied");
+        let repo = fx.p("repo");
+        let events = fx.p("events.jsonl");
+        let run = sh(
+            &fx,
+            &["--ro", &repo, "--events", &events],
+            &format!("echo x > {repo}/file.txt; sleep 0.3"),
+        );
+        assert!(run.ok(), "{who:?}: {}", run.describe());
+        let lines = event_lines(&std::fs::read_to_string(&events).unwrap());
+        let start = &lines[0];
+        let denied: Vec<_> = lines.iter().filter(|l| l["event"] == "denied").collect();
+        if who == Who::User {
+            // Reading audit records takes CAP_AUDIT_READ: said, not pretended.
+            let why = start["denials"].as_str().unwrap();
+            assert!(
+                why.starts_with("not reported") && why.contains("CAP_AUDIT_READ"),
+                "{why}"
+            );
+            assert!(denied.is_empty());
+            continue;
+        }
+        assert_eq!(start["denials"], "reported", "{lines:#?}");
+        let d = denied
+            .iter()
+            .find(|d| d["command"] == "sh")
+            .unwrap_or_else(|| panic!("no denial event: {lines:#?}"));
+        assert!(
+            d["operation"].as_str().unwrap().contains("fs.write_file"),
+            "{d:#}"
+        );
+        assert!(d["path"].as_str().unwrap().ends_with("file.txt"), "{d:#}");
+        assert_eq!(lines.last().unwrap()["event"], "exit");
+    }
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_stream_and_not_the_run() {
+    if !full_level_or_skip("cow") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, &[], "cow-events-gone");
+        let repo = fx.p("repo");
+        let (read, write) = nix::unistd::pipe().unwrap();
+        let mut cmd = fx.command(
+            common::jail_bin(),
+            &[
+                "--cow", &repo, "--cwd", &repo, "--events", "fd:7", "--", "/bin/sh", "-c",
+            ],
+        );
+        cmd.arg("i=0; while [ $i -lt 200 ]; do : > f$i; i=$((i+1)); done; exit 4");
+        let raw = std::os::fd::AsRawFd::as_raw_fd(&write);
+        // SAFETY: dup2 in the child before exec only rearranges its descriptors.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                if libc::dup2(raw, 7) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        cmd.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let child = cmd.spawn().unwrap();
+        drop(write);
+        // The reader takes the first line and goes away.
+        let mut first = String::new();
+        let mut reader = std::io::BufReader::new(std::fs::File::from(read));
+        std::io::BufRead::read_line(&mut reader, &mut first).unwrap();
+        drop(reader);
+        let run = Run::from(child.wait_with_output().unwrap());
+        assert!(first.contains("\"start\""), "{who:?}: {first}");
+        assert_eq!(run.code, Some(4), "{who:?}: {}", run.describe());
+    }
+}
+
+#[test]
+fn the_run_report_lists_what_the_layer_holds() {
+    if !full_level_or_skip("cow") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-report");
+        let repo = fx.p("repo");
+        let report = fx.p("report.json");
+        let run = sh(
+            &fx,
+            &["--cow", &repo, "--cwd", &repo, "--report", &report],
+            EDITS,
+        );
+        let what = format!("{who:?} off={off:?}");
+        assert!(run.ok(), "{what}: {}", run.describe());
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let got: BTreeMap<String, String> = r["changes"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let p = c["path"].as_str().unwrap();
+                let rel = p.strip_prefix(&repo).unwrap_or(p).trim_start_matches('/');
+                (
+                    rel.to_string(),
+                    format!(
+                        "{} {}",
+                        c["kind"].as_str().unwrap(),
+                        c["file_type"].as_str().unwrap()
+                    ),
+                )
+            })
+            .collect();
+        let want: BTreeMap<String, String> = [
+            ("blob.bin", "created file"),
+            ("file.txt", "modified file"),
+            ("link", "created symlink"),
+            ("olddir", "created dir"),
+            ("olddir/inner", "created dir"),
+            ("olddir/inner/f", "created file"),
+            ("src/main.rs", "mode_changed file"),
+            ("src/renamed.rs", "created file"),
+            ("sub/keep", "deleted file"),
+        ]
+        .into_iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        assert_eq!(got, want, "{what}: {:#}", r["changes"]);
+        assert!(
+            r["changes"]["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| c["root"] == repo.as_str())
+        );
+    }
+}
+
+#[test]
+fn merge_applies_clean_three_way_merges_and_refuses_overlapping_edits() {
+    if !full_level_or_skip("cow") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-merge");
+        std::fs::write(fx.repo.join("file.txt"), "a\nb\nc\nd\ne\n").unwrap();
+        std::fs::write(fx.repo.join("other.txt"), "1\n2\n3\n").unwrap();
+        fx.give_to(who);
+        committed(&fx);
+        let what = format!("{who:?} off={off:?}");
+        // The run edits the first line of each; the user then edits the last line of file.txt
+        // (no overlap) and the first line of other.txt (overlap).
+        let run = cow_sh(&fx, "sed -i 1s/a/A/ file.txt && sed -i 1s/1/ONE/ other.txt");
+        assert!(run.ok(), "{what}: {}", run.describe());
+        let id = run_id(&run);
+        std::fs::write(fx.repo.join("file.txt"), "a\nb\nc\nd\nE\n").unwrap();
+        std::fs::write(fx.repo.join("other.txt"), "uno\n2\n3\n").unwrap();
+        let refused = jail(&fx, &["apply", &id]);
+        assert_eq!(refused.code, Some(1), "{what}: {}", refused.describe());
+        // Asked to merge: file.txt merges cleanly, other.txt does not: nothing lands.
+        let before = tree(&fx.repo);
+        let both = jail(&fx, &["apply", &id, "--merge"]);
+        assert_eq!(both.code, Some(1), "{what}: {}", both.describe());
+        assert!(
+            both.stderr.contains("other.txt") && both.stderr.contains("overlapping"),
+            "{what}: {}",
+            both.describe()
+        );
+        assert_eq!(
+            tree(&fx.repo),
+            before,
+            "{what}: a refused merge changed the host"
+        );
+        // The clean one alone: merged and applied; the overlapping one stays in the layer.
+        let one = jail(&fx, &["apply", &id, "--merge", "--skip-conflicts"]);
+        assert!(one.ok(), "{what}: {}", one.describe());
+        assert!(one.stderr.contains("merged"), "{what}: {}", one.describe());
+        assert_eq!(
+            std::fs::read_to_string(fx.repo.join("file.txt")).unwrap(),
+            "A\nb\nc\nd\nE\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(fx.repo.join("other.txt")).unwrap(),
+            "uno\n2\n3\n"
+        );
+        // Applied once: the next apply does not put the run's side over the merge.
+        let again = jail(&fx, &["apply", &id, "--skip-conflicts"]);
+        assert!(again.ok(), "{what}: {}", again.describe());
+        assert_eq!(
+            std::fs::read_to_string(fx.repo.join("file.txt")).unwrap(),
+            "A\nb\nc\nd\nE\n"
+        );
+        assert!(
+            again.stderr.contains("other.txt"),
+            "{what}: {}",
+            again.describe()
+        );
+    }
+}
+
+/// What the command printed, stdout and stderr.
+fn output(run: &Run) -> String {
+    format!("{}{}", run.stdout, run.stderr)
+}
+
+#[test]
+fn the_tools_an_agent_runs_work_inside_the_view() {
+    if !full_level_or_skip("cow") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "cow-tools");
+        // Two names of one file on the host: copy-up gives the written name a file of its own.
+        std::fs::write(fx.repo.join("a"), "orig\n").unwrap();
+        std::fs::hard_link(fx.repo.join("a"), fx.repo.join("b")).unwrap();
+        std::fs::create_dir_all(fx.repo.join("pkg")).unwrap();
+        std::fs::write(
+            fx.repo.join("pkg/package.json"),
+            r#"{"name":"localdep","version":"1.0.0","main":"index.js"}"#,
+        )
+        .unwrap();
+        std::fs::write(fx.repo.join("pkg/index.js"), "module.exports = 42;\n").unwrap();
+        std::fs::write(
+            fx.repo.join("package.json"),
+            r#"{"name":"app","version":"1.0.0","private":true}"#,
+        )
+        .unwrap();
+        fx.give_to(who);
+        let before = tree(&fx.repo);
+        let inotify = "import ctypes, os\n\
+            libc = ctypes.CDLL(None, use_errno=True)\n\
+            fd = libc.inotify_init()\n\
+            assert libc.inotify_add_watch(fd, b'.', 0x100) >= 0\n\
+            open('watched', 'w').close()\n\
+            data = os.read(fd, 4096)\n\
+            assert b'watched' in data, data\n\
+            print('inotify ok')\n";
+        std::fs::write(fx.dir.join("inotify.py"), inotify).unwrap();
+        let script = format!(
+            "set -e\n\
+             echo more >> a; test \"$(cat b)\" = orig; echo links ok\n\
+             /usr/bin/python3 {py}\n\
+             /usr/bin/python3 -m venv --without-pip venv; venv/bin/python -c 'print(\"venv ok\")'\n\
+             export npm_config_cache=\"$PWD/.npm-cache\" npm_config_update_notifier=false\n\
+             (cd pkg && npm pack --silent >/dev/null)\n\
+             npm install --offline --no-audit --no-fund --silent ./pkg/localdep-1.0.0.tgz\n\
+             node -e 'console.log(\"npm \" + require(\"localdep\"))'\n",
+            py = fx.dir.join("inotify.py").display()
+        );
+        let run = cow_sh(&fx, &script);
+        let what = format!("{who:?} off={off:?}");
+        assert!(run.ok(), "{what}: {}", run.describe());
+        for said in ["links ok", "inotify ok", "venv ok", "npm 42"] {
+            assert!(
+                output(&run).contains(said),
+                "{what}: {said}: {}",
+                run.describe()
+            );
+        }
+        assert_eq!(
+            tree(&fx.repo),
+            before,
+            "{what}: the host changed during the run"
+        );
+        let id = run_id(&run);
+        let applied = jail(&fx, &["apply", &id, "--include-flagged"]);
+        assert!(applied.ok(), "{what}: {}", applied.describe());
+        assert_eq!(
+            std::fs::read_to_string(fx.repo.join("a")).unwrap(),
+            "orig\nmore\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(fx.repo.join("b")).unwrap(),
+            "orig\n"
+        );
+        assert!(
+            fx.repo.join("node_modules/localdep/index.js").exists(),
+            "{what}"
+        );
+        assert!(fx.repo.join("venv/pyvenv.cfg").exists(), "{what}");
+    }
+}
+
+#[test]
+fn cargo_builds_inside_the_view_as_root() {
+    if !full_level_or_skip("cow") || !common::is_root() {
+        // cargo lives under /root here, out of the unprivileged user's reach.
+        return;
+    }
+    for off in MODES {
+        let fx = fixture(Who::Root, off, "cow-cargo");
+        std::fs::write(
+            fx.repo.join("Cargo.toml"),
+            "[package]\nname = \"hello\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            fx.repo.join("src/main.rs"),
+            "fn main() { println!(\"built\"); }\n",
+        )
+        .unwrap();
+        let before = tree(&fx.repo);
+        let cargo_home = std::env::var("CARGO_HOME").unwrap_or_else(|_| "/root/.cargo".into());
+        let run = cow_sh(
+            &fx,
+            &format!("CARGO_HOME={cargo_home} cargo run --offline --quiet"),
+        );
+        assert!(run.ok(), "off={off:?}: {}", run.describe());
+        assert!(run.stdout.contains("built"), "{}", run.describe());
+        assert_eq!(tree(&fx.repo), before, "off={off:?}: the host changed");
     }
 }

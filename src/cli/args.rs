@@ -70,6 +70,10 @@ pub enum Command {
         /// Apply what does not conflict and keep the conflicting rest in the layer.
         #[arg(long)]
         skip_conflicts: bool,
+        /// Merge a text file the host and the run both changed with `git merge-file` against
+        /// the commit checked out at the run's start; only clean merges are applied.
+        #[arg(long)]
+        merge: bool,
     },
     /// Throw a copy-on-write run's layer away.
     Discard { id: String },
@@ -204,6 +208,14 @@ pub struct RunArgs {
     /// discard the layer, for pipelines. FILE must not be writable inside the jail.
     #[arg(long, value_name = "FILE")]
     pub patch: Option<PathBuf>,
+
+    /// A live event stream, JSON lines, to FILE (a named pipe too) or to descriptor N (`fd:N`):
+    /// `start`, `wrote` the first time each path under a --cow root changes, `denied` for each
+    /// access Landlock refused (where audit records can be read), `exit` last. Bounded and
+    /// non-blocking: a reader that falls behind loses lines (counted in `exit`), never stalls
+    /// the run. FILE must not be writable inside the jail.
+    #[arg(long, value_name = "FILE|fd:N")]
+    pub events: Option<String>,
 
     /// Write a JSON report of the run to FILE at the end (also when the command is killed or
     /// times out): files changed under the writable paths, accesses Landlock refused, network

@@ -117,6 +117,7 @@ pub fn options(args: &RunArgs) -> RunOptions {
         record: args.control_report,
         control_fd: args.control_fd,
         patch: args.patch.clone(),
+        events: args.events.clone(),
     }
 }
 

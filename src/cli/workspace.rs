@@ -95,6 +95,7 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
             paths,
             include_flagged,
             skip_conflicts,
+            merge,
         } => {
             let mut run = store.find(&id)?;
             let named = relative_paths(&run, &paths)?;
@@ -102,11 +103,18 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
                 named,
                 include_flagged,
                 skip_conflicts,
+                merge,
             };
             match workspace::apply_run(&store, &mut run, &sel) {
                 Ok(done) => {
                     for (p, why) in &done.left {
                         say(format!("jail: left in the layer: {}: {why}", p.display()));
+                    }
+                    for p in &done.merged {
+                        say(format!(
+                            "jail: merged with the host's changes: {}",
+                            crate::text::printable(&p.display().to_string())
+                        ));
                     }
                     if let Some(b) = &done.branch {
                         say(format!("jail: the run's commits are branch {b}"));

@@ -8,6 +8,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::JailError;
+use crate::linux::changes::Change;
 use crate::policy::{Access, Policy};
 use crate::workspace::{self, store::LayerKind, store::Run, store::RunState, store::Store};
 
@@ -189,6 +190,17 @@ impl CowRun {
         p
     }
 
+    /// (root, the directory its writes land in: the overlay's upper or the copy), for the
+    /// event stream.
+    pub fn watched(&self) -> Vec<(PathBuf, PathBuf)> {
+        self.run
+            .record
+            .layers
+            .iter()
+            .map(|l| (l.root.clone(), self.run.upper(l)))
+            .collect()
+    }
+
     /// Throws the layers away (the run did not start).
     pub fn abandon(self) {}
 
@@ -203,11 +215,13 @@ impl CowRun {
     }
 
     /// After the run (also after jail's own failure: the command may have written before it).
-    pub fn finish(mut self) -> Result<(), JailError> {
+    /// Returns what the run changed, for the run report.
+    pub fn finish(mut self) -> Result<Vec<Change>, JailError> {
         // From here on the layer may hold the command's work: an error keeps it.
         self.handed = true;
         let changes = workspace::changes(&self.run)?;
         let total = workspace::total(&changes);
+        let items = workspace::report_items(&changes);
         let commits = changes.iter().any(|c| c.commit.is_some());
         if let Some(path) = &self.patch {
             let mut f = std::fs::OpenOptions::new()
@@ -227,11 +241,11 @@ impl CowRun {
                 path.display()
             ));
             self.handed = false;
-            return Ok(());
+            return Ok(items);
         }
         if total.changed == 0 && !commits && changes.iter().all(|c| c.set.is_empty()) {
             self.handed = false;
-            return Ok(());
+            return Ok(items);
         }
         self.run.record.state = RunState::Pending;
         self.run.save()?;
@@ -254,7 +268,7 @@ impl CowRun {
             files(total.changed),
             roots.join(" ")
         ));
-        Ok(())
+        Ok(items)
     }
 }
 

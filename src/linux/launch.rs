@@ -3,6 +3,7 @@
 //! (replanning without namespaces when they cannot be used after all), then clean up what the
 //! command planted and hand back the [`Outcome`].
 
+use super::events::{self, Events};
 use super::net_setup::NetRuntime;
 use super::planted::Watch;
 use super::recorder::Recorder;
@@ -41,16 +42,29 @@ pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailErro
     // A real run tries the namespaces by running, and falls back if it must.
     let features = probe::detect(false);
     let overlay = Layers::from_features(&features).mount;
-    match attempt(policy, options, features, overlay) {
+    let mut events = match &options.events {
+        Some(spec) => Some(Events::new(events::target(spec)?, &policy.command)),
+        None => None,
+    };
+    let result = match attempt(policy, options, features, overlay, &mut events) {
         // The namespaces looked usable but were not: copy-on-write roots get a copied layer.
-        Err(Attempt::NeedsCopy(features)) => match attempt(policy, options, *features, false) {
-            Err(Attempt::NeedsCopy(_)) => unreachable!("a copied layer needs no namespaces"),
-            Err(Attempt::Failed(e)) => Err(e),
-            Ok(o) => Ok(o),
-        },
+        Err(Attempt::NeedsCopy(features)) => {
+            match attempt(policy, options, *features, false, &mut events) {
+                Err(Attempt::NeedsCopy(_)) => unreachable!("a copied layer needs no namespaces"),
+                Err(Attempt::Failed(e)) => Err(e),
+                Ok(o) => Ok(o),
+            }
+        }
         Err(Attempt::Failed(e)) => Err(e),
         Ok(o) => Ok(o),
+    };
+    if let Some(stream) = events {
+        match &result {
+            Ok(o) => stream.exit(o.exit_code, o.status.name(), None),
+            Err(e) => stream.exit(e.exit_code(), "jail_error", Some(e.to_string())),
+        }
     }
+    result
 }
 
 /// Why one attempt at a run ended without an outcome.
@@ -73,6 +87,7 @@ fn attempt(
     options: &RunOptions,
     features: Features,
     overlay: bool,
+    events: &mut Option<Events>,
 ) -> Result<Outcome, Attempt> {
     // The copy-on-write layers first: their start stamp precedes every write, and a copied
     // layer changes the policy (the root read-only, the copy writable in its place).
@@ -111,6 +126,18 @@ fn attempt(
             &run.plan.layers,
         )?),
     };
+    if let Some(stream) = events.as_mut() {
+        stream.bind(
+            policy,
+            super::recorder::private_tmp(policy, &run.plan.layers),
+        )?;
+        if let Some(c) = &cow {
+            stream.prepare(&c.watched(), kind);
+        }
+        if let (Some(r), Some(listen)) = (recorder.as_mut(), stream.denial_listener()) {
+            r.tell_denials(listen);
+        }
+    }
     if options.notice {
         eprintln!(
             "{}",
@@ -121,7 +148,20 @@ fn attempt(
         }
     }
     tracing::info!(level = ?run.plan.level(), layers = ?run.plan.layers, "launching {:?}", policy.command);
-    let result = match apply(policy, options, &mut run, &mut net, &mut recorder, &layers) {
+    let result = apply(
+        policy,
+        options,
+        &mut run,
+        &mut net,
+        &mut recorder,
+        &layers,
+        events.as_ref(),
+    );
+    if let Some(stream) = events.as_ref() {
+        // The tree is gone: every write it made is in the watcher's queue.
+        stream.stop_watch();
+    }
+    let result = match result {
         Ok(Applied::NeedsCopy) => {
             if let Some(c) = cow {
                 c.abandon();
@@ -132,8 +172,19 @@ fn attempt(
         Err(e) => Err(e),
     };
     // Also after jail's own failure: the command may have run before it.
+    let cow_roots: Vec<std::path::PathBuf> = cow
+        .as_ref()
+        .map(|c| c.watched().into_iter().map(|(root, _)| root).collect())
+        .unwrap_or_default();
     let handed = cow.map(|c| c.finish()).transpose();
-    let (changes, planted) = watch.finish();
+    let (mut changes, planted) = watch.finish();
+    // The copy-on-write roots' changes come from their layers (exact, O(changes)), not a walk.
+    if let Ok(Some(items)) = &handed {
+        changes.changes.extend(items.iter().cloned());
+        changes.changes.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+    let mut roots = watch.roots().to_vec();
+    roots.extend(cow_roots);
     let quarantined = super::quarantine::move_aside_all(&planted, !run.plan.layers.mount);
     let report = match recorder {
         Some(r) => Some(r.finish(
@@ -141,7 +192,7 @@ fn attempt(
             &run,
             &net,
             &result,
-            (watch.roots().to_vec(), changes),
+            (roots, changes),
             options.summary,
         )?),
         None => None,
@@ -183,6 +234,19 @@ fn check_descriptors(policy: &Policy, options: &RunOptions) -> Result<(), JailEr
         if control.is_some_and(|c| c == *fd || crate::sandbox::control::same_file(c, *fd)) {
             return Err(JailError::BadInput(format!(
                 "--keep-fd {fd}: is the control socket (--control-fd), which the command never gets"
+            )));
+        }
+        let events = options
+            .events
+            .as_deref()
+            .and_then(|s| match events::target(s) {
+                Ok(events::Target::Fd(e)) => Some(e),
+                _ => None,
+            });
+        if events.is_some_and(|e| e == *fd || crate::sandbox::control::same_file(e, *fd)) {
+            return Err(JailError::BadInput(format!(
+                "--keep-fd {fd}: is the event stream (--events), which the command never gets: \
+                 it could forge the run's events"
             )));
         }
         if let Some(why) = super::unix_connect::kept_descriptor_risk(*fd, policy.allow_unix_sockets)
@@ -255,6 +319,7 @@ fn apply(
     net: &mut NetRuntime,
     recorder: &mut Option<Recorder>,
     layers: &[(std::path::PathBuf, std::path::PathBuf)],
+    events: Option<&Events>,
 ) -> Result<Applied, JailError> {
     loop {
         let limits = run.prepare_limits(policy)?;
@@ -264,6 +329,16 @@ fn apply(
         }
         if let Some(r) = recorder.as_mut() {
             r.arm(&mut conf);
+        }
+        if let Some(stream) = events {
+            let denials = match recorder.as_ref().and_then(|r| r.denials_unavailable()) {
+                Some(why) => Err(why),
+                None if !conf.landlock.as_ref().is_some_and(|l| l.log_denials) => {
+                    Err("Landlock does not log this run's denials".into())
+                }
+                None => Ok(()),
+            };
+            stream.arm(&mut conf, denials);
         }
         match supervisor::run(policy, &conf)? {
             supervisor::Outcome::Exited(end) => {
@@ -323,7 +398,7 @@ fn confinement(
         unix: unix_mediation(policy, plan)?,
         net: net.setup(&plan.net)?,
         limits,
-        command_started: None,
+        command_started: Vec::new(),
         stop_requests: options.control_fd,
     })
 }

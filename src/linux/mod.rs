@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod changes;
 pub mod cow_run;
+pub mod events;
 pub mod evidence;
 pub mod landlock;
 pub mod launch;

@@ -6,7 +6,6 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::SystemTime;
@@ -35,6 +34,8 @@ pub struct Recorder {
     base: PathBuf,
     started: SystemTime,
     audit: Rc<RefCell<AuditPhase>>,
+    /// Told of each denial as it is read (the event stream).
+    listener: Option<audit::DenialListener>,
 }
 
 impl Recorder {
@@ -55,28 +56,8 @@ impl Recorder {
                 let private = private_tmp(policy, layers);
                 let abs = run_report::check_report_path(path, &base, policy, private)
                     .map_err(|reason| JailError::bad_path("--report", path, reason))?;
-                // Not truncated before it is known to be a file of its own: O_NONBLOCK so that a
-                // FIFO does not hang the launch, and a second name (a hard link) would be
-                // overwritten too.
-                let bad = |reason: String| JailError::bad_path("--report", &abs, reason);
-                let file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .mode(0o644)
-                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-                    .open(&abs)
-                    .map_err(|e| bad(e.to_string()))?;
-                let meta = file.metadata().map_err(|e| bad(e.to_string()))?;
-                if !meta.is_file() {
-                    return Err(bad("is not a regular file".into()));
-                }
-                if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
-                    return Err(bad(
-                        "has other names (hard links) that writing the report would change".into(),
-                    ));
-                }
-                file.set_len(0).map_err(|e| bad(e.to_string()))?;
+                let file = run_report::open_output(&abs, false)
+                    .map_err(|reason| JailError::bad_path("--report", &abs, reason))?;
                 Some((abs, file))
             }
         };
@@ -89,6 +70,7 @@ impl Recorder {
             base,
             started,
             audit: Rc::new(RefCell::new(audit)),
+            listener: None,
         })
     }
 
@@ -109,6 +91,19 @@ impl Recorder {
         Ok(())
     }
 
+    /// Each denial is also handed to `listener` as it is read.
+    pub fn tell_denials(&mut self, listener: audit::DenialListener) {
+        self.listener = Some(listener);
+    }
+
+    /// Why denials cannot be read in this run, if they cannot.
+    pub fn denials_unavailable(&self) -> Option<String> {
+        match &*self.audit.borrow() {
+            AuditPhase::Unavailable(why) => Some(why.clone()),
+            _ => None,
+        }
+    }
+
     /// Makes the confinement log Landlock's denials (when the records can be read) and tells
     /// the reader which process creates this run's Landlock domain.
     pub fn arm(&mut self, conf: &mut Confinement) {
@@ -123,14 +118,15 @@ impl Recorder {
         }
         plan.log_denials = true;
         let audit = Rc::clone(&self.audit);
-        conf.command_started = Some(Box::new(move |pid| {
+        let listener = self.listener.clone();
+        conf.command_started.push(Box::new(move |pid| {
             let mut phase = audit.borrow_mut();
             let current = std::mem::replace(&mut *phase, AuditPhase::Unavailable(String::new()));
             *phase = match current {
                 // The reader's thread starts only now: the command was forked from a
                 // single-threaded process.
                 AuditPhase::Waiting(stream) => {
-                    let reader = stream.start();
+                    let reader = stream.start(listener.clone());
                     reader.set_creator(pid);
                     AuditPhase::Reading(reader)
                 }
@@ -237,7 +233,7 @@ impl Recorder {
 }
 
 /// Whether the command's /tmp is its own tmpfs, not the host's.
-fn private_tmp(policy: &Policy, layers: &Layers) -> bool {
+pub(super) fn private_tmp(policy: &Policy, layers: &Layers) -> bool {
     layers.mount && policy.tmp == crate::policy::TmpMode::Private
 }
 

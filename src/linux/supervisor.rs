@@ -99,7 +99,9 @@ pub struct Confinement {
     pub net: NetSetup,
     /// Called with the command's pid (as the host sees it) once it exists, before it execs; for
     /// the audit reader, which keeps only the denials of domains that process creates.
-    pub command_started: Option<Box<dyn Fn(i32)>>,
+    /// Also for the event stream, whose watcher thread starts then (the supervisor's signals
+    /// are blocked by that time, so the thread never takes its SIGCHLD).
+    pub command_started: Vec<Box<dyn Fn(i32)>>,
     /// Printed once this confinement is known to be built, before the command runs: what a
     /// degraded run lacks.
     pub warning: Option<String>,
@@ -355,9 +357,9 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                         .ok_or_else(|| abandon(io("proxy", &"init sent no listening socket")))?;
                     serve(std::net::TcpListener::from(listener)).map_err(abandon)?;
                 }
-                if let Some(hook) = &conf.command_started {
+                if !conf.command_started.is_empty() {
                     match super::sys::recv_pid(std::os::fd::AsRawFd::as_raw_fd(&fd_parent)) {
-                        Ok(Some(pid)) => hook(pid),
+                        Ok(Some(pid)) => conf.command_started.iter().for_each(|hook| hook(pid)),
                         other => tracing::warn!("the command's pid did not arrive: {other:?}"),
                     }
                 }
@@ -405,7 +407,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                 if tty.is_some() {
                     let _ = nix::unistd::setpgid(child, child);
                 }
-                if let Some(hook) = &conf.command_started {
+                for hook in &conf.command_started {
                     hook(child.as_raw());
                 }
                 if let Some(unix) = &conf.unix {
@@ -914,7 +916,7 @@ fn init_main(
     if let Some(unix) = &conf.unix {
         unix.close();
     }
-    if conf.command_started.is_some() {
+    if !conf.command_started.is_empty() {
         // Still holding CAP_SYS_ADMIN over this pid namespace: allowed to name another pid.
         let _ = super::sys::send_pid(
             std::os::fd::AsRawFd::as_raw_fd(&fd_channel),

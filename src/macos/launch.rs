@@ -26,9 +26,9 @@ fn refuse_unsupported(policy: &Policy, args: &RunOptions) -> Result<(), JailErro
             "--report, --summary and --control-fd: Linux only in this version".into(),
         ));
     }
-    if !policy.cow.is_empty() || args.patch.is_some() {
+    if !policy.cow.is_empty() || args.patch.is_some() || args.events.is_some() {
         return Err(JailError::BadInput(
-            "--cow and --patch: Linux only in this version (the layer is an overlay in the jail's \
+            "--cow, --patch and --events: Linux only in this version (the layer is an overlay in the jail's \
              user namespace); use --rw"
                 .into(),
         ));

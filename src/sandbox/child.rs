@@ -325,6 +325,7 @@ pub(crate) fn arguments(req: &Request, opts: &RunOptions, control_fd: i32) -> Ve
         &mut opts.report.iter().map(|p| p.clone().into()),
     );
     each("--patch", &mut opts.patch.iter().map(|p| p.clone().into()));
+    each("--events", &mut opts.events.iter().map(Into::into));
     let tmp = req.tmp.map(|t| match t {
         TmpOption::Private => "private",
         TmpOption::Host => "host",
@@ -408,6 +409,7 @@ mod tests {
             record: true,
             control_fd: Some(7),
             patch: Some("/p.patch".into()),
+            events: Some("fd:9".into()),
         };
         let mut argv: Vec<OsString> = vec!["jail".into()];
         argv.extend(arguments(&req, &opts, 7));

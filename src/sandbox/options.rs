@@ -23,11 +23,15 @@ pub struct RunOptions {
     /// With copy-on-write paths: write the run's change set to this file as a git patch at
     /// the end and discard the layer (`--patch`).
     pub patch: Option<PathBuf>,
+    /// A live event stream (`--events FILE|fd:N`): JSON lines, `start`, `wrote` the first time
+    /// each path under a copy-on-write root changes, `denied`, `exit`.
+    pub events: Option<String>,
 }
 
 impl RunOptions {
     /// Whether the run is recorded: a report is wanted in some form.
     pub fn recording(&self) -> bool {
-        self.record || self.report.is_some() || self.summary
+        // The event stream's denials come from the recorder's audit reader.
+        self.record || self.report.is_some() || self.summary || self.events.is_some()
     }
 }

@@ -22,6 +22,16 @@ pub enum Status {
 }
 
 impl Status {
+    /// A one-word name: `exited`, `signaled`, `timeout`, `stopped`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Status::Exited { .. } => "exited",
+            Status::Signaled { .. } => "signaled",
+            Status::TimedOut => "timeout",
+            Status::Stopped => "stopped",
+        }
+    }
+
     /// The status of a run that ended with jail's exit code `code`, the command's `signal`, and
     /// whether the timeout or a stop request ended it.
     pub fn of(code: i32, signal: Option<i32>, timed_out: bool, stopped: bool) -> Status {

@@ -32,6 +32,8 @@ pub struct Selection {
     pub include_flagged: bool,
     /// Apply what does not conflict, keep the rest in the layer.
     pub skip_conflicts: bool,
+    /// Merge conflicting text files with `git merge-file` where it merges cleanly.
+    pub merge: bool,
 }
 
 /// What an apply did.

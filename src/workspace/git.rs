@@ -186,3 +186,62 @@ fn copy_objects(from: &Path, to: &Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// Three-way merge of one file the host and the run both changed (`jail apply --merge`): the
+/// base is the file in `base_commit` (the commit checked out when the run started: the overlay
+/// keeps no copy of what the run first saw), ours the host's file, theirs the run's. Writes the
+/// merged text to `out` and returns Ok(true) when `git merge-file` merged cleanly; Ok(false)
+/// with overlapping edits (nothing written), Err when there is no base to merge from.
+pub fn merge_file(
+    root: &Path,
+    base_commit: &str,
+    rel: &Path,
+    host: &Path,
+    run: &Path,
+    out: &Path,
+) -> Result<bool, String> {
+    let git = |args: &[&std::ffi::OsStr]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(["-c", "core.hooksPath=/dev/null"])
+            .args(args)
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .output()
+            .map_err(|e| format!("git: {e}"))
+    };
+    let spec = format!("{base_commit}:{}", rel.display());
+    let base = git(&["cat-file".as_ref(), "blob".as_ref(), spec.as_ref()])?;
+    if !base.status.success() {
+        return Err(format!(
+            "not in the start commit {}",
+            &base_commit[..12.min(base_commit.len())]
+        ));
+    }
+    let base_file = out.with_extension("base");
+    fs::write(&base_file, &base.stdout).map_err(|e| e.to_string())?;
+    let merged = git(&[
+        "merge-file".as_ref(),
+        "-p".as_ref(),
+        "-L".as_ref(),
+        "host".as_ref(),
+        "-L".as_ref(),
+        "start".as_ref(),
+        "-L".as_ref(),
+        "run".as_ref(),
+        host.as_os_str(),
+        base_file.as_os_str(),
+        run.as_os_str(),
+    ]);
+    let _ = fs::remove_file(&base_file);
+    let merged = merged?;
+    match merged.status.code() {
+        Some(0) => {
+            fs::write(out, &merged.stdout).map_err(|e| e.to_string())?;
+            Ok(true)
+        }
+        Some(n) if n > 0 => Ok(false),
+        _ => Err(String::from_utf8_lossy(&merged.stderr).trim().to_string()),
+    }
+}

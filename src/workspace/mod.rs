@@ -36,10 +36,54 @@ pub struct RootChanges {
 /// Every root's change set of `run`, against the host as it is now.
 pub fn changes(run: &Run) -> Result<Vec<RootChanges>, JailError> {
     let mut out = Vec::new();
+    // Files an earlier `apply --merge` wrote: done, while the host still has what it wrote.
+    let merged = jail_wrote(run, MERGED);
     for layer in &run.record.layers {
-        out.push(root_changes(run, layer)?);
+        let mut rc = root_changes(run, layer)?;
+        rc.set.items.retain(|it| {
+            let abs = rc.root.join(&it.path);
+            merged
+                .get(&abs)
+                .is_none_or(|was| host_stamp(&abs) != Some(*was))
+        });
+        out.push(rc);
     }
     Ok(out)
+}
+
+/// A host path's inode and change time, as jail records its own writes.
+fn host_stamp(p: &Path) -> Option<(u64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(p).ok()?;
+    Some((m.ino(), m.ctime(), m.ctime_nsec()))
+}
+
+/// Host paths jail wrote for this run, with their stamps then (`own.json`, `merged.json`).
+fn jail_wrote(run: &Run, file: &str) -> std::collections::BTreeMap<PathBuf, (u64, i64, i64)> {
+    let list: Vec<(PathBuf, u64, i64, i64)> = std::fs::read_to_string(run.dir.join(file))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    list.into_iter()
+        .map(|(p, i, s, n)| (p, (i, s, n)))
+        .collect()
+}
+
+/// Adds `paths` as they are now to the record `file`.
+fn record_jail_wrote(run: &Run, file: &str, paths: &[PathBuf]) {
+    let mut all = jail_wrote(run, file);
+    for p in paths {
+        match host_stamp(p) {
+            Some(st) => all.insert(p.clone(), st),
+            None => all.remove(p),
+        };
+    }
+    let list: Vec<(PathBuf, u64, i64, i64)> =
+        all.into_iter().map(|(p, (i, s, n))| (p, i, s, n)).collect();
+    let _ = std::fs::write(
+        run.dir.join(file),
+        serde_json::to_string(&list).expect("serializable"),
+    );
 }
 
 fn root_changes(run: &Run, layer: &LayerRecord) -> Result<RootChanges, JailError> {
@@ -74,34 +118,19 @@ fn root_changes(run: &Run, layer: &LayerRecord) -> Result<RootChanges, JailError
 
 const OWN: &str = "own.json";
 
+const MERGED: &str = "merged.json";
+
 /// The start stamp, and what jail itself changed on the host since (see [`changes::Since`]).
 fn since(run: &Run) -> changes::Since {
-    let own: Vec<(PathBuf, u64, i64, i64)> = std::fs::read_to_string(run.dir.join(OWN))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
     changes::Since {
         start: run.record.start,
-        own: own.into_iter().map(|(p, i, s, n)| (p, (i, s, n))).collect(),
+        own: jail_wrote(run, OWN),
     }
 }
 
 /// Records the host paths jail just changed, as they are now: not the user's changes.
 fn note_own(run: &Run, paths: &[PathBuf]) {
-    use std::os::unix::fs::MetadataExt;
-    let mut own = since(run).own;
-    for p in paths {
-        match std::fs::symlink_metadata(p) {
-            Ok(m) => own.insert(p.clone(), (m.ino(), m.ctime(), m.ctime_nsec())),
-            Err(_) => own.remove(p),
-        };
-    }
-    let list: Vec<(PathBuf, u64, i64, i64)> =
-        own.into_iter().map(|(p, (i, s, n))| (p, i, s, n)).collect();
-    let _ = std::fs::write(
-        run.dir.join(OWN),
-        serde_json::to_string(&list).expect("serializable"),
-    );
+    record_jail_wrote(run, OWN, paths);
 }
 
 /// The counts over all roots.
@@ -175,6 +204,49 @@ pub struct ApplyOutcome {
     pub branch: Option<String>,
     /// The layer was removed (everything applied).
     pub finished: bool,
+    /// Files `--merge` merged cleanly and applied.
+    pub merged: Vec<PathBuf>,
+}
+
+/// `--merge`: each conflicting text file both sides changed is merged with `git merge-file`
+/// against the start commit; a clean merge becomes the run's side (written next to the layer,
+/// which stays as it is) and no longer conflicts. Returns the merged paths.
+fn merge_conflicts(run: &Run, all: &mut [RootChanges]) -> Result<Vec<PathBuf>, JailError> {
+    let dir = run.dir.join("merged");
+    let mut merged = Vec::new();
+    for (rc, layer) in all.iter_mut().zip(&run.record.layers) {
+        for (n, it) in rc.set.items.iter_mut().enumerate() {
+            let (Some(why), Some(old), Some(new)) = (&it.conflict, &it.old, &it.new) else {
+                continue;
+            };
+            if old.kind != changes::SideKind::File || new.kind != changes::SideKind::File {
+                continue;
+            }
+            let Some(head) = &layer.git_head else {
+                it.conflict = Some(format!(
+                    "{why}; not merged: the root was no git repository at the start"
+                ));
+                continue;
+            };
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| JailError::bad_path("--merge", &dir, e.to_string()))?;
+            let out = dir.join(format!("{}-{n}", merged.len()));
+            match git::merge_file(&rc.root, head, &it.path, &old.abs, &new.abs, &out) {
+                Ok(true) => {
+                    if let Some(new) = it.new.as_mut() {
+                        new.abs = out;
+                    }
+                    it.conflict = None;
+                    merged.push(rc.root.join(&it.path));
+                }
+                Ok(false) => {
+                    it.conflict = Some(format!("{why}; git merge-file: overlapping edits"));
+                }
+                Err(e) => it.conflict = Some(format!("{why}; not merged: {e}")),
+            }
+        }
+    }
+    Ok(merged)
 }
 
 /// Applies `run` to its roots as `sel` says, under the roots' locks; refuses (nothing changed)
@@ -193,12 +265,18 @@ pub fn apply_run(
     recover(store, run).map_err(ApplyRefused::Error)?;
     let _locks = lock_all(store, run).map_err(ApplyRefused::Error)?;
     // Computed under the lock: another apply may have just changed the host.
-    let all = changes(run).map_err(ApplyRefused::Error)?;
+    let mut all = changes(run).map_err(ApplyRefused::Error)?;
+    let merged = if sel.merge {
+        merge_conflicts(run, &mut all).map_err(ApplyRefused::Error)?
+    } else {
+        Vec::new()
+    };
     let mut out = ApplyOutcome {
         applied: 0,
         left: Vec::new(),
         branch: None,
         finished: false,
+        merged: Vec::new(),
     };
     // Every root checked before any is written.
     let mut conflicts = Vec::new();
@@ -225,6 +303,14 @@ pub fn apply_run(
         match apply::apply(&rc.root, &rc.set, sel, &work) {
             Ok(done) => {
                 note_own(run, &done.touched);
+                let applied: Vec<PathBuf> = done
+                    .applied
+                    .iter()
+                    .map(|p| rc.root.join(p))
+                    .filter(|p| merged.contains(p))
+                    .collect();
+                record_jail_wrote(run, MERGED, &applied);
+                out.merged.extend(applied);
                 out.applied += done.applied.len();
                 out.left
                     .extend(done.left.into_iter().map(|(p, why)| (rc.root.join(p), why)));
@@ -303,4 +389,62 @@ pub fn discard(store: &Store, run: &Run) -> Result<(), JailError> {
     recover(store, run)?;
     let _locks = lock_all(store, run)?;
     run.remove()
+}
+
+/// The change sets as the run report lists changes (`--report`): each file, symlink and
+/// directory the run changed under a copy-on-write root, read from the layer like the patch.
+pub fn report_items(changes: &[RootChanges]) -> Vec<crate::linux::changes::Change> {
+    use crate::linux::changes::{Change, ChangeKind, FileType};
+    let file_type = |s: &changes::Side| match s.kind {
+        changes::SideKind::File => FileType::File,
+        changes::SideKind::Symlink(_) => FileType::Symlink,
+    };
+    let mut out = Vec::new();
+    for r in changes {
+        for item in &r.set.items {
+            let (kind, side) = match (&item.old, &item.new) {
+                (None, Some(new)) => (ChangeKind::Created, new),
+                (Some(old), None) => (ChangeKind::Deleted, old),
+                (Some(old), Some(new))
+                    if old.kind == new.kind
+                        && old.mode != new.mode
+                        && std::fs::read(&old.abs).ok() == std::fs::read(&new.abs).ok() =>
+                {
+                    (ChangeKind::ModeChanged, new)
+                }
+                (Some(_), Some(new)) => (ChangeKind::Modified, new),
+                (None, None) => continue,
+            };
+            let mut detail: Vec<String> = Vec::new();
+            if !item.flags.is_empty() {
+                detail.push(format!("flagged: {}", item.flags.join(", ")));
+            }
+            if let Some(c) = &item.conflict {
+                detail.push(format!("conflict: {c}"));
+            }
+            out.push(Change {
+                root: r.root.clone(),
+                path: r.root.join(&item.path),
+                kind,
+                file_type: file_type(side),
+                detail: (!detail.is_empty()).then(|| detail.join("; ")),
+            });
+        }
+        for op in &r.set.dirs {
+            let (kind, path) = match op {
+                changes::DirOp::Remove(p) => (ChangeKind::Deleted, p),
+                changes::DirOp::Make(p, _) => (ChangeKind::Created, p),
+                changes::DirOp::Chmod(p, _) => (ChangeKind::ModeChanged, p),
+            };
+            out.push(Change {
+                root: r.root.clone(),
+                path: r.root.join(path),
+                kind,
+                file_type: FileType::Dir,
+                detail: None,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
 }

@@ -188,6 +188,11 @@ impl Collector {
         }
     }
 
+    /// The denials kept so far, in order.
+    pub(super) fn kept(&self) -> &[Denial] {
+        &self.out.denials
+    }
+
     pub(super) fn lost(&mut self) {
         self.out.dropped_records = true;
     }

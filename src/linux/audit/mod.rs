@@ -92,7 +92,7 @@ use serde::Serialize;
 
 #[cfg(any(test, feature = "test-hooks"))]
 pub use netlink::enable_for_tests;
-pub use reader::{AuditReader, AuditStream, open};
+pub use reader::{AuditReader, AuditStream, DenialListener, open};
 pub use records::{AUDIT_LANDLOCK_ACCESS, AUDIT_LANDLOCK_DOMAIN, Record, Stamp, parse_record};
 
 /// Why denial records cannot be had, in one line for the report.

@@ -14,7 +14,10 @@ use super::netlink::{audit_status, netlink_messages, netlink_socket, recv_now, s
 use super::records::{
     AUDIT_EOE, AUDIT_LANDLOCK_ACCESS, AUDIT_LANDLOCK_DOMAIN, AUDIT_SYSCALL, parse_record,
 };
-use super::{Denials, Unavailable};
+use super::{Denial, Denials, Unavailable};
+
+/// Told of each denial the run's reader keeps, as it is kept (the live event stream).
+pub type DenialListener = Arc<dyn Fn(&Denial) + Send + Sync>;
 
 const AUDIT_NLGRP_READLOG: u32 = 1;
 /// After `finish`, reading stops once nothing arrived for this long...
@@ -114,7 +117,7 @@ pub struct AuditReader {
 impl AuditStream {
     /// Starts a background thread that reads and parses records until `finish`. Call it after
     /// forking the child, so the child is forked from a single-threaded process.
-    pub fn start(self) -> AuditReader {
+    pub fn start(self, listener: Option<DenialListener>) -> AuditReader {
         let shared = Arc::new(Shared {
             collector: Mutex::new(Collector::default()),
             stop: Mutex::new(None),
@@ -124,7 +127,7 @@ impl AuditStream {
         let (fd, lost_at_open) = (self.fd, self.lost_at_open);
         let thread = std::thread::Builder::new()
             .name("jail-audit".into())
-            .spawn(move || read_loop(&fd, &for_thread));
+            .spawn(move || read_loop(&fd, &for_thread, listener));
         match thread {
             Ok(handle) => AuditReader {
                 shared,
@@ -187,10 +190,20 @@ impl Drop for AuditReader {
     }
 }
 
-fn read_loop(fd: &OwnedFd, shared: &Shared) {
+fn read_loop(fd: &OwnedFd, shared: &Shared, listener: Option<DenialListener>) {
     let mut buf = vec![0u8; 1 << 16];
     let mut last_record: Option<Instant> = None;
+    // Denials already handed to the listener.
+    let mut told = 0;
+    let mut tell = |collector: &Mutex<Collector>| {
+        if let Some(listen) = &listener {
+            let fresh: Vec<Denial> = lock(collector).kept()[told..].to_vec();
+            told += fresh.len();
+            fresh.iter().for_each(|d| listen(d));
+        }
+    };
     loop {
+        tell(&shared.collector);
         let now = Instant::now();
         if shared.abandon.load(Ordering::Relaxed) {
             return;
@@ -210,6 +223,7 @@ fn read_loop(fd: &OwnedFd, shared: &Shared) {
         let rc = unsafe { libc::poll(&mut pfd, 1, POLL_MS) };
         if rc <= 0 {
             lock(&shared.collector).expire(Instant::now());
+            tell(&shared.collector);
             continue;
         }
         // A bounded batch, so that a flood of records cannot keep the stop check from running.
@@ -336,7 +350,7 @@ mod tests {
 
         let ours = spawn();
         let other = spawn();
-        let reader = stream.start();
+        let reader = stream.start(None);
         reader.set_creator(ours);
         assert_ne!(wait(ours), 0, "the write should have failed");
         wait(other);
