@@ -1303,3 +1303,35 @@ fn cargo_builds_inside_the_view_as_root() {
         assert_eq!(tree(&fx.repo), before, "off={off:?}: the host changed");
     }
 }
+
+#[test]
+fn a_run_that_changed_nothing_leaves_only_scratch_the_next_run_clears() {
+    if !full_level_or_skip("cow") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, &[], "cow-trash");
+        let trash = fx.dir.join("state/jail/runs/.trash");
+        let entries = || std::fs::read_dir(&trash).map_or(0, |d| d.count());
+        for _ in 0..20 {
+            let run = cow_sh(&fx, "true");
+            assert!(run.ok(), "{who:?}: {}", run.describe());
+        }
+        // Bounded however short the runs are.
+        assert!(
+            entries() <= 17,
+            "{who:?}: {} entries in the trash",
+            entries()
+        );
+        // A run that lasts empties what earlier runs left, and leaves its own.
+        let run = cow_sh(&fx, "sleep 2");
+        assert!(run.ok(), "{who:?}: {}", run.describe());
+        assert_eq!(entries(), 1, "{who:?}");
+        let runs: Vec<_> = std::fs::read_dir(fx.dir.join("state/jail/runs"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(runs.iter().all(|r| r.starts_with('.')), "{who:?}: {runs:?}");
+    }
+}

@@ -201,6 +201,21 @@ impl CowRun {
             .collect()
     }
 
+    /// Empties the trash of earlier runs' overlay scratch on a thread of its own once the
+    /// command runs (off the start-up and exit paths: an unfinished job is taken up by the next
+    /// run). The hook runs in the supervisor after its signals are blocked, so the thread
+    /// inherits the mask and never takes the supervisor's SIGCHLD.
+    pub fn janitor(&self) -> Option<super::supervisor::CommandStarted> {
+        let trash = self.run.trash_dir()?;
+        std::fs::symlink_metadata(&trash).ok()?;
+        Some(Box::new(move |_pid| {
+            let trash = trash.clone();
+            let _ = std::thread::Builder::new()
+                .name("jail-trash".into())
+                .spawn(move || workspace::store::empty_trash(&trash));
+        }))
+    }
+
     /// Throws the layers away (the run did not start).
     pub fn abandon(self) {}
 

@@ -148,13 +148,14 @@ fn attempt(
         }
     }
     tracing::info!(level = ?run.plan.level(), layers = ?run.plan.layers, "launching {:?}", policy.command);
+    let janitor = cow.as_ref().and_then(|c| c.janitor());
     let result = apply(
         policy,
         options,
         &mut run,
         &mut net,
         &mut recorder,
-        &layers,
+        (&layers, janitor),
         events.as_ref(),
     );
     if let Some(stream) = events.as_ref() {
@@ -318,9 +319,13 @@ fn apply(
     run: &mut RunState,
     net: &mut NetRuntime,
     recorder: &mut Option<Recorder>,
-    layers: &[(std::path::PathBuf, std::path::PathBuf)],
+    (layers, janitor): (
+        &[(std::path::PathBuf, std::path::PathBuf)],
+        Option<supervisor::CommandStarted>,
+    ),
     events: Option<&Events>,
 ) -> Result<Applied, JailError> {
+    let janitor = std::rc::Rc::new(janitor);
     loop {
         let limits = run.prepare_limits(policy)?;
         let mut conf = confinement(policy, options, run, net, limits)?;
@@ -329,6 +334,14 @@ fn apply(
         }
         if let Some(r) = recorder.as_mut() {
             r.arm(&mut conf);
+        }
+        if janitor.is_some() {
+            let janitor = std::rc::Rc::clone(&janitor);
+            conf.command_started.push(Box::new(move |pid| {
+                if let Some(j) = janitor.as_ref() {
+                    j(pid)
+                }
+            }));
         }
         if let Some(stream) = events {
             let denials = match recorder.as_ref().and_then(|r| r.denials_unavailable()) {

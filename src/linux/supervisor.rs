@@ -86,6 +86,9 @@ fn read_end(status: &OwnedFd, end: &mut RunEnd) {
 /// Time between SIGTERM and SIGKILL when `--timeout` expires.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
+/// Told the command's host pid once it exists (before it execs).
+pub type CommandStarted = Box<dyn Fn(i32)>;
+
 /// Everything the command process applies to itself before execve, compiled in advance.
 pub struct Confinement {
     pub mount: Option<mounts::MountPlan>,
@@ -101,7 +104,7 @@ pub struct Confinement {
     /// the audit reader, which keeps only the denials of domains that process creates.
     /// Also for the event stream, whose watcher thread starts then (the supervisor's signals
     /// are blocked by that time, so the thread never takes its SIGCHLD).
-    pub command_started: Vec<Box<dyn Fn(i32)>>,
+    pub command_started: Vec<CommandStarted>,
     /// Printed once this confinement is known to be built, before the command runs: what a
     /// degraded run lacks.
     pub warning: Option<String>,

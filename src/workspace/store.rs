@@ -124,6 +124,11 @@ impl Store {
     }
 
     /// The directory every run's layers are in (hidden inside every jail).
+    /// The trash of finished runs' overlay scratch (see [`empty_trash`]).
+    pub fn trash_dir(&self) -> PathBuf {
+        self.runs_dir().join(TRASH)
+    }
+
     pub fn runs_dir(&self) -> PathBuf {
         self.root.join("runs")
     }
@@ -302,6 +307,19 @@ impl Store {
 
 /// The spare run directory's name in `runs/` (never listed: it starts with a dot).
 const SPARE: &str = ".spare";
+/// Where finished runs' overlay scratch waits to be removed, in `runs/` (hidden like it).
+const TRASH: &str = ".trash";
+/// Entries the trash may hold before a run's end empties it itself.
+const TRASH_MAX: usize = 16;
+
+/// Removes everything in the trash directory `trash` (`runs/.trash`).
+pub fn empty_trash(trash: &Path) {
+    if let Ok(entries) = fs::read_dir(trash) {
+        for e in entries.flatten() {
+            let _ = remove_tree(&e.path());
+        }
+    }
+}
 
 /// An apply lock, released when dropped (or when the process dies).
 pub struct Lock {
@@ -365,15 +383,46 @@ impl Run {
             && fs::symlink_metadata(self.dir.join("own.json")).is_err();
         let spare = self.dir.parent().map(|p| p.join(SPARE));
         // A volatile overlay marks its work directory (work/work/incompat/volatile) and refuses
-        // to mount on it again: the kernel's scratch goes, the directories stay.
+        // to mount on it again: the kernel's scratch goes, the directories stay. Removing it
+        // costs ~1.3 ms of directory unlinks on ext4, on every run's way out: it is moved to
+        // the trash in one rename instead, which the next run empties while its command runs.
         if empty {
-            remove_tree(&self.layer_dir(&self.record.layers[0]).join("work/work"))
-                .map_err(|e| JailError::bad_path("--cow", &self.dir, e.to_string()))?;
+            let scratch = self.layer_dir(&self.record.layers[0]).join("work/work");
+            if !self.to_trash(&scratch) {
+                remove_tree(&scratch)
+                    .map_err(|e| JailError::bad_path("--cow", &self.dir, e.to_string()))?;
+            }
         }
         match spare {
             Some(spare) if empty && fs::rename(&self.dir, &spare).is_ok() => Ok(()),
             _ => self.remove(),
         }
+    }
+
+    /// The trash of the store this run is in.
+    pub fn trash_dir(&self) -> Option<PathBuf> {
+        self.dir.parent().map(|runs| runs.join(TRASH))
+    }
+
+    /// Moves `path` (when it exists) into the trash; false when it could not be moved. The
+    /// trash never holds more than [`TRASH_MAX`] entries: past that it is emptied now.
+    fn to_trash(&self, path: &Path) -> bool {
+        let Some(trash) = self.trash_dir() else {
+            return false;
+        };
+        if fs::symlink_metadata(path).is_err() {
+            return true;
+        }
+        let _ = std::os::unix::fs::DirBuilderExt::mode(&mut fs::DirBuilder::new(), 0o700)
+            .create(&trash);
+        let full = fs::read_dir(&trash).map_or(0, |d| d.count()) >= TRASH_MAX;
+        if full {
+            empty_trash(&trash);
+        }
+        // The kernel makes its work directory mode 0, and moving a directory to another parent
+        // rewrites its `..`: without write permission on it that is EACCES for a non-root user.
+        let _ = fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        fs::rename(path, trash.join(&self.record.id)).is_ok()
     }
 
     /// Removes the run and its layers. The overlay's work directory holds a directory the kernel
