@@ -833,13 +833,20 @@ fn the_event_stream_reports_each_first_write_once_and_ends_with_the_exit() {
     }
     for (who, off) in cases() {
         let fx = fixture(who, off, "cow-events");
+        std::fs::write(fx.repo.join("mapped.txt"), "0123456789\n").unwrap();
+        fx.give_to(who);
         let repo = fx.p("repo");
         let events = fx.p("events.jsonl");
+        // A write through a shared mapping raises no IN_MODIFY: it must show all the same.
+        let mapped = "/usr/bin/python3 -c \"import mmap; f = open('mapped.txt', 'r+b'); \
+                      m = mmap.mmap(f.fileno(), 0); m[0:1] = b'X'; m.flush()\"";
         let run = sh(
             &fx,
             &["--cow", &repo, "--cwd", &repo, "--events", &events],
-            "set -e; echo a >> file.txt; echo b >> file.txt; mkdir -p new/deep; \
-             echo c > new/deep/f; rm sub/keep; mv src/main.rs src/moved.rs; exit 3",
+            &format!(
+                "set -e; echo a >> file.txt; echo b >> file.txt; mkdir -p new/deep; \
+                 echo c > new/deep/f; rm sub/keep; mv src/main.rs src/moved.rs; {mapped}; exit 3"
+            ),
         );
         let what = format!("{who:?} off={off:?}");
         assert_eq!(run.code, Some(3), "{what}: {}", run.describe());
@@ -857,6 +864,7 @@ fn the_event_stream_reports_each_first_write_once_and_ends_with_the_exit() {
         paths.sort();
         let want = [
             "file.txt",
+            "mapped.txt",
             "new",
             "new/deep",
             "new/deep/f",
@@ -977,6 +985,29 @@ fn the_event_stream_is_out_of_the_commands_reach() {
         let kept = Run::from(kept);
         assert_eq!(kept.code, Some(125), "{who:?}: {}", kept.describe());
         assert!(kept.stderr.contains("--keep-fd 7"), "{}", kept.stderr);
+        // A named pipe given as FILE and held open on a kept descriptor: refused too.
+        let fifo = fx.dir.join("events.fifo");
+        assert!(
+            Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        fx.give_to(who);
+        let both = format!(
+            "exec 9<>{fifo}; exec {jail} --cow {repo} --events {fifo} --keep-fd 9 -- true",
+            fifo = fifo.display(),
+            jail = common::jail_bin().display(),
+        );
+        let both = Run::from(
+            fx.command("/bin/sh".as_ref(), &["-c", &both])
+                .env("XDG_STATE_HOME", &env_state)
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(both.code, Some(125), "{who:?}: {}", both.describe());
+        assert!(both.stderr.contains("--keep-fd 9"), "{}", both.stderr);
     }
 }
 
@@ -1187,6 +1218,21 @@ fn merge_applies_clean_three_way_merges_and_refuses_overlapping_edits() {
             again.stderr.contains("other.txt"),
             "{what}: {}",
             again.describe()
+        );
+        // Should the merge record be lost, the merged file counts as the host's change: still
+        // refused, never overwritten.
+        let record = fx.dir.join(format!("state/jail/runs/{id}/merged.json"));
+        std::fs::remove_file(&record).unwrap();
+        let lost = jail(&fx, &["apply", &id, "--skip-conflicts"]);
+        assert!(lost.ok(), "{what}: {}", lost.describe());
+        assert!(
+            lost.stderr.contains("file.txt"),
+            "{what}: {}",
+            lost.describe()
+        );
+        assert_eq!(
+            std::fs::read_to_string(fx.repo.join("file.txt")).unwrap(),
+            "A\nb\nc\nd\nE\n"
         );
     }
 }

@@ -12,10 +12,11 @@
 //! - A parent directory copied up only to hold a changed file is not itself a change (it is
 //!   the same directory on the host): it is watched, not reported; a directory replaced (opaque)
 //!   or new is.
-//! - The stream never blocks the command or jail: every write is non-blocking on a description
-//!   of jail's own (a pipe given as `fd:N` is reopened, so the caller's end keeps its flags); a
-//!   line that does not fit is dropped and counted, never half-written. A reader that goes away
-//!   ends the stream, not the run.
+//! - The stream never blocks the command or jail: lines are queued, and a writer thread of the
+//!   stream's own is the only one that waits for the reader. Checking the descriptor instead
+//!   (free bytes, free pages) cannot be right for every kind: a pipe in packet mode, or pages
+//!   the command filled with splice, take a whole page per write. A full queue drops the next
+//!   line whole, counted; a reader that goes away ends the stream, not the run.
 //! - The watcher is a thread started from the supervisor once the command exists: the
 //!   supervisor's signals are blocked by then, so the thread inherits the mask and never takes
 //!   the SIGCHLD the supervisor waits for on its signalfd.
@@ -29,7 +30,7 @@ use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -45,8 +46,10 @@ use crate::workspace::store::LayerKind;
 
 /// Distinct paths reported as `wrote`; the rest are counted in `exit`.
 pub const MAX_PATHS: usize = 100_000;
-/// How long a line that went out in part may wait for the reader before the stream ends.
-const FINISH_LINE_MS: i32 = 200;
+/// Lines waiting for a slow reader at most; the next ones are dropped and counted.
+const QUEUE_MAX: usize = 4096;
+/// How long jail's exit waits for the queue to be written out.
+const DRAIN: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Where the events go, as given.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,136 +77,163 @@ pub fn target(spec: &str) -> Result<Target, JailError> {
     }
 }
 
-/// The open end jail writes to.
-struct Sink {
-    out: Mutex<Option<Out>>,
-    started: Instant,
-    dropped: AtomicU64,
-    /// The reader went away or stalled mid-line: nothing more is written.
-    ended: AtomicBool,
-}
-
+/// The end jail writes to, owned by the writer thread.
 enum Out {
-    /// A file, or a named pipe opened non-blocking by jail itself.
+    /// A file or a pipe (a named pipe is opened by jail, `fd:N` is a duplicate of the caller's).
     File(File),
-    /// The caller's pipe (`fd:N`), left blocking as the caller made it (the flag belongs to the
-    /// description both share, and a pipe of another user cannot be reopened): written only
-    /// when the line fits in its free space, so the write never waits.
-    Pipe(File),
-    /// A socket: each send is non-blocking and raises no SIGPIPE.
+    /// A socket: sends raise no SIGPIPE.
     Socket(OwnedFd),
 }
 
 impl Out {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Out::File(f) => f.write(buf),
-            Out::Pipe(f) => {
-                if !pipe_takes(f.as_raw_fd(), buf.len()) {
-                    return Err(std::io::ErrorKind::WouldBlock.into());
+    fn write_all(&mut self, mut buf: &[u8]) -> std::io::Result<()> {
+        while !buf.is_empty() {
+            let n = match self {
+                Out::File(f) => f.write(buf),
+                Out::Socket(s) => nix::sys::socket::send(
+                    s.as_raw_fd(),
+                    buf,
+                    nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+                )
+                .map_err(std::io::Error::from),
+            };
+            match n {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => buf = &buf[n..],
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // A description the caller made non-blocking: wait here, on this thread only.
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    let fd = match &*self {
+                        Out::File(f) => f.as_fd(),
+                        Out::Socket(s) => s.as_fd(),
+                    };
+                    let mut pfd = [nix::poll::PollFd::new(fd, nix::poll::PollFlags::POLLOUT)];
+                    let _ = nix::poll::poll(&mut pfd, nix::poll::PollTimeout::NONE);
                 }
-                f.write(buf)
-            }
-            Out::Socket(s) => {
-                let flags = nix::sys::socket::MsgFlags::MSG_DONTWAIT
-                    | nix::sys::socket::MsgFlags::MSG_NOSIGNAL;
-                nix::sys::socket::send(s.as_raw_fd(), buf, flags).map_err(std::io::Error::from)
+                Err(e) => return Err(e),
             }
         }
+        Ok(())
     }
+}
 
-    fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        match self {
-            Out::File(f) | Out::Pipe(f) => f.as_fd(),
-            Out::Socket(s) => s.as_fd(),
-        }
-    }
+/// The lines waiting for the writer.
+#[derive(Default)]
+struct Queue {
+    lines: std::collections::VecDeque<String>,
+    /// The writer is inside a write (the reader may be behind).
+    writing: bool,
+    /// The reader went away: nothing more is queued.
+    ended: bool,
+}
+
+/// The stream's lines, queued by whoever emits them and written by a thread of the stream's
+/// own: only that thread ever waits for the reader. Whatever the descriptor is (a pipe in
+/// packet mode, pages filled by splice, a socket, a file on a stuck NFS mount), an emitter never
+/// blocks: when [`QUEUE_MAX`] lines wait, the next is dropped whole and counted.
+struct Sink {
+    queue: Mutex<Queue>,
+    moved: std::sync::Condvar,
+    started: Instant,
+    dropped: AtomicU64,
 }
 
 impl Sink {
-    /// Writes one line, whole or not at all.
-    fn emit(&self, mut line: Value) {
-        if self.ended.load(Ordering::Relaxed) {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
+    fn emit(&self, line: Value) {
+        self.push(line, false);
+    }
+
+    /// Queues one line (`last`: the `exit` line, which takes a place beyond the bound).
+    fn push(&self, mut line: Value, last: bool) {
         line["ms"] = json!(self.started.elapsed().as_millis() as u64);
         let mut text = line.to_string();
         text.push('\n');
-        let bytes = text.as_bytes();
-        let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(o) = out.as_mut() else {
+        let mut q = lock(&self.queue);
+        if q.ended || (q.lines.len() >= QUEUE_MAX && !last) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return;
-        };
-        // A reader that closed its end raises SIGPIPE, whose default (jail restores it for the
-        // command) would end jail: held back on this thread for the write, and taken after.
-        let mut pipe = nix::sys::signal::SigSet::empty();
-        pipe.add(nix::sys::signal::Signal::SIGPIPE);
-        let mut before = nix::sys::signal::SigSet::empty();
-        let held = nix::sys::signal::pthread_sigmask(
-            nix::sys::signal::SigmaskHow::SIG_BLOCK,
-            Some(&pipe),
-            Some(&mut before),
-        )
-        .is_ok();
-        let done = write_line(o, bytes, &self.dropped);
-        if held {
-            let zero = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            // SAFETY: sigtimedwait with a zero timeout only takes a pending SIGPIPE of this
-            // thread, if there is one; the mask is then restored as it was.
-            unsafe { libc::sigtimedwait(pipe.as_ref(), std::ptr::null_mut(), &zero) };
-            let _ = nix::sys::signal::pthread_sigmask(
-                nix::sys::signal::SigmaskHow::SIG_SETMASK,
-                Some(&before),
-                None,
-            );
         }
-        match done {
-            Some(n) if n < bytes.len() => {
-                self.ended.store(true, Ordering::Relaxed);
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-                *out = None;
+        q.lines.push_back(text);
+        self.moved.notify_all();
+    }
+
+    /// Waits at most `limit` for the queue to be written out (never for a reader that does not
+    /// read: jail's exit is not held up by it).
+    fn drain(&self, limit: std::time::Duration) {
+        let deadline = Instant::now() + limit;
+        let mut q = lock(&self.queue);
+        while !q.ended && (!q.lines.is_empty() || q.writing) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
             }
-            _ => {}
+            q = self
+                .moved
+                .wait_timeout(q, left)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+    }
+
+    /// The writer thread's loop: each line whole, in order, until the reader goes away.
+    fn write_out(&self, mut out: Out) {
+        loop {
+            let line = {
+                let mut q = lock(&self.queue);
+                loop {
+                    if let Some(l) = q.lines.pop_front() {
+                        q.writing = true;
+                        break l;
+                    }
+                    q.writing = false;
+                    self.moved.notify_all();
+                    q = self.moved.wait(q).unwrap_or_else(PoisonError::into_inner);
+                }
+            };
+            let done = out.write_all(line.as_bytes());
+            let mut q = lock(&self.queue);
+            if done.is_err() {
+                // EPIPE (SIGPIPE is blocked on this thread) or any other error: the stream ends.
+                q.ended = true;
+                self.dropped
+                    .fetch_add(1 + q.lines.len() as u64, Ordering::Relaxed);
+                q.lines.clear();
+                q.writing = false;
+                self.moved.notify_all();
+                return;
+            }
         }
     }
 }
 
-/// Writes `bytes` to `o`: the count written (short when the reader is gone or stalled
-/// mid-line), or None when nothing went out because the reader is behind (counted).
-fn write_line(o: &mut Out, bytes: &[u8], dropped: &AtomicU64) -> Option<usize> {
-    let mut done = 0;
-    while done < bytes.len() {
-        match o.write(&bytes[done..]) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            // Nothing of the line went out: the reader is behind, this line is lost.
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && done == 0 => {
-                dropped.fetch_add(1, Ordering::Relaxed);
-                return None;
-            }
-            // Part of it went out: the rest must follow, or the stream stops here (a
-            // half line would corrupt every line after it).
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                let mut pfd = [nix::poll::PollFd::new(
-                    o.fd(),
-                    nix::poll::PollFlags::POLLOUT,
-                )];
-                let wait = nix::poll::PollTimeout::try_from(FINISH_LINE_MS)
-                    .unwrap_or(nix::poll::PollTimeout::ZERO);
-                if !matches!(nix::poll::poll(&mut pfd, wait), Ok(n) if n > 0) {
-                    break;
-                }
-            }
-            Err(_) => break,
-        }
-    }
-    Some(done)
+/// Starts the writer of `out` with every signal blocked (the thread inherits the mask it is
+/// made with): it must never take the supervisor's SIGCHLD, nor die of a SIGPIPE.
+fn start_writer(out: Out) -> Result<Arc<Sink>, String> {
+    let sink = Arc::new(Sink {
+        queue: Mutex::new(Queue::default()),
+        moved: std::sync::Condvar::new(),
+        started: Instant::now(),
+        dropped: AtomicU64::new(0),
+    });
+    let all = nix::sys::signal::SigSet::all();
+    let mut before = nix::sys::signal::SigSet::empty();
+    nix::sys::signal::pthread_sigmask(
+        nix::sys::signal::SigmaskHow::SIG_BLOCK,
+        Some(&all),
+        Some(&mut before),
+    )
+    .map_err(|e| format!("sigmask: {e}"))?;
+    let for_thread = Arc::clone(&sink);
+    let spawned = std::thread::Builder::new()
+        .name("jail-events-out".into())
+        .spawn(move || for_thread.write_out(out));
+    let _ = nix::sys::signal::pthread_sigmask(
+        nix::sys::signal::SigmaskHow::SIG_SETMASK,
+        Some(&before),
+        None,
+    );
+    spawned.map_err(|e| format!("writer thread: {e}"))?;
+    Ok(sink)
 }
 
 /// The stream of one launch, across its attempts (a run restarted with copied layers).
@@ -256,7 +286,10 @@ impl Events {
         let path = match &self.target {
             Target::Fd(fd) => {
                 if self.sink.is_none() {
-                    self.sink = Some(Arc::new(sink(open_fd(*fd)?)));
+                    let out = open_fd(*fd)?;
+                    self.sink = Some(
+                        start_writer(out).map_err(|e| JailError::layer("events", "writer", e))?,
+                    );
                 }
                 return Ok(());
             }
@@ -267,7 +300,9 @@ impl Events {
         let abs = crate::run_report::check_output_path(&path, &base, policy, private_tmp, true)
             .map_err(|why| JailError::bad_path("--events", &path, why))?;
         if self.sink.is_none() {
-            self.sink = Some(Arc::new(sink(open_file(&abs)?)));
+            let out = open_file(&abs)?;
+            self.sink =
+                Some(start_writer(out).map_err(|e| JailError::layer("events", "writer", e))?);
         }
         Ok(())
     }
@@ -372,21 +407,13 @@ impl Events {
         if let Some(e) = error {
             line["error"] = json!(e);
         }
-        sink.emit(line);
+        sink.push(line, true);
+        sink.drain(DRAIN);
     }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn sink(out: Out) -> Sink {
-    Sink {
-        out: Mutex::new(Some(out)),
-        started: Instant::now(),
-        dropped: AtomicU64::new(0),
-        ended: AtomicBool::new(false),
-    }
 }
 
 /// `--events FILE`: created, or an existing regular file of one name, or a named pipe with its
@@ -397,9 +424,9 @@ fn open_file(path: &Path) -> Result<Out, JailError> {
         .map_err(|why| JailError::bad_path("--events", path, why))
 }
 
-/// `--events fd:N`: a pipe is written only where its free space holds the line, a socket with
-/// non-blocking sends, a file as it is (none of them has its flags changed: the caller shares
-/// the description).
+/// `--events fd:N`: a duplicate of the caller's pipe, socket or file, its flags left as the
+/// caller made them (they belong to the description both share); only the writer thread ever
+/// waits on it.
 fn open_fd(fd: i32) -> Result<Out, JailError> {
     let bad = |why: &str| JailError::BadInput(format!("--events fd:{fd}: {why}"));
     if !super::privileges::fd_is_open(fd) {
@@ -425,35 +452,9 @@ fn open_fd(fd: i32) -> Result<Out, JailError> {
     let own = unsafe { OwnedFd::from_raw_fd(dup) };
     match st.st_mode & libc::S_IFMT {
         libc::S_IFSOCK => Ok(Out::Socket(own)),
-        libc::S_IFIFO => Ok(Out::Pipe(File::from(own))),
-        libc::S_IFREG => Ok(Out::File(File::from(own))),
+        libc::S_IFIFO | libc::S_IFREG => Ok(Out::File(File::from(own))),
         _ => Err(bad("is neither a pipe, a socket nor a regular file")),
     }
-}
-
-/// Whether a write of `len` bytes to the pipe `fd` goes in without waiting. A pipe holds a
-/// number of pages, and a write that does not fit in the last page's tail takes a page of its
-/// own, so free bytes are not enough: the kernel waits for a free page. Lines of at most half
-/// a page start a page only when the last one holds more than half a page, so every page but
-/// the first (partly read) and the last holds more than half: with the unread bytes below
-/// (pages - 2) half-pages, a page is free. A longer line goes only into an empty pipe.
-fn pipe_takes(fd: i32, len: usize) -> bool {
-    // SAFETY: F_GETPIPE_SZ only reads the pipe's size.
-    let size = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
-    let mut unread: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int, the bytes waiting in the pipe.
-    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut unread) };
-    // SAFETY: sysconf only queries.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if size <= 0 || rc != 0 || page <= 0 || unread < 0 {
-        return false;
-    }
-    let (size, unread, half) = (size as usize, unread as usize, page as usize / 2);
-    let pages = size / (2 * half);
-    if len > half || pages < 3 {
-        return unread == 0 && len <= size;
-    }
-    unread + len <= pages.saturating_sub(2) * half
 }
 
 /// The changes of the layers, as inotify reports them.
@@ -474,6 +475,8 @@ fn mask() -> AddWatchFlags {
         | AddWatchFlags::IN_DELETE
         | AddWatchFlags::IN_MODIFY
         | AddWatchFlags::IN_ATTRIB
+        // Writes through a shared mapping raise no IN_MODIFY; the close after them does.
+        | AddWatchFlags::IN_CLOSE_WRITE
         | AddWatchFlags::IN_ONLYDIR
         | AddWatchFlags::IN_DONT_FOLLOW
 }
@@ -578,6 +581,12 @@ impl Watcher {
                 };
                 let (h, l) = (host.join(&name), layer.join(&name));
                 let is_dir = e.mask.contains(AddWatchFlags::IN_ISDIR);
+                if is_dir && e.mask.contains(AddWatchFlags::IN_MOVED_FROM) {
+                    // The watches below keep following the moved directory: their names are
+                    // stale now (it may even have left the tree). Dropped here; where it
+                    // arrives in the tree, it is watched and scanned again under its new name.
+                    self.forget_below(&l);
+                }
                 let arrived = e
                     .mask
                     .intersects(AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO);
@@ -591,6 +600,20 @@ impl Watcher {
                     self.report(sink, h);
                 }
             }
+        }
+    }
+
+    /// Stops watching `layer` and every directory below it.
+    fn forget_below(&mut self, layer: &Path) {
+        let gone: Vec<WatchDescriptor> = self
+            .dirs
+            .iter()
+            .filter(|(_, (_, l))| l.starts_with(layer))
+            .map(|(wd, _)| *wd)
+            .collect();
+        for wd in gone {
+            let _ = self.inotify.rm_watch(wd);
+            self.dirs.remove(&wd);
         }
     }
 
@@ -674,67 +697,66 @@ mod tests {
         }
     }
 
+    /// A sink whose writer writes to `w`.
+    fn writer_to(w: OwnedFd) -> Arc<Sink> {
+        start_writer(Out::File(File::from(w))).unwrap()
+    }
+
     #[test]
     fn a_reader_that_went_away_ends_the_stream_not_jail() {
         let (r, w) = nix::unistd::pipe().unwrap();
-        let s = sink(Out::File(File::from(w)));
         drop(r);
-        // In a child with SIGPIPE's default action, as jail runs: it must survive the write.
-        // SAFETY: the child only writes to a pipe and leaves with _exit.
-        match unsafe { nix::unistd::fork() }.unwrap() {
-            nix::unistd::ForkResult::Child => {
-                // SAFETY: restoring a default disposition runs no handler code.
-                unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-                s.emit(json!({"event": "start"}));
-                s.emit(json!({"event": "exit"}));
-                let code = if s.ended.load(Ordering::Relaxed) {
-                    0
-                } else {
-                    1
-                };
-                // SAFETY: _exit ends the forked child without running the harness's code.
-                unsafe { libc::_exit(code) }
-            }
-            nix::unistd::ForkResult::Parent { child } => {
-                let status = nix::sys::wait::waitpid(child, None).unwrap();
-                assert_eq!(status, nix::sys::wait::WaitStatus::Exited(child, 0));
-            }
-        }
+        let s = writer_to(w);
+        s.emit(json!({"event": "start"}));
+        s.push(json!({"event": "exit"}), true);
+        s.drain(std::time::Duration::from_secs(5));
+        assert!(lock(&s.queue).ended);
+        assert_eq!(s.dropped.load(Ordering::Relaxed), 2);
     }
 
     #[test]
-    fn the_callers_blocking_pipe_is_written_only_where_the_line_fits() {
-        let (r, w) = nix::unistd::pipe().unwrap();
-        let s = sink(Out::Pipe(File::from(w)));
-        // Blocking, never read: a write that did not fit would hang the test here.
-        for _ in 0..2000 {
+    fn a_reader_that_does_not_read_never_blocks_an_emitter() {
+        // Packet mode: every write takes a page of the pipe's own, whatever its size.
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_DIRECT).unwrap();
+        let s = writer_to(w);
+        for _ in 0..(QUEUE_MAX + 200) {
             s.emit(json!({"event": "wrote", "path": "/y".repeat(40)}));
         }
-        assert!(s.dropped.load(Ordering::Relaxed) > 0);
-        drop(s);
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut File::from(r), &mut text).unwrap();
-        assert!(
-            text.lines()
-                .all(|l| serde_json::from_str::<Value>(l).is_ok())
-        );
+        s.push(json!({"event": "exit"}), true);
+        // The exit waits a bounded time, and the lines beyond the queue were dropped.
+        s.drain(std::time::Duration::from_millis(50));
+        assert!(s.dropped.load(Ordering::Relaxed) >= 100);
+        drop(r);
     }
 
     #[test]
-    fn a_line_goes_out_whole_or_is_counted_as_dropped() {
-        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK).unwrap();
-        let s = sink(Out::File(File::from(w)));
-        // Fill the pipe: every line that does not fit is dropped whole.
-        for _ in 0..2000 {
-            s.emit(json!({"event": "wrote", "path": "/x".repeat(40)}));
+    fn lines_go_out_whole_and_in_order() {
+        let (r, w) = nix::unistd::pipe().unwrap();
+        let s = writer_to(w);
+        // Read until the exit line (the writer thread keeps its end open for the process).
+        let reader = std::thread::spawn(move || {
+            let mut lines = Vec::new();
+            for line in std::io::BufRead::lines(std::io::BufReader::new(File::from(r))) {
+                let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+                let last = v["event"] == "exit";
+                lines.push(v);
+                if last {
+                    break;
+                }
+            }
+            lines
+        });
+        for i in 0..3000 {
+            s.emit(json!({"event": "wrote", "n": i}));
         }
-        assert!(s.dropped.load(Ordering::Relaxed) > 0);
-        drop(s);
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut File::from(r), &mut text).unwrap();
-        for line in text.lines() {
-            let v: Value = serde_json::from_str(line).unwrap();
-            assert_eq!(v["event"], "wrote");
+        s.push(json!({"event": "exit"}), true);
+        s.drain(std::time::Duration::from_secs(10));
+        let lines = reader.join().unwrap();
+        assert_eq!(lines.len(), 3001);
+        for (i, l) in lines[..3000].iter().enumerate() {
+            assert_eq!(l["n"], i);
         }
+        assert_eq!(s.dropped.load(Ordering::Relaxed), 0);
+        assert!(lock(&s.queue).lines.is_empty());
     }
 }

@@ -240,11 +240,14 @@ fn check_descriptors(policy: &Policy, options: &RunOptions) -> Result<(), JailEr
         let events = options
             .events
             .as_deref()
-            .and_then(|s| match events::target(s) {
-                Ok(events::Target::Fd(e)) => Some(e),
-                _ => None,
-            });
-        if events.is_some_and(|e| e == *fd || crate::sandbox::control::same_file(e, *fd)) {
+            .and_then(|s| events::target(s).ok());
+        let same = match &events {
+            Some(events::Target::Fd(e)) => *e == *fd || crate::sandbox::control::same_file(*e, *fd),
+            // A named pipe (or file) given as FILE and also held open on a kept descriptor.
+            Some(events::Target::File(path)) => same_inode(path, *fd),
+            None => false,
+        };
+        if same {
             return Err(JailError::BadInput(format!(
                 "--keep-fd {fd}: is the event stream (--events), which the command never gets: \
                  it could forge the run's events"
@@ -256,6 +259,21 @@ fn check_descriptors(policy: &Policy, options: &RunOptions) -> Result<(), JailEr
         }
     }
     Ok(())
+}
+
+/// Whether the descriptor `fd` is open on the file `path` names (not following a symlink).
+fn same_inode(path: &std::path::Path, fd: i32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(named) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    // SAFETY: fstat into a zeroed stat; a closed descriptor only fails.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return false;
+    }
+    named.dev() == st.st_dev && named.ino() == st.st_ino
 }
 
 /// The level the caller requires, and files protected by some layer. With --allow-userns,

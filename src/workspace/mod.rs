@@ -80,10 +80,13 @@ fn record_jail_wrote(run: &Run, file: &str, paths: &[PathBuf]) {
     }
     let list: Vec<(PathBuf, u64, i64, i64)> =
         all.into_iter().map(|(p, (i, s, n))| (p, i, s, n)).collect();
-    let _ = std::fs::write(
-        run.dir.join(file),
-        serde_json::to_string(&list).expect("serializable"),
-    );
+    // Whole or not at all: a record cut short by a crash or a full disk must not lose what
+    // jail wrote (a lost merge record would let the run's side over a merged file).
+    let tmp = run.dir.join(format!("{file}.new"));
+    let text = serde_json::to_string(&list).expect("serializable");
+    if std::fs::write(&tmp, text).is_ok() {
+        let _ = std::fs::rename(&tmp, run.dir.join(file));
+    }
 }
 
 fn root_changes(run: &Run, layer: &LayerRecord) -> Result<RootChanges, JailError> {
@@ -302,14 +305,23 @@ pub fn apply_run(
     for rc in &all {
         match apply::apply(&rc.root, &rc.set, sel, &work) {
             Ok(done) => {
-                note_own(run, &done.touched);
                 let applied: Vec<PathBuf> = done
                     .applied
                     .iter()
                     .map(|p| rc.root.join(p))
                     .filter(|p| merged.contains(p))
                     .collect();
+                // A merged file is recorded as merged only, not as jail's own write: should the
+                // merge record be lost, the file counts as the host's change (a conflict,
+                // refused), never as jail's (which would let the run's side over it).
                 record_jail_wrote(run, MERGED, &applied);
+                let touched: Vec<PathBuf> = done
+                    .touched
+                    .iter()
+                    .filter(|p| !applied.contains(p))
+                    .cloned()
+                    .collect();
+                note_own(run, &touched);
                 out.merged.extend(applied);
                 out.applied += done.applied.len();
                 out.left
