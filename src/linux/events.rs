@@ -175,7 +175,8 @@ impl Sink {
         }
     }
 
-    /// The writer thread's loop: each line whole, in order, until the reader goes away.
+    /// The writer thread's loop: the lines in order, until the reader goes away (a line is cut
+    /// only when jail exits while this thread is stuck in its write).
     fn write_out(&self, mut out: Out) {
         loop {
             let line = {

@@ -1098,6 +1098,16 @@ fn sealed_policy_fd(json: &str, keep: &[i32]) -> std::io::Result<i32> {
         ),
     )?;
     let target = keep.iter().copied().max().unwrap_or(2).max(9) + 1;
+    if std::os::fd::AsRawFd::as_raw_fd(&file) == target {
+        // The memfd already has the number (the caller left few descriptors open): dup3 onto
+        // itself is EINVAL, so it stays as it is, without CLOEXEC.
+        let fd = std::os::fd::IntoRawFd::into_raw_fd(file);
+        // SAFETY: F_SETFD on the descriptor just made, kept open for the command.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        return Ok(target);
+    }
     // SAFETY: dup3 onto a number that the command keeps nothing at; no CLOEXEC on the copy.
     let rc = unsafe { libc::dup3(std::os::fd::AsRawFd::as_raw_fd(&file), target, 0) };
     if rc < 0 {
@@ -1132,4 +1142,35 @@ fn confine(conf: &Confinement, policy: &Policy) -> Result<(), JailError> {
         unix_connect::arm(&channels).map_err(|e| JailError::layer("unix sockets", "arm", e))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_file_lands_on_its_number_also_when_the_memfd_is_made_there() {
+        // Fill 3..=9 so that the memfd gets 10, the number it is meant to end at (a caller
+        // that left few descriptors open): dup3 onto itself would be EINVAL.
+        // A 10 inherited by the test process (harnesses leave some open) is closed first.
+        // SAFETY: closing a descriptor number this test owns the process of.
+        unsafe { libc::close(10) };
+        let mut held = Vec::new();
+        loop {
+            let f = std::fs::File::open("/dev/null").unwrap();
+            let n = std::os::fd::AsRawFd::as_raw_fd(&f);
+            if n == 10 {
+                break; // dropped: 10 is the lowest free number now
+            }
+            assert!(n < 10, "descriptor {n}: 10 was not free");
+            held.push(f);
+        }
+        let fd = sealed_policy_fd("{\"x\":1}", &[]).unwrap();
+        assert_eq!(fd, 10);
+        // SAFETY: F_GETFD only reads the flags of the descriptor just returned.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        assert_eq!(flags & libc::FD_CLOEXEC, 0, "the command would not get it");
+        let text = std::fs::read_to_string(format!("/proc/self/fd/{fd}")).unwrap();
+        assert_eq!(text, "{\"x\":1}");
+    }
 }
