@@ -731,11 +731,29 @@ mod tests {
     }
 
     #[test]
+    fn a_descriptor_the_caller_made_non_blocking_is_waited_on_not_given_up() {
+        lines_arrive_through(nix::fcntl::OFlag::O_NONBLOCK);
+    }
+
+    #[test]
     fn lines_go_out_whole_and_in_order() {
-        let (r, w) = nix::unistd::pipe().unwrap();
+        lines_arrive_through(nix::fcntl::OFlag::empty());
+    }
+
+    /// 3000 lines and the exit through a pipe made with `flags`, read as they come: all of
+    /// them, in order, none dropped.
+    fn lines_arrive_through(flags: nix::fcntl::OFlag) {
+        let (r, w) = nix::unistd::pipe2(flags).unwrap();
+        if flags.contains(nix::fcntl::OFlag::O_NONBLOCK) {
+            // Only the write end: the reader below blocks.
+            // SAFETY: F_SETFL on the read end just made.
+            unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&r), libc::F_SETFL, 0) };
+        }
         let s = writer_to(w);
         // Read until the exit line (the writer thread keeps its end open for the process).
         let reader = std::thread::spawn(move || {
+            // Late: the 3000 lines (~90 KiB) fill the pipe before the first read.
+            std::thread::sleep(std::time::Duration::from_millis(200));
             let mut lines = Vec::new();
             for line in std::io::BufRead::lines(std::io::BufReader::new(File::from(r))) {
                 let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
