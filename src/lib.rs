@@ -39,6 +39,7 @@ pub mod run_report;
 pub mod sandbox;
 pub mod status;
 pub mod text;
+pub mod timing;
 // Used where no sandbox exists; unit-tested everywhere.
 #[cfg_attr(target_os = "linux", allow(dead_code))]
 pub mod unconfined;

@@ -812,6 +812,65 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
     }
 }
 
+/// `-v` prints where a launch spends its time, one line per phase, from each process of the
+/// tree; the README's performance section reads start-up from these lines.
+#[test]
+fn verbose_prints_a_timing_line_per_phase_from_each_process() {
+    if !full_level_or_skip("verbose_prints_a_timing_line_per_phase_from_each_process") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "timing");
+        let run = fx.jail(&["-v", "--", "/bin/true"]);
+        assert!(run.ok(), "as {who:?}\n{}", run.describe());
+        let lines: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("jail: timing:"))
+            .collect();
+        let mut last = 0.0_f64;
+        let mut pids = std::collections::BTreeSet::new();
+        for phase in [
+            "arguments parsed",
+            "policy resolved",
+            "namespaces cloned",
+            "init: mount view built",
+            "command: landlock applied",
+            "command: confined, exec",
+            "command ended",
+            "done",
+        ] {
+            let line = lines.iter().find(|l| l.contains(phase)).unwrap_or_else(|| {
+                panic!("no timing line for {phase:?} as {who:?}:\n{}", run.stderr)
+            });
+            // "jail: timing:    1.234 ms  what (pid N)": times in order, pids of the processes.
+            let ms: f64 = line["jail: timing:".len()..]
+                .split_whitespace()
+                .next()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(|| panic!("no time in {line:?}"));
+            assert!(
+                ms >= last,
+                "{phase:?} at {ms} ms is before {last} ms:\n{}",
+                run.stderr
+            );
+            last = ms;
+            pids.insert(line.rsplit("(pid ").next().unwrap_or_default().to_string());
+        }
+        assert!(
+            pids.len() >= 3,
+            "the lines come from fewer than three processes (supervisor, init, command):\n{}",
+            run.stderr
+        );
+        let quiet = fx.jail(&["--", "/bin/true"]);
+        assert!(
+            !quiet.stderr.contains("jail: timing:"),
+            "timing lines without -v:\n{}",
+            quiet.stderr
+        );
+    }
+}
+
 #[test]
 fn probe_reports_full_level_as_text_and_json() {
     if !full_level_or_skip("probe_reports_full_level_as_text_and_json") {

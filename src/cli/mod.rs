@@ -21,6 +21,7 @@ use crate::{notice, policy_file, prepare, status, text};
 
 /// Parses the command line, runs, and returns the process exit code.
 pub fn run_cli() -> i32 {
+    crate::timing::start();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -30,6 +31,10 @@ pub fn run_cli() -> i32 {
         }
     };
     init_logging(cli.run.verbose);
+    if cli.run.verbose > 0 {
+        crate::timing::enable();
+    }
+    crate::timing::mark("arguments parsed");
     let result = match cli.subcommand {
         Some(Command::Probe { json }) => probe::probe(json),
         Some(Command::Profile { command }) => profile::profile_command(command),
@@ -43,6 +48,7 @@ pub fn run_cli() -> i32 {
         ) => workspace::workspace_command(c),
         None => run(&cli.run),
     };
+    crate::timing::mark("done");
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -53,20 +59,28 @@ pub fn run_cli() -> i32 {
 }
 
 fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "info",
-        2 => "debug",
-        _ => "trace",
+    use tracing_subscriber::filter::LevelFilter;
+    let level = match verbose {
+        0 => LevelFilter::WARN,
+        1 => LevelFilter::INFO,
+        2 => LevelFilter::DEBUG,
+        _ => LevelFilter::TRACE,
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .without_time()
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    // RUST_LOG's directives need an EnvFilter; without it a level is enough, and cheaper to
+    // build (every run pays it before anything else).
+    let _ = match std::env::var_os("RUST_LOG") {
+        Some(_) => fmt
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level.to_string())),
+            )
+            .try_init(),
+        None => fmt.with_max_level(level).try_init(),
+    };
 }
 
 /// The run a command line asks for.

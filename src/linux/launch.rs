@@ -41,6 +41,7 @@ pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailErro
     check_descriptors(policy, options)?;
     // A real run tries the namespaces by running, and falls back if it must.
     let features = probe::detect(false);
+    crate::timing::mark("features detected");
     let overlay = Layers::from_features(&features).mount;
     let mut events = match &options.events {
         Some(spec) => Some(Events::new(events::target(spec)?, &policy.command)),
@@ -114,9 +115,11 @@ fn attempt(
         _ => Vec::new(),
     };
     let (mut net, mut run) = plan_run(policy, features)?;
+    crate::timing::mark("planned");
     check_level(policy, options.allow_unconfined, &run)?;
     // Before anything runs: the baseline of the writable trees, for what the command plants.
     let watch = Watch::start(policy)?;
+    crate::timing::mark("writable trees' baseline taken");
     let mut recorder = match options.recording() {
         false => None,
         true => Some(Recorder::start(
@@ -179,6 +182,7 @@ fn attempt(
         .unwrap_or_default();
     let handed = cow.map(|c| c.finish()).transpose();
     let (mut changes, planted) = watch.finish();
+    crate::timing::mark("planted files checked");
     // The copy-on-write roots' changes come from their layers (exact, O(changes)), not a walk.
     if let Ok(Some(items)) = &handed {
         changes.changes.extend(items.iter().cloned());
@@ -346,7 +350,9 @@ fn apply(
     let janitor = std::rc::Rc::new(janitor);
     loop {
         let limits = run.prepare_limits(policy)?;
+        crate::timing::mark("limits prepared");
         let mut conf = confinement(policy, options, run, net, limits)?;
+        crate::timing::mark("confinement built");
         if let Some(m) = conf.mount.as_mut() {
             m.layers = layers.to_vec();
         }

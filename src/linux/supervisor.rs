@@ -314,6 +314,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                 )
             }
             Ok(pid) => {
+                crate::timing::mark("supervisor: namespaces cloned");
                 drop(release_read);
                 drop(ready_write);
                 drop(fd_child);
@@ -334,6 +335,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                         std::io::Error::other(format!("writing the uid/gid map: {e}")),
                     )));
                 }
+                crate::timing::mark("supervisor: id maps written");
                 nix::unistd::write(&release_write, b"1")
                     .map_err(|e| abandon(io("release child", &e)))?;
                 drop(release_write);
@@ -353,6 +355,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                         _ => Err(io("init", &"exited before building the mount view")),
                     };
                 }
+                crate::timing::mark("supervisor: mount view ready");
                 if let NetSetup::Proxy { serve, .. } = &conf.net {
                     let listener = super::sys::recv_fd(std::os::fd::AsRawFd::as_raw_fd(&fd_parent))
                         .ok()
@@ -436,6 +439,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
     // terminal (nothing else resumes a job), and without a pid namespace only when no timeout
     // runs (a stopped supervisor enforces nothing, and there is no init to hold the deadline).
     let relay_stops = tty.is_some() && (conf.mount.is_some() || policy.timeout.is_none());
+    crate::timing::mark("supervisor: supervising");
     let end = supervise(
         child,
         &sfd,
@@ -448,6 +452,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
         conf.mount.is_none(),
         relay_stops,
     );
+    crate::timing::mark("supervisor: command ended");
     if let Some(tty) = tty {
         // Take the terminal back for the shell that started jail.
         // SAFETY: getpgrp only queries.
@@ -882,6 +887,7 @@ fn init_main(
         _ => unsafe { libc::_exit(EXIT_JAIL_ERROR) },
     }
     drop(sync);
+    crate::timing::mark("init: released");
     // With the id maps written and before /proc/sys is read-only in the view.
     super::limits::share_kernel_pools();
     // A group of our own (see the module notes); the command inherits it.
@@ -901,6 +907,7 @@ fn init_main(
             report = format!("E{e}");
         }
     }
+    crate::timing::mark("init: mount view built");
     let _ = nix::unistd::write(&ready, report.as_bytes());
     if report != "ok" {
         // SAFETY: leave without running the parent's cleanup; the supervisor reports the error.
@@ -1052,6 +1059,7 @@ fn command_main(conf: &Confinement, policy: &Policy, argv: &[CString]) -> ! {
             Err(e) => die(EXIT_JAIL_ERROR, &format!("policy file: {e}")),
         }
     }
+    crate::timing::mark("command: confined, exec");
     let Err(err) = nix::unistd::execvpe(&argv[0], argv, &envp);
     let name = argv[0].to_string_lossy();
     // execvp reports EACCES when some PATH directory was unreadable even though the command is
@@ -1123,6 +1131,7 @@ fn confine(conf: &Confinement, policy: &Policy) -> Result<(), JailError> {
     privileges::set_no_new_privs()?;
     privileges::drop_all_capabilities()?;
     privileges::close_inherited_fds(&policy.keep_fds)?;
+    crate::timing::mark("command: privileges dropped");
     let mut fds = vec![0, 1, 2];
     fds.extend(&policy.keep_fds);
     if conf.mount.is_some() {
@@ -1130,6 +1139,7 @@ fn confine(conf: &Confinement, policy: &Policy) -> Result<(), JailError> {
     }
     if let Some(plan) = &conf.landlock {
         landlock::apply(plan, &fds)?;
+        crate::timing::mark("command: landlock applied");
     }
     if let Some(program) = &conf.seccomp {
         seccomp::apply(program)?;

@@ -282,6 +282,7 @@ impl Jail {
     pub fn run(self) -> Result<Outcome, JailError> {
         refuse_threads()?;
         let policy = crate::prepare::policy(&self.request, true)?;
+        crate::timing::mark("policy resolved");
         crate::platform::launch(&policy, &self.options)
     }
 
