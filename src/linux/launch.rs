@@ -379,7 +379,10 @@ fn apply(
         }
         match supervisor::run(policy, &conf)? {
             supervisor::Outcome::Exited(end) => {
-                run.limits_reached = conf.limits.reached();
+                // Read only for the report, the one place the counts go.
+                if recorder.is_some() {
+                    run.limits_reached = conf.limits.reached();
+                }
                 return Ok(Applied::Ended(end));
             }
             supervisor::Outcome::NoNamespaces(e)

@@ -189,11 +189,16 @@ fn test_disabled() -> bool {
     false
 }
 
+/// /proc/meminfo's MemTotal (both are totalram_pages), without generating the whole file: the
+/// kernel computes every meminfo counter for one read.
 fn mem_total() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    // SAFETY: sysinfo fills the struct we own.
+    let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::sysinfo(&mut info) } != 0 {
+        return None;
+    }
+    (info.totalram as u64).checked_mul(u64::from(info.mem_unit.max(1)))
 }
 
 /// The directory a run's cgroup with `controller` can be made in: v2 first (the nearest
@@ -572,7 +577,6 @@ impl LimitsPlan {
                 .unwrap_or(0)
         );
         for c in &self.cgroups {
-            sweep_left_behind(&c.parent);
             let dir = c.parent.join(&name);
             let fail = |step: &str, e: std::io::Error| {
                 JailError::layer("limits", format!("{step} {}", dir.display()), e)
@@ -655,6 +659,17 @@ struct Made {
 }
 
 impl Prepared {
+    /// Removes what earlier runs killed with SIGKILL left next to this run's cgroups. Called by
+    /// the supervisor while init builds the mount view (it would wait for init otherwise), so
+    /// the directory listings cost the start-up nothing.
+    pub fn sweep_left_behind(&self) {
+        for m in &self.cgroups {
+            if let Some(parent) = m.dir.parent() {
+                sweep_left_behind(parent);
+            }
+        }
+    }
+
     /// In the tree's first process (init, or the command without namespaces), before anything
     /// else is forked: join the cgroups and set the limits, which every descendant inherits.
     /// Returns a message on failure (the caller dies with it: fail closed).
@@ -842,6 +857,12 @@ impl Drop for Prepared {
 
 fn remove_cgroup(dir: &Path) -> std::io::Result<()> {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    // Usually empty already (the pid namespace ended with its init): nothing to kill.
+    match std::fs::remove_dir(dir) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(_) => {}
+    }
     loop {
         // cgroup.kill (v2, Linux 5.14) kills every process in it at once; otherwise one by one.
         if super::sys::write_file(&dir.join("cgroup.kill").to_string_lossy(), "1").is_err() {

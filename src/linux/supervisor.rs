@@ -339,6 +339,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                 nix::unistd::write(&release_write, b"1")
                     .map_err(|e| abandon(io("release child", &e)))?;
                 drop(release_write);
+                conf.limits.sweep_left_behind();
                 let mut report = [0u8; 2];
                 let got = read_full(&ready_read, &mut report);
                 if got != 2 || &report != b"ok" {
@@ -413,6 +414,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                 if tty.is_some() {
                     let _ = nix::unistd::setpgid(child, child);
                 }
+                conf.limits.sweep_left_behind();
                 for hook in &conf.command_started {
                     hook(child.as_raw());
                 }

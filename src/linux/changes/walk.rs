@@ -614,6 +614,8 @@ pub(super) fn walk(roots: &[PathBuf], limits: &Limits) -> Snapshot {
         relaxed: Mutex::new(Vec::new()),
     };
     let threads = match limits.threads {
+        // Nothing to walk (a --ro run): not even the CPU count, which reads cgroup files.
+        _ if roots.is_empty() => 1,
         0 => std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
         n => n,
     };
