@@ -4,7 +4,7 @@
 //! through a symlink (the rule would protect something other than what was named), and rules must
 //! not contradict each other.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
@@ -136,8 +136,9 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     }
     let user = flag_rules(input)?;
     let mut rules = base_rules(input);
-    let profile = add_profile_rules(input, &user, &mut rules)?;
-    add_credential_hides(input, &user, &mut rules)?;
+    let listed = Listings::default();
+    let profile = add_profile_rules(input, &user, &mut rules, &listed)?;
+    add_credential_hides(input, &user, &mut rules, &listed)?;
     add_flag_rules(&user, &mut rules);
     // The working directory, resolved first: `--home hidden` shows it when it is in a home.
     let cwd = working_dir(input)?;
@@ -347,6 +348,7 @@ fn add_profile_rules(
     input: &PolicyInput,
     user: &FlagRules,
     rules: &mut Rules,
+    listed: &Listings,
 ) -> Result<ProfileFacts, JailError> {
     // Profile rules, unless a flag names the same path (the flag wins). A flag naming something
     // inside a hidden path opens only that (the mount view shows it inside the otherwise empty
@@ -367,7 +369,7 @@ fn add_profile_rules(
                 rule.path.display()
             )));
         }
-        let Some(path) = existing_target(&rule.path) else {
+        let Some(path) = existing_target(&rule.path, listed) else {
             if rule.access == Access::Rw {
                 skipped.push(rule.path.clone());
             }
@@ -429,9 +431,10 @@ fn add_credential_hides(
     input: &PolicyInput,
     user: &FlagRules,
     rules: &mut Rules,
+    listed: &Listings,
 ) -> Result<(), JailError> {
     for (var, named) in &input.credential_files {
-        let Some(path) = existing_target(named) else {
+        let Some(path) = existing_target(named, listed) else {
             continue;
         };
         let named_by_flag = user
@@ -939,12 +942,104 @@ pub fn absolute(base: &Path, path: &Path) -> PathBuf {
 
 /// The path a default rule must act on: itself if it exists, the canonical target if it is a
 /// symlink to something that exists, nothing otherwise.
-fn existing_target(path: &Path) -> Option<PathBuf> {
+fn existing_target(path: &Path, listed: &Listings) -> Option<PathBuf> {
+    if listed.surely_absent(path) {
+        return None;
+    }
     let meta = std::fs::symlink_metadata(path).ok()?;
     if meta.file_type().is_symlink() || has_symlink_parent(path) {
         return std::fs::canonicalize(path).ok();
     }
     Some(path.to_path_buf())
+}
+
+/// The names in the directories many of the profile's paths are in, each read once. Most of a
+/// profile's paths (the credential stores, histories and browser profiles it hides) do not
+/// exist on a given machine, and ~90 of them are in `~` and `~/.config`: one listing of each
+/// answers for them instead of one failed `lstat` apiece. A listing costs about as much as ten
+/// lookups (ext4 builds its hash-order tree for the first `getdents`), so a directory is read
+/// only once it has been asked about [`Listings::LIST_AFTER`] times.
+#[derive(Default)]
+struct Listings(std::cell::RefCell<HashMap<PathBuf, Listing>>);
+
+enum Listing {
+    /// Asked about this many times; not read yet.
+    Asked(u32),
+    /// Read: its names, or None when a listing cannot answer for it.
+    Read(Option<HashSet<OsString>>),
+}
+
+impl Listings {
+    const LIST_AFTER: u32 = 8;
+
+    /// Whether `path` certainly does not exist: its directory was listed (or is itself absent)
+    /// and holds no such name. A directory that cannot be listed (search permission without
+    /// read), or whose names may match in another case, answers nothing, and the caller looks
+    /// the path up as before.
+    fn surely_absent(&self, path: &Path) -> bool {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return false;
+        };
+        // Only plain absolute paths: `..` or `.` would make the parent a different directory.
+        if !path.is_absolute()
+            || path
+                .components()
+                .any(|c| !matches!(c, Component::RootDir | Component::Normal(_)))
+        {
+            return false;
+        }
+        if dir.parent().is_some() && self.surely_absent(dir) {
+            return true;
+        }
+        let mut cache = self.0.borrow_mut();
+        let listing = cache.entry(dir.to_path_buf()).or_insert(Listing::Asked(0));
+        if let Listing::Asked(n) = listing {
+            *n += 1;
+            if *n < Self::LIST_AFTER {
+                return false;
+            }
+            *listing = Listing::Read(case_exact_names(dir));
+        }
+        matches!(listing, Listing::Read(Some(names)) if !names.contains(name))
+    }
+}
+
+/// The names in `dir`, when a name missing from them is surely absent: only where lookups are
+/// exact byte matches. A case-insensitive directory (vfat, ext4's or tmpfs's casefold, macOS's
+/// default APFS) finds `.AWS` for `.aws`, so its listing would let a credential store through.
+#[cfg(target_os = "linux")]
+fn case_exact_names(dir: &Path) -> Option<HashSet<OsString>> {
+    use std::os::fd::AsRawFd;
+    const EXACT: [nix::sys::statfs::FsType; 4] = [
+        nix::sys::statfs::EXT4_SUPER_MAGIC,
+        nix::sys::statfs::BTRFS_SUPER_MAGIC,
+        nix::sys::statfs::TMPFS_MAGIC,
+        nix::sys::statfs::OVERLAYFS_SUPER_MAGIC,
+    ];
+    const FS_CASEFOLD_FL: libc::c_long = 0x4000_0000;
+    let file = std::fs::File::open(dir).ok()?;
+    let fs = nix::sys::statfs::fstatfs(&file).ok()?;
+    if !EXACT.contains(&fs.filesystem_type()) {
+        return None;
+    }
+    let mut flags: libc::c_long = 0;
+    // SAFETY: FS_IOC_GETFLAGS writes one long into `flags`, which we own.
+    if unsafe { libc::ioctl(file.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) } != 0
+        || flags & FS_CASEFOLD_FL != 0
+    {
+        return None;
+    }
+    drop(file);
+    std::fs::read_dir(dir)
+        .ok()?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<Result<_, _>>()
+        .ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn case_exact_names(_dir: &Path) -> Option<HashSet<OsString>> {
+    None
 }
 
 fn has_symlink_parent(path: &Path) -> bool {
@@ -1282,5 +1377,40 @@ mod tests {
         let mut i = input(&t);
         i.keep_fds = vec![2];
         assert!(resolve(&i).unwrap_err().to_string().contains("--keep-fd 2"));
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn listings_answer_absence_only_for_names_their_directory_lacks() {
+        let t = Tree::new("listings");
+        fs::create_dir_all(t.p("home/.config")).unwrap();
+        fs::write(t.p("home/.aws"), "").unwrap();
+        let listed = Listings::default();
+        if case_exact_names(&t.p("home")).is_none() {
+            // A file system this code does not know to be case-exact: listings never answer.
+            for _ in 0..2 * Listings::LIST_AFTER {
+                assert!(!listed.surely_absent(&t.p("home/.ssh")));
+            }
+            return;
+        }
+        // Case-exact (ext4, btrfs, tmpfs, overlayfs): the listing answers once asked often enough.
+        for _ in 1..Listings::LIST_AFTER {
+            assert!(!listed.surely_absent(&t.p("home/.ssh")), "listed too early");
+        }
+        assert!(!listed.surely_absent(&t.p("home/.aws")));
+        assert!(!listed.surely_absent(&t.p("home/.config")));
+        assert!(listed.surely_absent(&t.p("home/.AWS")));
+        assert!(listed.surely_absent(&t.p("home/.ssh")));
+        // Below an absent directory, from its parent's listing.
+        assert!(listed.surely_absent(&t.p("home/.var/app/org.x/config")));
+        // A path spelled with `..` or `.` is looked up, never answered from a listing.
+        assert!(!listed.surely_absent(&t.p("home/.config/../.ssh")));
+        assert!(!listed.surely_absent(Path::new("relative/.ssh")));
+        // And existing_target agrees with lstat on each.
+        assert_eq!(
+            existing_target(&t.p("home/.aws"), &listed),
+            Some(t.p("home/.aws"))
+        );
+        assert_eq!(existing_target(&t.p("home/.ssh"), &listed), None);
     }
 }
