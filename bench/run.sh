@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Benchmarks jail against bare execution and bubblewrap: start-up, per-syscall cost, a git
-# workload and the supervisor's memory. A report, not a test: it exits 0 when a target is missed
-# and non-zero only when something fails to run. See bench/README.md.
+# Benchmarks jail against bare execution, the kernel's floor for each layer and the peers
+# (bubblewrap, firejail; minijail and nsjail when installed) in one run: start-up, a git workload,
+# the cost per syscall inside, and the supervisor's memory. A report, not a test: it exits 0 when a
+# target is missed and non-zero only when something fails to run. See bench/README.md.
 #
-# Tunables (environment): RUNS_STARTUP (50), RUNS_DD (20), RUNS_GIT (50), WARMUP (5, per round),
-# ROUNDS (5: each command's runs are split over this many hyperfine calls in alternating order),
-# DD_COUNT (500000 one-byte blocks = ~1M read/write syscalls).
+# Tunables (environment): RUNS_STARTUP (50), RUNS_GIT (30), RUNS_INSIDE (5), WARMUP (5, per round),
+# ROUNDS (5: each comparison's runs are split over this many hyperfine calls in alternating order),
+# DD_COUNT (200000 one-byte blocks = ~400k read/write syscalls), FIND_DIR (/usr).
 set -euo pipefail
 
 ROOT="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -13,11 +14,12 @@ ROOT="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "$ROOT"
 
 RUNS_STARTUP="${RUNS_STARTUP:-50}"
-RUNS_DD="${RUNS_DD:-20}"
-RUNS_GIT="${RUNS_GIT:-50}"
+RUNS_GIT="${RUNS_GIT:-30}"
+RUNS_INSIDE="${RUNS_INSIDE:-5}"
 WARMUP="${WARMUP:-5}"
 ROUNDS="${ROUNDS:-5}"
-DD_COUNT="${DD_COUNT:-500000}"
+DD_COUNT="${DD_COUNT:-200000}"
+FIND_DIR="${FIND_DIR:-/usr}"
 
 BENCH_DIR="$ROOT/target/bench"   # not under /tmp: /tmp is private inside the jail
 REPO="$BENCH_DIR/repo-20k"
@@ -25,25 +27,30 @@ REPO_SPEC="files=20000 dirs=200 layout=20x10x100 v1"
 STAMP="$(date +%Y%m%d-%H%M%S)"
 OUT="$BENCH_DIR/results/$STAMP"
 HOST="$(rustc -vV | sed -n 's/^host: //p')"
-# The recommended release build: glibc linked statically, which saves the dynamic loader's work
-# (about 0.4 ms of jail's start-up here). --target keeps the flag off build scripts and proc-macros.
-JAIL="$ROOT/target/$HOST/release/jail"
+# The two builds a user can make: README's install command links glibc statically (no dynamic
+# loader at each launch); `cargo build --release` is the plain one.
+JAIL_STATIC="$ROOT/target/$HOST/release/jail"
+JAIL_RELEASE="$ROOT/target/release/jail"
+FLOOR="$BENCH_DIR/floor"
 
 log() { printf '\n== %s\n' "$*" >&2; }
 die() { printf 'bench: error: %s\n' "$*" >&2; exit 1; }
 q() { printf '%q' "$1"; }   # quoting that hyperfine's -N word splitting understands
 
-# --- 1. tools and build -----------------------------------------------------------------------
+# --- 1. tools and builds ----------------------------------------------------------------------
 SUDO=""
 if [[ $EUID -ne 0 ]]; then
-    command -v sudo >/dev/null || die "not root and no sudo: install hyperfine, bubblewrap, jq"
+    command -v sudo >/dev/null || die "not root and no sudo: install hyperfine, bubblewrap, firejail, jq, strace, gcc"
     SUDO="sudo"
 fi
 
 missing=()
 command -v hyperfine >/dev/null || missing+=(hyperfine)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
+command -v firejail >/dev/null || missing+=(firejail)
 command -v jq >/dev/null || missing+=(jq)
+command -v strace >/dev/null || missing+=(strace)
+command -v cc >/dev/null || missing+=(gcc)
 if ((${#missing[@]})); then
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -55,93 +62,18 @@ if ((${#missing[@]})); then
     ((need_update)) && $SUDO apt-get update -q
     $SUDO apt-get install -y -q "${missing[@]}" >&2
 fi
-command -v strace >/dev/null || true   # optional, only mentioned in the README
 
-log "building jail (release, --locked, static glibc)"
+log "building jail: README's install build (static glibc) and the plain release build"
+# --target keeps the flag off build scripts and proc-macros, which cannot be static.
 RUSTFLAGS="-C target-feature=+crt-static" \
     cargo build --release --locked --target "$HOST" --manifest-path "$ROOT/Cargo.toml" >&2
-[[ -x "$JAIL" ]] || die "$JAIL was not built"
-
+cargo build --release --locked --manifest-path "$ROOT/Cargo.toml" >&2
+[[ -x "$JAIL_STATIC" && -x "$JAIL_RELEASE" ]] || die "the jail builds are missing"
 mkdir -p "$OUT"
+cc -O2 -Wall -Wextra -o "$FLOOR" "$ROOT/bench/floor.c" || die "building bench/floor.c failed"
 ln -sfn "$STAMP" "$BENCH_DIR/results/latest"
 
-BWRAP=(bwrap --unshare-user --unshare-pid --die-with-parent --ro-bind / / --dev /dev
-       --proc /proc --tmpfs /tmp --)
-BWRAP_STR="$(printf '%q ' "${BWRAP[@]}")"
-JAIL_Q="$(q "$JAIL")"
-
-# Sanity: everything must actually work before it is timed.
-log "checking that jail and bwrap run here"
-"$JAIL" -- /bin/true || die "jail -- /bin/true failed"
-"${BWRAP[@]}" /bin/true || die "bwrap -- /bin/true failed (flags: ${BWRAP[*]})"
-for runner in "" "$JAIL --" "${BWRAP[*]}"; do
-    # shellcheck disable=SC2086
-    $runner dd if=/dev/zero of=/dev/null bs=1 count=1000 status=none \
-        || die "dd failed under '${runner:-bare}'"
-done
-
-# hf NAME WARMUP RUNS LABEL CMD [LABEL CMD]...
-# hyperfine runs each command's batch back to back, so a machine whose speed drifts (a VM with
-# neighbours) favours whichever command ran in the faster stretch. Spread the runs over ROUNDS
-# hyperfine invocations, alternating the command order, and merge the raw times.
-hf() {
-    local name="$1" warmup="$2" runs="$3"
-    shift 3
-    local -a labels=() cmds=()
-    while (($#)); do labels+=("$1"); cmds+=("$2"); shift 2; done
-    local n=${#labels[@]} per=$(((runs + ROUNDS - 1) / ROUNDS)) r i j
-    ((per >= 2)) || per=2
-    local -a parts=()
-    for ((r = 1; r <= ROUNDS; r++)); do
-        local -a args=()
-        for ((j = 0; j < n; j++)); do
-            i=$(( r % 2 ? j : n - 1 - j ))
-            args+=(-n "${labels[i]}" "${cmds[i]}")
-        done
-        log "$name: round $r/$ROUNDS ($per runs each)"
-        hyperfine -N --style basic --warmup "$warmup" --runs "$per" \
-            --export-json "$OUT/$name.round$r.json" \
-            --export-markdown "$OUT/$name.round$r.md" "${args[@]}" >&2
-        parts+=("$OUT/$name.round$r.json")
-    done
-    # Merged file in hyperfine's JSON shape (command, mean, stddev, median, min, max, user,
-    # system, times), in the original command order.
-    jq -s --argjson order "$(printf '%s\n' "${labels[@]}" | jq -R . | jq -s .)" '
-        def stats: (length) as $n | (add / $n) as $m | sort as $s
-            | {mean: $m, stddev: (if $n > 1 then ((map(. - $m | . * .) | add) / ($n - 1) | sqrt) else 0 end),
-               median: (if $n % 2 == 1 then $s[($n - 1) / 2] else ($s[$n / 2 - 1] + $s[$n / 2]) / 2 end),
-               min: $s[0], max: $s[-1]};
-        [.[].results[]] as $all
-        | {results: [$order[] as $c | [$all[] | select(.command == $c)] as $rs
-            | {command: $c,
-               times: ([$rs[].times[]])}
-              + ([$rs[].times[]] | stats)
-              + {user: ([$rs[].user] | add / length), system: ([$rs[].system] | add / length)}]}
-    ' "${parts[@]}" >"$OUT/$name.json"
-    jq -r '
-        (.results | map(.mean) | min) as $best
-        | "| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |",
-          "|:---|---:|---:|---:|---:|",
-          (.results[] | "| `\(.command)` | \(.mean * 1e3 * 100 | round / 100) ± \(.stddev * 1e3 * 100 | round / 100) | \(.min * 1e3 * 100 | round / 100) | \(.max * 1e3 * 100 | round / 100) | \(.mean / $best * 100 | round / 100) |")
-    ' "$OUT/$name.json" >"$OUT/$name.md"
-}
-
-# --- 2. start-up ------------------------------------------------------------------------------
-log "start-up: /bin/true bare vs jail vs bwrap"
-hf startup "$WARMUP" "$RUNS_STARTUP" \
-    bare "/bin/true" \
-    jail "$JAIL_Q -- /bin/true" \
-    bwrap "${BWRAP_STR}/bin/true"
-
-# --- 3. per-syscall cost ----------------------------------------------------------------------
-DD="dd if=/dev/zero of=/dev/null bs=1 count=$DD_COUNT status=none"
-log "syscalls: $DD (~$((2 * DD_COUNT)) syscalls) bare vs jail vs bwrap"
-hf syscalls 1 "$RUNS_DD" \
-    bare "$DD" \
-    jail "$JAIL_Q -- $DD" \
-    bwrap "${BWRAP_STR}$DD"
-
-# --- 4. git status on 20k files ---------------------------------------------------------------
+# --- 2. the git fixture -----------------------------------------------------------------------
 GIT_ID=(-c user.name=bench -c user.email=bench@invalid -c commit.gpgsign=false
         -c core.hooksPath=/dev/null -c init.defaultBranch=main)
 if [[ "$(cat "$REPO.ok" 2>/dev/null)" != "$REPO_SPEC" ]]; then
@@ -169,27 +101,133 @@ fi
 nfiles="$(git -C "$REPO" ls-files | wc -l)"
 [[ "$nfiles" -eq 20000 ]] || die "$REPO has $nfiles tracked files, expected 20000"
 git -C "$REPO" status >/dev/null   # refresh the index once more if anything is stale
-
-log "checking git status bare and jailed (ownership / safe.directory)"
-bare_out="$(git -C "$REPO" status 2>&1)" || die "bare git status failed: $bare_out"
-jail_out="$("$JAIL" --ro "$REPO" -- git -C "$REPO" status 2>&1)" \
-    || die "jailed git status failed: $jail_out"
-grep -q 'nothing to commit, working tree clean' <<<"$bare_out" || die "bare status not clean: $bare_out"
-[[ "$bare_out" == "$jail_out" ]] || die "jailed git status differs from bare: $jail_out"
-
-log "git: git -C REPO status bare vs jail --ro REPO"
 REPO_Q="$(q "$REPO")"
-hf git "$WARMUP" "$RUNS_GIT" \
-    bare "git -C $REPO_Q status" \
-    jail "$JAIL_Q --ro $REPO_Q -- git -C $REPO_Q status"
 
-# --- 5. supervisor memory ---------------------------------------------------------------------
+# --- 3. runners -------------------------------------------------------------------------------
+# Each runner is a name and a command prefix (quoted for hyperfine's -N splitting and for eval).
+# The floors are the kernel's own price for a layer: the least filter, the least Landlock domain
+# handling the rights jail handles. The peers get what matches jail's default: user, mount and pid
+# namespaces and a read-only root where they offer it. jail runs as `jail --ro REPO`, as a user
+# would for a review.
+NAMES=() PREFIXES=()
+runner() { NAMES+=("$1"); PREFIXES+=("$2"); }
+runner bare ""
+runner "floor: allow-all seccomp" "$(q "$FLOOR") seccomp"
+runner "floor: minimal Landlock" "$(q "$FLOOR") landlock"
+runner bwrap "bwrap --unshare-user --unshare-pid --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --"
+runner firejail "firejail --quiet --noprofile --"
+if command -v minijail0 >/dev/null; then
+    runner minijail "minijail0 -U -m -M -p -v -r --"
+fi
+if command -v nsjail >/dev/null; then
+    runner nsjail "nsjail -Mo --quiet --chroot / --disable_clone_newnet --rlimit_as inf --rlimit_fsize inf --"
+fi
+runner "jail (install: crt-static)" "$(q "$JAIL_STATIC") --ro $REPO_Q --"
+runner "jail (cargo build --release)" "$(q "$JAIL_RELEASE") --ro $REPO_Q --"
+
+# Everything must actually work before it is timed; an optional peer that does not run here is
+# dropped with the reason, a required one stops the bench.
+log "checking that every runner works here"
+git_bare="$(git -C "$REPO" status 2>&1)" || die "bare git status failed: $git_bare"
+grep -q 'nothing to commit, working tree clean' <<<"$git_bare" || die "bare status not clean: $git_bare"
+KEEP_N=() KEEP_P=()
+for i in "${!NAMES[@]}"; do
+    name="${NAMES[i]}" prefix="${PREFIXES[i]}"
+    why=""
+    if ! out="$(eval "$prefix /bin/true" 2>&1)"; then why="/bin/true failed: $out"
+    elif ! out="$(eval "$prefix git -C $REPO_Q status" 2>&1)" || [[ "$out" != "$git_bare" ]]; then
+        why="git status differs from bare: $out"
+    elif ! out="$(eval "$prefix $(q "$FLOOR") time 1 dd if=/dev/zero of=/dev/null bs=1 count=1000 status=none" 2>&1)"; then
+        why="dd inside failed: $out"
+    fi
+    if [[ -n "$why" ]]; then
+        case "$name" in
+            minijail | nsjail) log "skipping $name: $why"; continue ;;
+            *) die "$name: $why" ;;
+        esac
+    fi
+    KEEP_N+=("$name") KEEP_P+=("$prefix")
+done
+NAMES=("${KEEP_N[@]}") PREFIXES=("${KEEP_P[@]}")
+
+# hf NAME WARMUP RUNS CMD-SUFFIX: times PREFIX CMD-SUFFIX for every runner.
+# hyperfine runs each command's batch back to back, so a machine whose speed drifts (a VM with
+# neighbours) favours whichever command ran in the faster stretch. Spread the runs over ROUNDS
+# hyperfine invocations, alternating the command order, and merge the raw times.
+hf() {
+    local name="$1" warmup="$2" runs="$3" suffix="$4"
+    local n=${#NAMES[@]} per=$(((runs + ROUNDS - 1) / ROUNDS)) r i j
+    ((per >= 2)) || per=2
+    local -a parts=()
+    for ((r = 1; r <= ROUNDS; r++)); do
+        local -a args=()
+        for ((j = 0; j < n; j++)); do
+            i=$(( r % 2 ? j : n - 1 - j ))
+            args+=(-n "${NAMES[i]}" "${PREFIXES[i]:+${PREFIXES[i]} }$suffix")
+        done
+        log "$name: round $r/$ROUNDS ($per runs each)"
+        hyperfine -N --style basic --warmup "$warmup" --runs "$per" \
+            --export-json "$OUT/$name.round$r.json" "${args[@]}" >&2
+        parts+=("$OUT/$name.round$r.json")
+    done
+    # Merged, in hyperfine's JSON shape (command, mean, stddev, median, min, max, times), in the
+    # runners' order.
+    jq -s --argjson order "$(printf '%s\n' "${NAMES[@]}" | jq -R . | jq -s .)" '
+        def stats: (length) as $n | (add / $n) as $m | sort as $s
+            | {mean: $m, stddev: (if $n > 1 then ((map(. - $m | . * .) | add) / ($n - 1) | sqrt) else 0 end),
+               median: (if $n % 2 == 1 then $s[($n - 1) / 2] else ($s[$n / 2 - 1] + $s[$n / 2]) / 2 end),
+               min: $s[0], max: $s[-1]};
+        [.[].results[]] as $all
+        | {results: [$order[] as $c | [$all[] | select(.command == $c)] as $rs
+            | {command: $c, times: ([$rs[].times[]])} + ([$rs[].times[]] | stats)]}
+    ' "${parts[@]}" >"$OUT/$name.json"
+}
+median_of() { jq -r --arg n "$2" '.results[] | select(.command == $n) | .median' "$OUT/$1.json"; }
+
+# --- 4. start-up and git status ----------------------------------------------------------------
+log "start-up: /bin/true under every runner"
+hf startup "$WARMUP" "$RUNS_STARTUP" /bin/true
+log "git status on 20,000 files under every runner"
+hf git "$WARMUP" "$RUNS_GIT" "git -C $REPO_Q status"
+
+# --- 5. per syscall, timed inside ---------------------------------------------------------------
+# `floor time` runs the workload RUNS_INSIDE times inside the sandbox and prints the median, so the
+# sandbox's start-up is not in the figure. The syscall count comes from strace on a bare run.
+syscalls_of() {   # CMD... -> number of syscalls one bare run makes
+    strace -f -c -U calls,name -o "$OUT/strace.txt" -- "$@" >/dev/null
+    awk '$2 == "total" { print $1 }' "$OUT/strace.txt"
+}
+# Directories only their owner can read are skipped: inside a user namespace root cannot read
+# them, bare root can, and the two would walk different trees.
+FIND=(find "$FIND_DIR")
+while IFS= read -r -d '' closed; do
+    FIND+=(-path "$closed" -prune -o)
+done < <(find "$FIND_DIR" -xdev -type d ! -perm -o=rx -print0 2>/dev/null)
+FIND+=(-print)
+DD=(dd if=/dev/zero of=/dev/null bs=1 "count=$DD_COUNT" status=none)
+FIND_Q="$(printf '%q ' "${FIND[@]}")" DD_Q="$(printf '%q ' "${DD[@]}")"
+find_calls="$(syscalls_of "${FIND[@]}")"
+dd_calls="$(syscalls_of "${DD[@]}")"
+declare -A FIND_NS DD_NS
+for round in 1 2; do   # two passes in opposite order, the lower median kept: a drifting VM again
+    order=("${!NAMES[@]}")
+    ((round == 2)) && order=($(printf '%s\n' "${order[@]}" | tac))
+    for i in "${order[@]}"; do
+        name="${NAMES[i]}" prefix="${PREFIXES[i]}"
+        log "inside $name: find $FIND_DIR, ${DD[*]} (pass $round)"
+        t="$(eval "$prefix $(q "$FLOOR") time $RUNS_INSIDE $FIND_Q")"
+        [[ -z "${FIND_NS[$name]:-}" || $t -lt ${FIND_NS[$name]} ]] && FIND_NS[$name]=$t
+        t="$(eval "$prefix $(q "$FLOOR") time $RUNS_INSIDE $DD_Q")"
+        [[ -z "${DD_NS[$name]:-}" || $t -lt ${DD_NS[$name]} ]] && DD_NS[$name]=$t
+    done
+done
+# --- 6. supervisor memory ---------------------------------------------------------------------
 log "supervisor memory: jail -- sleep 2"
 field() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null; }   # kB
 children_of() {   # no /proc/PID/task/TID/children on every kernel: scan PPid instead
     { grep -lsxE "PPid:[[:space:]]+$1" /proc/[0-9]*/status || true; } | sed -E 's|^/proc/([0-9]+)/status$|\1|'
 }
-"$JAIL" -- sleep 2 &
+"$JAIL_STATIC" -- sleep 2 &
 sup=$!
 [[ "$(field "$sup" PPid)" == "$$" ]] || die "pid $sup is not a child of this shell"
 init="" cmd=""
@@ -218,73 +256,59 @@ cat >"$OUT/memory.json" <<EOF
  "init": {"pid": $init, "nspid": $init_nspid, "VmRSS_kB": $init_rss, "VmHWM_kB": $init_hwm, "RssAnon_kB": $init_anon, "RssFile_kB": $init_file}}
 EOF
 
-# --- 6. report --------------------------------------------------------------------------------
-# mean, sd, median, min (seconds) of command NAME in result FILE
-stat_of() {
-    jq -r --arg n "$2" '.results[] | select(.command == $n) | "\(.mean) \(.stddev) \(.median) \(.min)"' \
-        "$OUT/$1.json"
-}
-read -r st_bare_m st_bare_s _ _ < <(stat_of startup bare)
-read -r st_jail_m st_jail_s st_jail_med st_jail_min < <(stat_of startup jail)
-read -r st_bw_m st_bw_s st_bw_med st_bw_min < <(stat_of startup bwrap)
-read -r dd_bare_m dd_bare_s _ _ < <(stat_of syscalls bare)
-read -r dd_jail_m dd_jail_s _ _ < <(stat_of syscalls jail)
-read -r dd_bw_m dd_bw_s _ _ < <(stat_of syscalls bwrap)
-read -r git_bare_m git_bare_s _ _ < <(stat_of git bare)
-read -r git_jail_m git_jail_s _ _ < <(stat_of git jail)
-
-AWK_LIB='
-function fmt_t(m, s) { return (m >= 1) ? sprintf("%.3f s ± %.3f s", m, s) : sprintf("%.2f ms ± %.2f ms", m*1e3, s*1e3) }
-function ratio(am, as, bm, bs,   r) { r = am / bm; return sprintf("%.2f× ± %.2f", r, r * sqrt((as/am)^2 + (bs/bm)^2)) }
-function row(name, m, s, bm, bs, wm, ws) {
-    printf "| %s | %s | %s | %s |\n", name, fmt_t(m, s),
-        (bm == "" ? "—" : ratio(m, s, bm, bs)), (wm == "" ? "—" : ratio(m, s, wm, ws))
-}
-function mib(k) { return sprintf("%d KiB (%.2f MiB)", k, k / 1024) }
-function verdict(ok) { return ok ? "PASS" : "MISS" }
-'
-export V="$st_bare_m $st_bare_s $st_jail_m $st_jail_s $st_bw_m $st_bw_s $dd_bare_m $dd_bare_s \
-$dd_jail_m $dd_jail_s $dd_bw_m $dd_bw_s $git_bare_m $git_bare_s $git_jail_m $git_jail_s \
-$sup_rss $sup_hwm $sup_anon $sup_file $init_rss $init_hwm $init_anon $init_file \
-$st_jail_med $st_jail_min $st_bw_med $st_bw_min"
-export SUP="$sup" INIT="$init" DD_COUNT
-report="$(awk "$AWK_LIB"'
-BEGIN {
-    split(ENVIRON["V"], v, " ")
-    stb=v[1]; stbs=v[2]; stj=v[3]; stjs=v[4]; stw=v[5]; stws=v[6]
-    ddb=v[7]; ddbs=v[8]; ddj=v[9]; ddjs=v[10]; ddw=v[11]; ddws=v[12]
-    gb=v[13]; gbs=v[14]; gj=v[15]; gjs=v[16]
-    srss=v[17]; shwm=v[18]; sanon=v[19]; sfile=v[20]; irss=v[21]; ihwm=v[22]; ianon=v[23]; ifile=v[24]
-    stjmed=v[25]; stjmin=v[26]; stwmed=v[27]; stwmin=v[28]
-    nsys = 2 * ENVIRON["DD_COUNT"]
-    print "| measurement | mean ± σ | vs bare | vs bwrap |"
-    print "|---|---|---|---|"
-    row("start-up: /bin/true (bare)", stb, stbs, "", "", stw, stws)
-    row("start-up: jail -- /bin/true", stj, stjs, stb, stbs, stw, stws)
-    row("start-up: bwrap -- /bin/true", stw, stws, stb, stbs, "", "")
-    row("syscalls: dd 1-byte x" ENVIRON["DD_COUNT"] " (bare)", ddb, ddbs, "", "", ddw, ddws)
-    row("syscalls: jail -- dd", ddj, ddjs, ddb, ddbs, ddw, ddws)
-    row("syscalls: bwrap -- dd", ddw, ddws, ddb, ddbs, "", "")
-    row("git status, 20k files (bare)", gb, gbs, "", "", "", "")
-    row("git status: jail --ro REPO", gj, gjs, gb, gbs, "", "")
-    print ""
-    printf "supervisor (outer jail, pid %s): VmRSS %s, VmHWM %s (RssAnon %d KiB, RssFile %d KiB)\n", ENVIRON["SUP"], mib(srss), mib(shwm), sanon, sfile
-    printf "init (pid 1 in the namespace, host pid %s): VmRSS %s, VmHWM %s (RssAnon %d KiB, RssFile %d KiB)\n", ENVIRON["INIT"], mib(irss), mib(ihwm), ianon, ifile
-    printf "derived: jail adds %.0f ns/syscall over bare, bwrap %.0f ns/syscall (dd overhead minus start-up overhead, / %d syscalls)\n", \
-        ((ddj - ddb) - (stj - stb)) / nsys * 1e9, ((ddw - ddb) - (stw - stb)) / nsys * 1e9, nsys
-    printf "derived: jailed git status costs %.2f ms more than bare, of which %.2f ms is jail start-up; the rest (%.2f ms, %.1f%% of bare) is inside git\n", \
-        (gj - gb) * 1e3, (stj - stb) * 1e3, ((gj - gb) - (stj - stb)) * 1e3, ((gj - gb) - (stj - stb)) / gb * 100
-    print ""
-    print "targets:"
-    printf "- %s  jail start-up no slower than bwrap: jail/bwrap = %.3f (≤ 1.00) [by median %.3f, by min %.3f]\n", \
-        verdict(stj / stw <= 1.0), stj / stw, stjmed / stwmed, stjmin / stwmin
-    printf "- %s  git status jailed within 1.05× of bare: jail/bare = %.3f (≤ 1.05)\n", verdict(gj / gb <= 1.05), gj / gb
-    printf "- %s  supervisor RSS < 5 MiB: VmRSS = %.2f MiB (VmHWM %.2f MiB)\n", verdict(srss < 5 * 1024), srss / 1024, shwm / 1024
-}')"
+# --- 7. report --------------------------------------------------------------------------------
+st_bare="$(median_of startup bare)" git_bare_t="$(median_of git bare)"
+st_bwrap="$(median_of startup bwrap)"
+table="$(
+    echo "| runner | start-up, ms | start-up × bwrap | git status × bare | \`find $FIND_DIR\` ns/syscall inside (+ over bare) | \`dd\` ns/syscall inside (+ over bare) |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    for name in "${NAMES[@]}"; do
+        awk -v n="$name" -v st="$(median_of startup "$name")" -v stw="$st_bwrap" \
+            -v g="$(median_of git "$name")" -v gb="$git_bare_t" \
+            -v f="${FIND_NS[$name]}" -v fb="${FIND_NS[bare]}" -v fc="$find_calls" \
+            -v d="${DD_NS[$name]}" -v db="${DD_NS[bare]}" -v dc="$dd_calls" 'BEGIN {
+            printf "| %s | %.2f | %.2f× | %.3f× | %.0f (%+.1f) | %.0f (%+.1f) |\n", n, st * 1e3, st / stw,
+                g / gb, f / fc, (f - fb) / fc, d / dc, (d - db) / dc }'
+    done
+)"
+added() { awk -v a="$1" -v b="$2" -v c="$3" 'BEGIN { printf "%.2f", (a - b) / c }'; }
+J="jail (install: crt-static)"
+st_jail="$(median_of startup "$J")"
+dd_jail="$(added "${DD_NS[$J]}" "${DD_NS[bare]}" "$dd_calls")"
+dd_floor="$(added "${DD_NS[floor: allow-all seccomp]}" "${DD_NS[bare]}" "$dd_calls")"
+find_jail="$(added "${FIND_NS[$J]}" "${FIND_NS[bare]}" "$find_calls")"
+find_floor="$(added "${FIND_NS[floor: minimal Landlock]}" "${FIND_NS[bare]}" "$find_calls")"
+# jail's find pays its filter on every syscall as well as Landlock on every lookup: its floor is
+# the two floors' sum.
+find_floor_sc="$(added "${FIND_NS[floor: allow-all seccomp]}" "${FIND_NS[bare]}" "$find_calls")"
+find_floors="$(awk -v a="$find_floor" -v b="$find_floor_sc" 'BEGIN { printf "%.2f", a + b }')"
+verdict() { awk "BEGIN { exit !($1) }" && echo PASS || echo MISS; }
+minijail_line="- n/a   start-up no slower than minijail: minijail0 is not installed here"
+if [[ " ${NAMES[*]} " == *" minijail "* ]]; then
+    st_mj="$(median_of startup minijail)"
+    minijail_line="- $(verdict "$st_jail <= $st_mj")  start-up no slower than minijail: jail/minijail = $(awk -v a="$st_jail" -v b="$st_mj" 'BEGIN { printf "%.2f", a / b }') (≤ 1.00)"
+fi
+targets="$(
+    echo "targets (jail as README's install command builds it; medians):"
+    echo "- $(verdict "$st_jail <= 0.8 * $st_bwrap")  start-up ≤ 0.8× bwrap: jail/bwrap = $(awk -v a="$st_jail" -v b="$st_bwrap" 'BEGIN { printf "%.2f", a / b }')"
+    echo "$minijail_line"
+    echo "- $(verdict "$dd_jail <= $dd_floor + 1")  per syscall at the allow-all seccomp floor (+1 ns noise): jail +$dd_jail ns, floor +$dd_floor ns"
+    echo "- $(verdict "$find_jail <= $find_floors + 4")  per lookup ≤ the floors + 4 ns: jail +$find_jail ns per find syscall, minimal Landlock domain +$find_floor ns and allow-all filter +$find_floor_sc ns (sum +$find_floors ns)"
+    echo "- $(verdict "$(median_of git "$J") <= 1.05 * $git_bare_t")  git status ≤ 1.05× bare: $(awk -v a="$(median_of git "$J")" -v b="$git_bare_t" 'BEGIN { printf "%.3f", a / b }')×"
+    echo "- $(verdict "$sup_rss <= 3 * 1024")  supervisor RSS ≤ 3 MiB: VmRSS $(awk -v k="$sup_rss" 'BEGIN { printf "%.2f", k / 1024 }') MiB (VmHWM $(awk -v k="$sup_hwm" 'BEGIN { printf "%.2f", k / 1024 }') MiB, RssAnon $sup_anon KiB); init $(awk -v k="$init_rss" 'BEGIN { printf "%.2f", k / 1024 }') MiB"
+)"
+report="$(
+    echo "$table"
+    echo
+    echo "start-up: /bin/true, hyperfine medians of $RUNS_STARTUP runs over $ROUNDS rounds (bare: $(awk -v a="$st_bare" 'BEGIN { printf "%.2f", a * 1e3 }') ms); git status: $RUNS_GIT runs on 20,000 files (bare: $(awk -v a="$git_bare_t" 'BEGIN { printf "%.2f", a * 1e3 }') ms)."
+    echo "inside: the median of $RUNS_INSIDE runs timed in the sandbox, the lower of two passes, over the syscalls of one bare run (strace: find $FIND_DIR $find_calls, dd $dd_calls)."
+    echo
+    echo "$targets"
+)"
 {
     echo "# jail benchmark $STAMP"
     echo
-    echo "kernel $(uname -r), $(nproc) CPUs, $(hyperfine --version), $(bwrap --version)"
+    echo "kernel $(uname -r), $(nproc) CPUs, $(hyperfine --version), $(bwrap --version), $(firejail --version | head -n1)"
     echo
     echo "$report"
 } >"$OUT/summary.md"
