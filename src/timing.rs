@@ -30,8 +30,11 @@ pub fn mark(what: &'static str) {
     }
     let Some(start) = START.get() else { return };
     let ms = start.elapsed().as_secs_f64() * 1e3;
-    eprintln!(
-        "jail: timing: {ms:8.3} ms  {what} (pid {})",
+    // One write: init and the command print while the supervisor does, and eprintln! writes
+    // piece by piece, so lines would interleave.
+    let line = format!(
+        "jail: timing: {ms:8.3} ms  {what} (pid {})\n",
         std::process::id()
     );
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
 }
