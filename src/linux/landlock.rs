@@ -23,6 +23,12 @@ use crate::policy::{Access, Kind, Policy};
 pub struct LandlockRule {
     pub path: PathBuf,
     pub rights: Rights,
+    /// The path is at or under a mount the view puts in place of the host's (a fresh /dev,
+    /// /proc or /tmp, a hidden directory, an overlay): its inode exists only once the view is
+    /// built. Every other rule names an inode the view shows unchanged (its mounts are the
+    /// host's, made read-only in place, or a directory bound over itself), so it can be opened
+    /// while init still builds the view ([`begin`]). Set by the run plan, which knows the view.
+    pub needs_view: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -145,6 +151,7 @@ pub fn compile(
         .map(|(path, rights)| LandlockRule {
             path,
             rights: rights.intersect(mask),
+            needs_view: true,
         })
         .filter(|r| !r.rights.is_empty())
         .collect();
@@ -259,29 +266,38 @@ pub struct LandlockApplied {
 /// `open_fds` are descriptors the command inherits (a terminal, a redirected output file): they
 /// get a rule of their own so that reopening them through /dev/stdout keeps working.
 pub fn apply(plan: &LandlockPlan, open_fds: &[i32]) -> Result<LandlockApplied, JailError> {
+    match begin(plan, false)? {
+        Some(pending) => finish(plan, pending, open_fds),
+        None => Ok(LandlockApplied {
+            rules: 0,
+            skipped_missing: 0,
+        }),
+    }
+}
+
+/// A ruleset being filled, not yet in force.
+pub struct Pending {
+    ruleset: landlock::RulesetCreated,
+    applied: LandlockApplied,
+    /// Rules [`begin`] left for [`finish`] (indices into the plan's rules).
+    left: Vec<usize>,
+}
+
+/// Creates the ruleset and, with `before_view`, adds every rule that does not need the mount
+/// view (see [`LandlockRule::needs_view`]), while init builds it: start-up pays for the opens
+/// and rules on the other CPU. Such a rule is opened with RESOLVE_NO_SYMLINKS, so that only
+/// the path's own components decide where it lands (a symlink could lead into a place the
+/// view replaces); one that meets a symlink is left for [`finish`]. `None`: nothing to apply.
+pub fn begin(plan: &LandlockPlan, before_view: bool) -> Result<Option<Pending>, JailError> {
     use landlock::{
-        ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
-        Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+        Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, Ruleset,
+        RulesetAttr, RulesetCreatedAttr, Scope,
     };
-    let abi = match plan.abi {
-        1 => ABI::V1,
-        2 => ABI::V2,
-        3 => ABI::V3,
-        4 => ABI::V4,
-        5 => ABI::V5,
-        6 => ABI::V6,
-        _ => ABI::V7,
-    };
-    let to_access = |r: Rights| -> BitFlags<AccessFs> {
-        BitFlags::<AccessFs>::from_bits_truncate(r.0 as u64) & AccessFs::from_all(abi)
-    };
+    let abi = abi_of(plan);
     let err = |step: &str, e: &dyn std::fmt::Display| JailError::layer("landlock", step, e);
     let net = plan.tcp_connect.is_some() || plan.tcp_bind.is_some();
     if !(plan.filesystem || plan.scope_signals || plan.scope_abstract_unix || net) {
-        return Ok(LandlockApplied {
-            rules: 0,
-            skipped_missing: 0,
-        });
+        return Ok(None);
     }
     let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
     if plan.filesystem {
@@ -330,46 +346,61 @@ pub fn apply(plan: &LandlockPlan, open_fds: &[i32]) -> Result<LandlockApplied, J
                 .map_err(|e| err(&format!("TCP port {port}"), &e))?;
         }
     }
-    let mut applied = LandlockApplied {
-        rules: 0,
-        skipped_missing: 0,
+    let mut pending = Pending {
+        ruleset: created,
+        applied: LandlockApplied {
+            rules: 0,
+            skipped_missing: 0,
+        },
+        left: Vec::new(),
     };
-    let mut add = |fd: OwnedFd, rights: Rights, what: &Path| -> Result<(), JailError> {
-        let is_dir = crate::linux::sys::fstat_mode(fd.as_raw_fd())
-            .map(|m| m & libc::S_IFMT == libc::S_IFDIR)
-            .unwrap_or(false);
-        let rights = if is_dir {
-            rights
-        } else {
-            rights.intersect(Rights::FILE_ONLY)
-        };
-        let access = to_access(rights);
-        if access.is_empty() {
-            return Ok(());
+    for (i, rule) in plan.rules.iter().enumerate() {
+        if !before_view || rule.needs_view {
+            pending.left.push(i);
+            continue;
         }
-        created
-            .as_mut()
-            .add_rule(PathBeneath::new(fd, access))
-            .map_err(|e| err(&format!("rule for {}", what.display()), &e))?;
-        applied.rules += 1;
-        Ok(())
-    };
-    for rule in &plan.rules {
+        match crate::linux::sys::open_path_no_symlinks(&rule.path) {
+            Ok(fd) => add_rule(&mut pending, plan, fd, rule.rights, &rule.path)?,
+            // A symlink on the way, or a kernel without openat2: opened in the view instead.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOSYS)) => {
+                pending.left.push(i)
+            }
+            Err(e) => skip_or_fail(&mut pending, &rule.path, e)?,
+        }
+    }
+    Ok(Some(pending))
+}
+
+/// Adds the rules [`begin`] left and those for `open_fds`, and puts the ruleset in force.
+pub fn finish(
+    plan: &LandlockPlan,
+    mut pending: Pending,
+    open_fds: &[i32],
+) -> Result<LandlockApplied, JailError> {
+    use landlock::RulesetStatus;
+    let err = |step: &str, e: &dyn std::fmt::Display| JailError::layer("landlock", step, e);
+    for i in std::mem::take(&mut pending.left) {
+        let rule = &plan.rules[i];
         match crate::linux::sys::open_path(&rule.path) {
-            Ok(fd) => add(fd, rule.rights, &rule.path)?,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => applied.skipped_missing += 1,
-            Err(e) if e.raw_os_error() == Some(libc::EACCES) => applied.skipped_missing += 1,
-            Err(e) => return Err(err(&format!("open {}", rule.path.display()), &e)),
+            Ok(fd) => add_rule(&mut pending, plan, fd, rule.rights, &rule.path)?,
+            Err(e) => skip_or_fail(&mut pending, &rule.path, e)?,
         }
     }
     for &fd in open_fds.iter().filter(|_| plan.filesystem) {
         if let Some((target, rights)) = inherited_fd_rule(fd) {
             // Only a convenience (reopening /dev/stdout): a file Landlock cannot hold a rule for
             // (a memfd copy, a pipe) simply gets none.
-            let _ = add(target, rights, Path::new(&format!("/proc/self/fd/{fd}")));
+            let _ = add_rule(
+                &mut pending,
+                plan,
+                target,
+                rights,
+                Path::new(&format!("/proc/self/fd/{fd}")),
+            );
         }
     }
-    let status = created
+    let status = pending
+        .ruleset
         .restrict_self()
         .map_err(|e| err("restrict_self", &e))?;
     if status.ruleset != RulesetStatus::FullyEnforced {
@@ -378,7 +409,66 @@ pub fn apply(plan: &LandlockPlan, open_fds: &[i32]) -> Result<LandlockApplied, J
             &format!("ruleset only {:?} on this kernel", status.ruleset),
         ));
     }
-    Ok(applied)
+    Ok(pending.applied)
+}
+
+fn abi_of(plan: &LandlockPlan) -> landlock::ABI {
+    use landlock::ABI;
+    match plan.abi {
+        1 => ABI::V1,
+        2 => ABI::V2,
+        3 => ABI::V3,
+        4 => ABI::V4,
+        5 => ABI::V5,
+        6 => ABI::V6,
+        _ => ABI::V7,
+    }
+}
+
+/// A missing path (or one this user may not reach) holds nothing to grant: counted, not fatal.
+fn skip_or_fail(pending: &mut Pending, path: &Path, e: std::io::Error) -> Result<(), JailError> {
+    match e.raw_os_error() {
+        Some(libc::ENOENT | libc::EACCES) => {
+            pending.applied.skipped_missing += 1;
+            Ok(())
+        }
+        _ => Err(JailError::layer(
+            "landlock",
+            format!("open {}", path.display()),
+            e,
+        )),
+    }
+}
+
+/// One path-beneath rule for what `fd` holds; a file gets only the rights a file can have.
+fn add_rule(
+    pending: &mut Pending,
+    plan: &LandlockPlan,
+    fd: OwnedFd,
+    rights: Rights,
+    what: &Path,
+) -> Result<(), JailError> {
+    use landlock::{AccessFs, BitFlags, PathBeneath, RulesetCreatedAttr};
+    let is_dir = crate::linux::sys::fstat_mode(fd.as_raw_fd())
+        .map(|m| m & libc::S_IFMT == libc::S_IFDIR)
+        .unwrap_or(false);
+    let rights = if is_dir {
+        rights
+    } else {
+        rights.intersect(Rights::FILE_ONLY)
+    };
+    let access = BitFlags::<AccessFs>::from_bits_truncate(rights.0 as u64)
+        & <AccessFs as landlock::Access>::from_all(abi_of(plan));
+    if access.is_empty() {
+        return Ok(());
+    }
+    pending
+        .ruleset
+        .as_mut()
+        .add_rule(PathBeneath::new(fd, access))
+        .map_err(|e| JailError::layer("landlock", format!("rule for {}", what.display()), e))?;
+    pending.applied.rules += 1;
+    Ok(())
 }
 
 /// A rule for the file behind an inherited descriptor: a terminal or device keeps DEV rights; a

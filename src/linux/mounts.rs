@@ -72,6 +72,42 @@ pub struct MountPlan {
     pub layers: Vec<(PathBuf, PathBuf)>,
 }
 
+impl Step {
+    /// The path beneath which this step puts other inodes than the host's: a new filesystem
+    /// (tmpfs, proc, devpts, overlay) or a file bound over another. `None` for the steps that
+    /// change only mount flags in place or bind a directory over itself: the same inodes show.
+    /// Every variant is named, so a new step must say which it is.
+    pub fn replaces(&self) -> Option<&Path> {
+        match self {
+            Step::MakeRootPrivate
+            | Step::ReadOnlyTree
+            | Step::BindReadOnly(_)
+            | Step::BindWritable(_)
+            | Step::Pin(_) => None,
+            Step::MinimalDev | Step::SealDev => Some(Path::new("/dev")),
+            Step::FreshProc => Some(Path::new("/proc")),
+            Step::PrivateTmp => Some(Path::new("/tmp")),
+            Step::Overlay(p)
+            | Step::Throwaway(p)
+            | Step::HideDir(p)
+            | Step::HideDirExcept(p, _)
+            | Step::HideFile(p)
+            | Step::ShowSocket(p) => Some(p),
+        }
+    }
+}
+
+impl MountPlan {
+    /// Whether `path` is at or under a place the view fills with inodes of its own, so that
+    /// what it names exists only once the view is built.
+    pub fn replaces_inode_at(&self, path: &Path) -> bool {
+        self.steps
+            .iter()
+            .filter_map(Step::replaces)
+            .any(|r| path.starts_with(r))
+    }
+}
+
 /// Extra tmpfs options (`size=…,nr_inodes=…`) for the writable tmpfs mounts; None leaves the
 /// kernel's default (half of RAM). The others are fixed: a hidden directory's tmpfs holds one
 /// inode in 4k (or 64k when it shows paths beneath, read-only after), jail's /dev 64k, sealed.

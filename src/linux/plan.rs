@@ -92,11 +92,17 @@ pub fn compile(policy: &Policy, host: &Host) -> Result<RunPlan, JailError> {
         tmpfs: limits.tmpfs(),
         ..mounts::compile(policy)
     });
-    let landlock = layers.landlock.then(|| landlock::LandlockPlan {
+    let mut landlock = layers.landlock.then(|| landlock::LandlockPlan {
         tcp_connect: net.tcp_connect.clone(),
         tcp_bind: net.tcp_bind.clone(),
         ..landlock::compile(policy, f.landlock_abi, layers.mount, host.list_dir)
     });
+    // Which rules the command may open while init still builds the view.
+    if let (Some(ll), Some(view)) = (&mut landlock, &mount) {
+        for rule in &mut ll.rules {
+            rule.needs_view = view.replaces_inode_at(&rule.path);
+        }
+    }
     let seccomp = layers
         .seccomp
         .then(|| seccomp::compile(policy, net.filter(), !layers.mount));
@@ -266,6 +272,48 @@ mod tests {
         assert!(e.contains(&"JAIL=1".to_string()), "{e:?}");
         assert!(!e.contains(&"JAIL=0".to_string()), "{e:?}");
         assert!(e.iter().any(|v| v.starts_with("JAIL_POLICY=")), "{e:?}");
+    }
+
+    #[test]
+    fn only_rules_in_places_the_view_replaces_wait_for_the_view() {
+        use crate::policy::{Access, Kind, Origin, PathRule};
+        let mut p = policy();
+        for (path, access) in [("/srv/repo", Access::Rw), ("/srv/secret", Access::Hide)] {
+            p.rules.push(PathRule {
+                path: path.into(),
+                access,
+                kind: Kind::Dir,
+                origin: Origin::Default,
+            });
+        }
+        let full = plan(&p, &features(true, 7, true), None).unwrap();
+        let ll = full.landlock.as_ref().unwrap();
+        let needs = |path: &str| {
+            ll.rules
+                .iter()
+                .find(|r| r.path == Path::new(path))
+                .unwrap_or_else(|| panic!("no rule for {path}: {:?}", ll.rules))
+                .needs_view
+        };
+        // A fresh /dev, /proc and /tmp are other inodes than the host's.
+        for path in ["/dev", "/dev/null", "/dev/shm", "/proc", "/tmp"] {
+            assert!(needs(path), "{path}");
+        }
+        // The host's own tree, read-only in place, and a directory bound over itself.
+        for path in ["/", "/srv/repo"] {
+            assert!(!needs(path), "{path}");
+        }
+        // Everything at or under a step that puts new inodes there waits; nothing else does.
+        let view = full.mount.as_ref().unwrap();
+        for rule in &ll.rules {
+            assert_eq!(
+                rule.needs_view,
+                view.replaces_inode_at(&rule.path),
+                "{rule:?}"
+            );
+        }
+        assert!(view.replaces_inode_at(Path::new("/srv/secret/x")));
+        assert!(!view.replaces_inode_at(Path::new("/srv/secretary")));
     }
 
     #[test]

@@ -408,7 +408,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                 if let Err(e) = conf.limits.enter() {
                     die(EXIT_JAIL_ERROR, &e);
                 }
-                command_main(conf, policy, &argv)
+                command_main(conf, policy, &argv, None)
             }
             nix::unistd::ForkResult::Parent { child } => {
                 if tty.is_some() {
@@ -898,6 +898,26 @@ fn init_main(
         // SAFETY: getpgrp only queries.
         hand_terminal(tty, unsafe { libc::getpgrp() });
     }
+    // The command is forked before the view is built: it drops its privileges and adds the
+    // Landlock rules that do not depend on the view on the other CPU while init mounts, then
+    // waits at the gate for the view (a socket, so that init's write to a command that already
+    // died is EPIPE, not SIGPIPE).
+    let (gate, command_gate) = match std::os::unix::net::UnixStream::pair() {
+        Ok(pair) => pair,
+        Err(e) => die(EXIT_JAIL_ERROR, &format!("init: socketpair: {e}")),
+    };
+    // SAFETY: init is single-threaded.
+    let command = match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            drop(fd_channel);
+            drop(ready);
+            drop(gate);
+            command_main(conf, policy, argv, Some(command_gate))
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => child,
+        Err(e) => die(EXIT_JAIL_ERROR, &format!("init: fork: {e}")),
+    };
+    drop(command_gate);
     let mut report = match entered.map(|_| mounts::apply(mount_plan, &conf.policy_json)) {
         Err(e) => format!("E{e}"),
         Ok(Ok(())) => "ok".to_string(),
@@ -910,20 +930,21 @@ fn init_main(
         }
     }
     crate::timing::mark("init: mount view built");
+    if report == "ok" {
+        // The command goes on. An error here means it died already; it is reaped below.
+        let _ = nix::sys::socket::send(
+            std::os::fd::AsRawFd::as_raw_fd(&gate),
+            b"1",
+            nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+        );
+    }
+    drop(gate);
     let _ = nix::unistd::write(&ready, report.as_bytes());
     if report != "ok" {
+        // The command sees the gate close and leaves; leaving pid 1 kills it anyway.
         // SAFETY: leave without running the parent's cleanup; the supervisor reports the error.
         unsafe { libc::_exit(EXIT_JAIL_ERROR) };
     }
-    // SAFETY: init is single-threaded.
-    let command = match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Child) => {
-            drop(fd_channel);
-            command_main(conf, policy, argv)
-        }
-        Ok(nix::unistd::ForkResult::Parent { child }) => child,
-        Err(e) => die(EXIT_JAIL_ERROR, &format!("init: fork: {e}")),
-    };
     // The supervisor must see the command's end of the channel close if it dies unarmed.
     if let Some(unix) = &conf.unix {
         unix.close();
@@ -1031,8 +1052,14 @@ fn init_network(net: &NetSetup, channel: &std::os::unix::net::UnixStream) -> Res
     Ok(())
 }
 
-/// The command's own process: confine, then execve. Never returns.
-fn command_main(conf: &Confinement, policy: &Policy, argv: &[CString]) -> ! {
+/// The command's own process: confine, then execve. Never returns. `view_gate`: in namespace
+/// mode, where init signals that the mount view is built (one byte; end of file if it failed).
+fn command_main(
+    conf: &Confinement,
+    policy: &Policy,
+    argv: &[CString],
+    view_gate: Option<std::os::unix::net::UnixStream>,
+) -> ! {
     // Signal mask and ignored dispositions are inherited through execve: give the command clean
     // ones (a pipeline must end its writer with SIGPIPE as usual).
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
@@ -1048,7 +1075,7 @@ fn command_main(conf: &Confinement, policy: &Policy, argv: &[CString]) -> ! {
             );
         }
     }
-    if let Err(e) = confine(conf, policy) {
+    if let Err(e) = confine(conf, policy, view_gate) {
         die(EXIT_JAIL_ERROR, &e.to_string());
     }
     let mut envp = conf.envp.clone();
@@ -1126,21 +1153,54 @@ fn sealed_policy_fd(json: &str, keep: &[i32]) -> std::io::Result<i32> {
     Ok(target)
 }
 
-/// Order inside the child: (mounts, done by init) → session → drop capabilities → close
-/// descriptors → Landlock → seccomp. seccomp goes last because it forbids what the others need.
-fn confine(conf: &Confinement, policy: &Policy) -> Result<(), JailError> {
+/// Order inside the child: session → drop capabilities → close descriptors → the Landlock
+/// rules the view does not change → (the mount view, built by init meanwhile) → the working
+/// directory in the view → the rest of Landlock → seccomp. seccomp goes last because it forbids
+/// what the others need.
+fn confine(
+    conf: &Confinement,
+    policy: &Policy,
+    view_gate: Option<std::os::unix::net::UnixStream>,
+) -> Result<(), JailError> {
     privileges::own_session_or_group()?;
     privileges::set_no_new_privs()?;
     privileges::drop_all_capabilities()?;
     privileges::close_inherited_fds(&policy.keep_fds)?;
     crate::timing::mark("command: privileges dropped");
+    let pending = match &conf.landlock {
+        Some(plan) => landlock::begin(plan, view_gate.is_some())?,
+        None => None,
+    };
+    if let Some(gate) = view_gate {
+        let mut byte = [0u8; 1];
+        let got = loop {
+            match std::io::Read::read(&mut &gate, &mut byte) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        if !matches!(got, Ok(1)) {
+            // The view failed: init reports why.
+            // SAFETY: leave at once, running nothing of the parent's.
+            unsafe { libc::_exit(EXIT_JAIL_ERROR) };
+        }
+        drop(gate);
+        crate::timing::mark("command: view ready");
+        // The working directory inherited from before the view points into the old, writable
+        // mounts: enter the view, as init did.
+        if let Some(view) = &conf.mount {
+            std::env::set_current_dir(&view.cwd).map_err(|e| {
+                JailError::layer("mount", format!("chdir {}", view.cwd.display()), e)
+            })?;
+        }
+    }
     let mut fds = vec![0, 1, 2];
     fds.extend(&policy.keep_fds);
     if conf.mount.is_some() {
         privileges::reopen_read_only_files_in_view(&fds)?;
     }
-    if let Some(plan) = &conf.landlock {
-        landlock::apply(plan, &fds)?;
+    if let (Some(plan), Some(pending)) = (&conf.landlock, pending) {
+        landlock::finish(plan, pending, &fds)?;
         crate::timing::mark("command: landlock applied");
     }
     if let Some(program) = &conf.seccomp {

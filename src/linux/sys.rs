@@ -42,6 +42,31 @@ pub fn open_path_nofollow(path: &Path) -> io::Result<OwnedFd> {
     open_with(path, libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW)
 }
 
+/// An O_PATH descriptor for `path` reached without following any symlink on the way
+/// (openat2's RESOLVE_NO_SYMLINKS): ELOOP if a component is one, ENOSYS before Linux 5.6.
+pub fn open_path_no_symlinks(path: &Path) -> io::Result<OwnedFd> {
+    let c = cstr(path)?;
+    // SAFETY: open_how is plain data; zero is its "nothing asked" value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS;
+    // SAFETY: openat2 reads `c` and `how`, valid for the call; returns a new descriptor or -1.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor, owned here.
+    Ok(unsafe { OwnedFd::from_raw_fd(rc as std::os::fd::RawFd) })
+}
+
 fn open_with(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
     let c = cstr(path)?;
     // SAFETY: `c` is a valid NUL-terminated string; the returned descriptor is owned below.
