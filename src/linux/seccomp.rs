@@ -248,9 +248,7 @@ pub fn compile(policy: &Policy, net: NetFilter, shared_host: bool) -> SeccompPla
     // A datagram pair sends to any path as well (sendto() on a connected datagram socket names
     // another peer), in every jail.
     deny.extend(unix_datagram_sockets("socketpair"));
-    if policy.allow_unix_sockets {
-        // The connector makes every connect in the jail's Landlock domain; a nested domain's TCP
-        // port rules and abstract-socket scope would not be the connector's, so none is made.
+    if refuses_landlock(policy) {
         deny.push(Deny {
             syscall: "landlock_restrict_self",
             when: When::Always,
@@ -271,6 +269,15 @@ pub fn compile(policy: &Policy, net: NetFilter, shared_host: bool) -> SeccompPla
         enosys: vec!["clone3", "openat2"],
         reject_x32: cfg!(target_arch = "x86_64"),
     }
+}
+
+/// Whether the filter refuses `landlock_restrict_self`: with mediated unix sockets. The
+/// connector makes every connect in the jail's Landlock domain; a nested domain's TCP port
+/// rules and abstract-socket scope would not be the connector's, so none is made. Otherwise the
+/// filter refuses nothing that applying Landlock needs (openat, fstat, landlock_add_rule,
+/// landlock_restrict_self, prctl, close), and the command may load it first.
+pub fn refuses_landlock(policy: &Policy) -> bool {
+    policy.allow_unix_sockets
 }
 
 /// S_ISUID and S_ISGID.
