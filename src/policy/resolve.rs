@@ -1017,24 +1017,33 @@ fn case_exact_names(dir: &Path) -> Option<HashSet<OsString>> {
         nix::sys::statfs::OVERLAYFS_SUPER_MAGIC,
     ];
     const FS_CASEFOLD_FL: libc::c_long = 0x4000_0000;
-    let file = std::fs::File::open(dir).ok()?;
-    let fs = nix::sys::statfs::fstatfs(&file).ok()?;
+    use std::os::unix::ffi::OsStrExt;
+    // One descriptor for the checks and the listing: the answer is about the directory read.
+    let mut listing = nix::dir::Dir::open(
+        dir,
+        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .ok()?;
+    let fs = nix::sys::statfs::fstatfs(&listing).ok()?;
     if !EXACT.contains(&fs.filesystem_type()) {
         return None;
     }
     let mut flags: libc::c_long = 0;
     // SAFETY: FS_IOC_GETFLAGS writes one long into `flags`, which we own.
-    if unsafe { libc::ioctl(file.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) } != 0
+    if unsafe { libc::ioctl(listing.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) } != 0
         || flags & FS_CASEFOLD_FL != 0
     {
         return None;
     }
-    drop(file);
-    std::fs::read_dir(dir)
-        .ok()?
-        .map(|e| e.map(|e| e.file_name()))
-        .collect::<Result<_, _>>()
-        .ok()
+    let mut names = HashSet::new();
+    for entry in listing.iter() {
+        let name = entry.ok()?.file_name().to_bytes().to_vec();
+        if name != b"." && name != b".." {
+            names.insert(std::ffi::OsStr::from_bytes(&name).to_os_string());
+        }
+    }
+    Some(names)
 }
 
 #[cfg(not(target_os = "linux"))]
