@@ -930,6 +930,9 @@ fn init_main(
         }
     }
     crate::timing::mark("init: mount view built");
+    // The supervisor first, as when the command was forked only now: it starts what watches
+    // the command (the proxy, the hooks that receive its pid) as early as before.
+    let _ = nix::unistd::write(&ready, report.as_bytes());
     if report == "ok" {
         // The command goes on. An error here means it died already; it is reaped below.
         let _ = nix::sys::socket::send(
@@ -939,7 +942,6 @@ fn init_main(
         );
     }
     drop(gate);
-    let _ = nix::unistd::write(&ready, report.as_bytes());
     if report != "ok" {
         // The command sees the gate close and leaves; leaving pid 1 kills it anyway.
         // SAFETY: leave without running the parent's cleanup; the supervisor reports the error.
