@@ -261,20 +261,6 @@ pub struct LandlockApplied {
     pub skipped_missing: usize,
 }
 
-/// Restricts the calling thread (and its future children) to the plan. Must run after the mount
-/// view is built (rules bind the inodes of the view) and after no_new_privs.
-/// `open_fds` are descriptors the command inherits (a terminal, a redirected output file): they
-/// get a rule of their own so that reopening them through /dev/stdout keeps working.
-pub fn apply(plan: &LandlockPlan, open_fds: &[i32]) -> Result<LandlockApplied, JailError> {
-    match begin(plan, false)? {
-        Some(pending) => finish(plan, pending, open_fds),
-        None => Ok(LandlockApplied {
-            rules: 0,
-            skipped_missing: 0,
-        }),
-    }
-}
-
 /// A ruleset being filled, not yet in force.
 pub struct Pending {
     ruleset: landlock::RulesetCreated,
@@ -371,7 +357,11 @@ pub fn begin(plan: &LandlockPlan, before_view: bool) -> Result<Option<Pending>, 
     Ok(Some(pending))
 }
 
-/// Adds the rules [`begin`] left and those for `open_fds`, and puts the ruleset in force.
+/// Adds the rules [`begin`] left and those for `open_fds`, and restricts the calling thread (and
+/// its future children) to the ruleset. Runs after the mount view is built (the rules left bind
+/// the inodes of the view) and after no_new_privs. `open_fds` are descriptors the command
+/// inherits (a terminal, a redirected output file): they get a rule of their own so that
+/// reopening them through /dev/stdout keeps working.
 pub fn finish(
     plan: &LandlockPlan,
     mut pending: Pending,

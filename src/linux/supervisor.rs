@@ -1189,10 +1189,14 @@ fn confine(
                 other => break other,
             }
         };
-        if !matches!(got, Ok(1)) {
+        match got {
+            Ok(1) => {}
             // The view failed: init reports why.
             // SAFETY: leave at once, running nothing of the parent's.
-            unsafe { libc::_exit(EXIT_JAIL_ERROR) };
+            Ok(_) => unsafe { libc::_exit(EXIT_JAIL_ERROR) },
+            Err(e) => {
+                return Err(JailError::layer("mount", "waiting for the view", e));
+            }
         }
         drop(gate);
         crate::timing::mark("command: view ready");

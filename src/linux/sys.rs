@@ -45,17 +45,21 @@ pub fn open_path_nofollow(path: &Path) -> io::Result<OwnedFd> {
 /// An O_PATH descriptor for `path` reached without following any symlink on the way
 /// (openat2's RESOLVE_NO_SYMLINKS): ELOOP if a component is one, ENOSYS before Linux 5.6.
 pub fn open_path_no_symlinks(path: &Path) -> io::Result<OwnedFd> {
-    let c = cstr(path)?;
+    openat2_path(libc::AT_FDCWD, &cstr(path)?, libc::RESOLVE_NO_SYMLINKS)
+}
+
+/// openat2(dir, path, O_PATH | O_CLOEXEC) with the `resolve` restrictions (RESOLVE_*).
+pub fn openat2_path(dir: RawFd, path: &std::ffi::CStr, resolve: u64) -> io::Result<OwnedFd> {
     // SAFETY: open_how is plain data; zero is its "nothing asked" value.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
-    how.resolve = libc::RESOLVE_NO_SYMLINKS;
-    // SAFETY: openat2 reads `c` and `how`, valid for the call; returns a new descriptor or -1.
+    how.resolve = resolve;
+    // SAFETY: openat2 reads `path` and `how`, valid for the call; returns a new descriptor or -1.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_openat2,
-            libc::AT_FDCWD,
-            c.as_ptr(),
+            dir,
+            path.as_ptr(),
             &how as *const libc::open_how,
             std::mem::size_of::<libc::open_how>(),
         )
@@ -64,7 +68,7 @@ pub fn open_path_no_symlinks(path: &Path) -> io::Result<OwnedFd> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: a new descriptor, owned here.
-    Ok(unsafe { OwnedFd::from_raw_fd(rc as std::os::fd::RawFd) })
+    Ok(unsafe { OwnedFd::from_raw_fd(rc as RawFd) })
 }
 
 fn open_with(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {

@@ -883,25 +883,11 @@ fn resolve_in_view(pid: libc::pid_t, path: &[u8]) -> io::Result<OwnedFd> {
     }
     let dir = super::sys::open_path(std::path::Path::new(&format!("/proc/{pid}/{base}")))?;
     let c = std::ffi::CString::new(full).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-    // SAFETY: open_how is plain data; zero is its "nothing asked" value.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
-    how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
-    // SAFETY: openat2 reads `c` and `how`, valid for the call; returns a new descriptor or -1.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir.as_raw_fd(),
-            c.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a new descriptor, owned here.
-    Ok(unsafe { OwnedFd::from_raw_fd(rc as RawFd) })
+    super::sys::openat2_path(
+        dir.as_raw_fd(),
+        &c,
+        libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS,
+    )
 }
 
 /// Why a descriptor handed in with `--keep-fd` would lead around the rules, if it would: a unix
