@@ -204,7 +204,7 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
     policy::resolve(&input)
 }
 
-/// What the command line refuses as it parses (an empty path, a timeout that is not a positive
+/// What the command line refuses as it parses (an empty path, an empty program, a timeout that is not a positive
 /// duration of at most 1e9 s), refused for a request built otherwise too: [`crate::Jail::spawn`]
 /// hands the request over as flags, and must not start a jail process that then refuses them.
 fn check_request(req: &Request) -> Result<(), JailError> {
@@ -223,6 +223,13 @@ fn check_request(req: &Request) -> Result<(), JailError> {
     }
     if req.cwd.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
         return Err(JailError::bad_path("--cwd", "", "is empty"));
+    }
+    // `jail -- ''` (an unset variable in a script): no program to look up, and "command not
+    // found" would name nothing.
+    if req.command.first().is_some_and(|c| c.is_empty()) {
+        return Err(JailError::BadInput(
+            "the command is empty: name a program after `--`, e.g. jail -- ls -la".into(),
+        ));
     }
     if let Some(t) = req.timeout {
         if t.is_zero() || t.as_secs_f64() > 1.0e9 {

@@ -471,3 +471,41 @@ fn allow_userns_without_the_mount_view_is_refused() {
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "changed\n");
     }
 }
+
+/// First-day mistakes (issue 15, item 6): a command without `--`, an empty command, a timeout
+/// past the limit. Each gets a line that names the mistake and the fix, exit 125, and nothing runs.
+#[test]
+fn first_day_mistakes_name_the_fix() {
+    if !full_level_or_skip("first_day_mistakes_name_the_fix") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "firstday");
+        let run = fx.jail(&["echo", "RAN"]);
+        assert_refused(
+            &run,
+            &format!("no -- as {who:?}"),
+            &["put the command after `--`"],
+        );
+        // A mistyped flag is not a command: clap's own tip is the right one there.
+        let run = fx.jail(&["--bogus", "--", "echo", "RAN"]);
+        assert_refused(&run, &format!("--bogus as {who:?}"), &["--bogus"]);
+        assert!(
+            !run.stderr.contains("put the command after"),
+            "--bogus as {who:?} told to move a command\n{}",
+            run.describe()
+        );
+        let run = fx.jail(&["--", ""]);
+        assert_refused(
+            &run,
+            &format!("empty command as {who:?}"),
+            &["command is empty"],
+        );
+        let run = attempt(&fx, &["--timeout", "99999999999999999999"]);
+        assert_refused(
+            &run,
+            &format!("huge timeout as {who:?}"),
+            &["too long", "1e9"],
+        );
+    }
+}

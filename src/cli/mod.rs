@@ -27,6 +27,9 @@ pub fn run_cli() -> i32 {
         Err(e) => {
             let code = if e.use_stderr() { EXIT_JAIL_ERROR } else { 0 };
             let _ = e.print();
+            if command_without_separator(&e) {
+                text::say("jail: put the command after `--`: jail [OPTIONS] -- ls -la");
+            }
             return code;
         }
     };
@@ -56,6 +59,21 @@ pub fn run_cli() -> i32 {
             e.exit_code()
         }
     }
+}
+
+/// `jail ls -la`: clap sees `ls` as an unknown subcommand or argument. The command always
+/// follows `--` (so that its own flags are never read as jail's), and a first-day user needs
+/// to be told that, not only that `ls` is unexpected.
+fn command_without_separator(e: &clap::Error) -> bool {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let word = matches!(
+        e.get(ContextKind::InvalidArg).or(e.get(ContextKind::InvalidSubcommand)),
+        Some(ContextValue::String(arg)) if !arg.starts_with('-')
+    );
+    word && matches!(
+        e.kind(),
+        ErrorKind::UnknownArgument | ErrorKind::InvalidSubcommand
+    ) && !std::env::args_os().any(|a| a == "--")
 }
 
 fn init_logging(verbose: u8) {

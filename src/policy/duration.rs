@@ -22,7 +22,12 @@ pub fn parse(text: &str) -> Result<std::time::Duration, String> {
             ));
         }
     };
-    if !seconds.is_finite() || seconds <= 0.0 || seconds > 1.0e9 {
+    if !seconds.is_finite() || seconds > 1.0e9 {
+        return Err(format!(
+            "'{text}' is too long: at most 1e9 s (about 31 years, e.g. 24h)"
+        ));
+    }
+    if seconds <= 0.0 {
         return Err(format!("'{text}' must be a positive duration"));
     }
     Ok(std::time::Duration::from_secs_f64(seconds))
