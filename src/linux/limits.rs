@@ -618,7 +618,7 @@ impl LimitsPlan {
         Ok(out)
     }
 
-    fn rlimits(&self) -> Vec<(libc::__rlimit_resource_t, u64, u64)> {
+    fn rlimits(&self) -> Vec<(RlimitResource, u64, u64)> {
         let mut out = Vec::new();
         if let (Enforcement::Rlimit, Some(n)) = (&self.procs.enforced_by, self.procs.value) {
             out.push((libc::RLIMIT_NPROC, n, n));
@@ -634,6 +634,12 @@ impl LimitsPlan {
     }
 }
 
+/// The type setrlimit takes for a resource: glibc names it, musl takes a plain int.
+#[cfg(target_env = "gnu")]
+type RlimitResource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+type RlimitResource = libc::c_int;
+
 fn open_write(path: &Path) -> std::io::Result<OwnedFd> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
@@ -647,7 +653,7 @@ fn open_write(path: &Path) -> std::io::Result<OwnedFd> {
 #[derive(Debug, Default)]
 pub struct Prepared {
     cgroups: Vec<Made>,
-    rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
+    rlimits: Vec<(RlimitResource, u64, u64)>,
 }
 
 #[derive(Debug)]
@@ -762,7 +768,7 @@ pub fn share_kernel_pools() {
     }
 }
 
-fn rlimit_name(r: libc::__rlimit_resource_t) -> &'static str {
+fn rlimit_name(r: RlimitResource) -> &'static str {
     match r {
         libc::RLIMIT_NPROC => "RLIMIT_NPROC",
         libc::RLIMIT_DATA => "RLIMIT_DATA",
@@ -1044,7 +1050,7 @@ mod tests {
     }
 
     impl LimitsPlan {
-        fn prepare_rlimits_for_test(&self) -> Vec<(libc::__rlimit_resource_t, u64, u64)> {
+        fn prepare_rlimits_for_test(&self) -> Vec<(RlimitResource, u64, u64)> {
             self.rlimits()
         }
     }

@@ -129,16 +129,10 @@ fn rename_in(dir: &OwnedFd, name: &OsStr) -> nix::Result<OsString> {
         if aside.len() > 255 {
             aside = OsString::from(format!(".jail-quarantine-{}", unpredictable(attempt)));
         }
-        match nix::fcntl::renameat2(
-            dir.as_fd(),
-            name,
-            dir.as_fd(),
-            aside.as_os_str(),
-            nix::fcntl::RenameFlags::RENAME_NOREPLACE,
-        ) {
+        match super::sys::rename_noreplace(dir, name, aside.as_os_str()) {
             Ok(()) => return Ok(aside),
-            Err(Errno::EEXIST) => last = Errno::EEXIST,
-            Err(e) => return Err(e),
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => last = Errno::EEXIST,
+            Err(e) => return Err(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))),
         }
     }
     Err(last)

@@ -226,15 +226,46 @@ pub unsafe fn clone_with_namespaces(flags: libc::c_int) -> io::Result<libc::pid_
     check(rc).map(|pid| pid as libc::pid_t)
 }
 
-/// Marks every descriptor from `first` to `last` close-on-exec.
+/// Marks every descriptor from `first` to `last` close-on-exec. The raw syscall, not libc's
+/// wrapper: musl has none, and the static build must behave as the glibc one does.
 pub fn cloexec_range(first: u32, last: u32) -> io::Result<()> {
     // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags on descriptors.
-    let rc = unsafe { libc::close_range(first, last, libc::CLOSE_RANGE_CLOEXEC as libc::c_int) };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first as libc::c_uint,
+            last as libc::c_uint,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    check(rc).map(drop)
+}
+
+/// Renames `from` to `to`, both in `dir`, failing with EEXIST rather than replacing `to`
+/// (RENAME_NOREPLACE: the check and the rename are one step, so nothing planted between them is
+/// overwritten). The raw syscall: musl wraps no renameat2, so neither does nix there.
+pub fn rename_noreplace(
+    dir: &impl std::os::fd::AsFd,
+    from: &std::ffi::OsStr,
+    to: &std::ffi::OsStr,
+) -> io::Result<()> {
+    let from = CString::new(from.as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name contains a NUL byte"))?;
+    let to = CString::new(to.as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name contains a NUL byte"))?;
+    let fd = dir.as_fd().as_raw_fd();
+    // SAFETY: both names are NUL-terminated strings we own, the descriptor is borrowed for the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            fd,
+            from.as_ptr(),
+            fd,
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    check(rc).map(drop)
 }
 
 /// The Landlock ABI version of the running kernel, 0 when Landlock is absent or disabled.
