@@ -1,0 +1,561 @@
+//! jail inside a real container engine (Docker's dockerd, runc): the static (musl) binary as the
+//! entrypoint of a `FROM scratch` image, under Docker's default seccomp profile and under the
+//! profile platform/container recommends. `.ci/run` starts a dockerd of its own and sets
+//! JAIL_TEST_ENGINE=required; elsewhere these tests skip, and say so, without an engine.
+
+mod common;
+
+use common::base_dir;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// A reachable engine and the test image built in it.
+struct Engine {
+    docker: PathBuf,
+    host: String,
+    image: String,
+}
+
+const NOBODY: &str = "65534:65534";
+
+/// The recommended layout's options: the shipped seccomp profile and an unmasked /proc.
+fn recommended() -> Vec<String> {
+    let profile =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("platform/container/jail-seccomp.json");
+    vec![
+        "--security-opt".into(),
+        format!("seccomp={}", profile.display()),
+        "--security-opt".into(),
+        "systempaths=unconfined".into(),
+    ]
+}
+
+fn engine_or_skip(test: &str) -> Option<&'static Engine> {
+    static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
+    match ENGINE.get_or_init(find_engine) {
+        Ok(e) => Some(e),
+        Err(why) if std::env::var("JAIL_TEST_ENGINE").as_deref() == Ok("required") => {
+            panic!("JAIL_TEST_ENGINE=required but {why}")
+        }
+        Err(why) => {
+            eprintln!("skipping {test}: {why}");
+            None
+        }
+    }
+}
+
+fn find_engine() -> Result<Engine, String> {
+    // Debian's client first: it speaks the API version of Debian's dockerd.
+    let docker = ["/usr/bin/docker", "/usr/local/bin/docker"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .ok_or("no docker client (apt-get install docker.io)")?;
+    let host = std::env::var("JAIL_TEST_DOCKER_HOST")
+        .unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
+    let ping = Command::new(&docker)
+        .args(["-H", &host, "version", "--format", "{{.Server.Version}}"])
+        .output()
+        .map_err(|e| format!("{}: {e}", docker.display()))?;
+    if !ping.status.success() {
+        return Err(format!(
+            "no engine answers at {host} (.ci/run starts one): {}",
+            String::from_utf8_lossy(&ping.stderr).trim()
+        ));
+    }
+    let arch = std::env::consts::ARCH;
+    let static_jail = std::env::var_os("JAIL_TEST_STATIC_JAIL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(format!("target/{arch}-unknown-linux-musl/release/jail"))
+        });
+    if !static_jail.exists() {
+        return Err(format!(
+            "no static jail at {} (cargo build --release --target {arch}-unknown-linux-musl)",
+            static_jail.display()
+        ));
+    }
+    let busybox = Path::new("/bin/busybox");
+    let is_static = Command::new("file")
+        .arg(busybox)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("statically linked"))
+        .unwrap_or(false);
+    if !is_static {
+        return Err("no static /bin/busybox (apt-get install busybox-static)".into());
+    }
+    let engine = Engine {
+        docker,
+        host,
+        image: "jail-engine-test:latest".into(),
+    };
+    engine.build_image(&static_jail, busybox)?;
+    Ok(engine)
+}
+
+impl Engine {
+    /// `FROM scratch`: the static jail, a static busybox for the shell and tools, and the users.
+    /// Built with the legacy builder (no BuildKit), as the shipped Dockerfile must be.
+    fn build_image(&self, jail: &Path, busybox: &Path) -> Result<(), String> {
+        let ctx = base_dir().join(format!("engine-image-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&ctx);
+        for d in ["bin", "etc", "tmp", "work", "out", "home"] {
+            std::fs::create_dir_all(ctx.join(d)).unwrap();
+        }
+        for d in ["tmp", "work", "out", "home"] {
+            std::fs::set_permissions(ctx.join(d), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        }
+        std::fs::copy(jail, ctx.join("bin/jail")).unwrap();
+        std::fs::copy(busybox, ctx.join("bin/busybox")).unwrap();
+        for tool in [
+            "sh", "ls", "cat", "touch", "sleep", "echo", "mkdir", "rm", "id", "true", "grep",
+            "unshare", "chmod", "wc",
+        ] {
+            std::os::unix::fs::symlink("busybox", ctx.join("bin").join(tool)).unwrap();
+        }
+        std::fs::write(
+            ctx.join("etc/passwd"),
+            "root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/home:/bin/sh\n",
+        )
+        .unwrap();
+        std::fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("platform/container/Dockerfile.scratch"),
+            ctx.join("Dockerfile"),
+        )
+        .unwrap();
+        let out = self
+            .docker()
+            .env("DOCKER_BUILDKIT", "0")
+            .args(["build", "-q", "-t", &self.image])
+            .arg(&ctx)
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_dir_all(&ctx);
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "docker build failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+
+    fn docker(&self) -> Command {
+        let mut cmd = Command::new(&self.docker);
+        cmd.args(["-H", &self.host]);
+        cmd
+    }
+
+    /// `docker run --rm OPTIONS IMAGE ARGS`: ARGS go to the image's entrypoint, `jail --`.
+    fn run(&self, options: &[String], args: &[&str]) -> Output {
+        self.docker()
+            .args(["run", "--rm", "--network", "none"])
+            .args(options)
+            .arg(&self.image)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// `docker run -d --name NAME OPTIONS IMAGE ARGS` after removing any leftover of that name.
+    fn start(&self, name: &str, options: &[String], args: &[&str]) {
+        let _ = self.docker().args(["rm", "-f", name]).output();
+        let started = self
+            .docker()
+            .args(["run", "-d", "--network", "none", "--name", name])
+            .args(options)
+            .arg(&self.image)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(started.status.success(), "{name}: {}", text(&started));
+    }
+
+    /// `jail ARGS` as the entrypoint, with the image's own entrypoint replaced.
+    fn jail(&self, options: &[String], args: &[&str]) -> Output {
+        let mut all = options.to_vec();
+        all.extend(["--entrypoint".into(), "/bin/jail".into()]);
+        self.run(&all, args)
+    }
+}
+
+/// A host directory the container mounts, writable by everyone (so a refusal is jail's, not
+/// the file's owner's).
+fn volume(name: &str) -> PathBuf {
+    let dir = base_dir().join(format!("engine-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join(".git/hooks")).unwrap();
+    std::fs::write(dir.join("tracked"), "before\n").unwrap();
+    for p in [dir.clone(), dir.join(".git"), dir.join(".git/hooks")] {
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    std::fs::set_permissions(dir.join("tracked"), std::fs::Permissions::from_mode(0o666)).unwrap();
+    dir
+}
+
+fn mount(dir: &Path, at: &str) -> Vec<String> {
+    vec!["-v".into(), format!("{}:{at}", dir.display())]
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The configurations of item 1: Docker's default profile as root and as nobody, without any
+/// capability and with no-new-privileges, with a read-only root filesystem.
+fn default_profile_variants() -> Vec<(&'static str, Vec<String>)> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    vec![
+        ("root", vec![]),
+        ("nobody", s(&["--user", NOBODY])),
+        (
+            "nobody, no capabilities, no-new-privileges",
+            s(&[
+                "--user",
+                NOBODY,
+                "--cap-drop",
+                "ALL",
+                "--security-opt",
+                "no-new-privileges",
+            ]),
+        ),
+        ("root, read-only root filesystem", s(&["--read-only"])),
+    ]
+}
+
+fn level_of(engine: &Engine, options: &[String]) -> String {
+    let out = engine.jail(options, &["probe", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("probe --json");
+    v["level"].as_str().unwrap_or_default().to_string()
+}
+
+/// Under Docker's default profile jail cannot make a user namespace: it says level partial, and
+/// Landlock and seccomp still refuse the writes the same container makes without jail.
+#[test]
+fn under_dockers_default_profile_jail_is_partial_and_refuses_writes() {
+    let Some(engine) =
+        engine_or_skip("under_dockers_default_profile_jail_is_partial_and_refuses_writes")
+    else {
+        return;
+    };
+    for (what, options) in default_profile_variants() {
+        assert_eq!(level_of(engine, &options), "partial", "{what}");
+        let project = volume("partial");
+        let mut opts = options.clone();
+        opts.extend(mount(&project, "/work"));
+        let attack = "echo planted > /work/tracked; echo planted > /work/.git/hooks/pre-commit";
+        let out = engine.jail(&opts, &["--ro", "/work", "--", "sh", "-c", attack]);
+        assert_eq!(
+            std::fs::read_to_string(project.join("tracked")).unwrap(),
+            "before\n",
+            "{what}: {}",
+            text(&out)
+        );
+        assert!(
+            !project.join(".git/hooks/pre-commit").exists(),
+            "{what}: {}",
+            text(&out)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("partial confinement"),
+            "{what}: the level is said: {}",
+            text(&out)
+        );
+        // The same writes without jail succeed: it is jail that refused them.
+        let mut bare = opts.clone();
+        bare.extend(["--entrypoint".into(), "/bin/sh".into()]);
+        let out = engine.run(&bare, &["-c", attack]);
+        assert!(out.status.success(), "{what}: control: {}", text(&out));
+        assert_eq!(
+            std::fs::read_to_string(project.join("tracked")).unwrap(),
+            "planted\n",
+            "{what}"
+        );
+        // The command's exit code is the container's.
+        let out = engine.jail(&options, &["--", "sh", "-c", "exit 7"]);
+        assert_eq!(out.status.code(), Some(7), "{what}: {}", text(&out));
+        let _ = std::fs::remove_dir_all(&project);
+    }
+}
+
+/// The recommended profile (platform/container: jail-seccomp.json and an unmasked /proc) gives
+/// the full level, as root and as nobody; jail's own filter refuses the calls it opened.
+#[test]
+fn the_recommended_profile_gives_the_full_level() {
+    let Some(engine) = engine_or_skip("the_recommended_profile_gives_the_full_level") else {
+        return;
+    };
+    for user in ["0:0", NOBODY] {
+        let mut options = recommended();
+        options.extend(["--user".into(), user.into()]);
+        assert_eq!(level_of(engine, &options), "full", "user {user}");
+        let project = volume("full");
+        let mut opts = options.clone();
+        opts.extend(mount(&project, "/work"));
+        let out = engine.jail(
+            &opts,
+            &[
+                "--require",
+                "full",
+                "--rw",
+                "/work",
+                "--",
+                "sh",
+                "-c",
+                "echo after > /work/tracked && echo new > /work/new && \
+               ! echo planted > /work/.git/hooks/pre-commit && ! unshare -U true && echo held",
+            ],
+        );
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("held"),
+            "user {user}: {}",
+            text(&out)
+        );
+        assert_eq!(
+            std::fs::read_to_string(project.join("tracked")).unwrap(),
+            "after\n"
+        );
+        assert!(
+            project.join("new").exists(),
+            "a new file at the top of a project with .git"
+        );
+        assert!(!project.join(".git/hooks/pre-commit").exists());
+        // Without jail, the profile leaves unshare open: jail's filter is what closes it.
+        let mut bare = options.clone();
+        bare.extend(["--entrypoint".into(), "/bin/unshare".into()]);
+        let out = engine.run(&bare, &["-U", "true"]);
+        assert!(out.status.success(), "user {user}: control: {}", text(&out));
+        let _ = std::fs::remove_dir_all(&project);
+    }
+}
+
+/// Under the default profile the project's top cannot take new files with --rw (Landlock cannot
+/// refuse only the protected names there), so the shipped layout is a copy-on-write run that
+/// writes its patch: the agent creates files freely, the host's project is unchanged, the patch
+/// holds the changes.
+#[test]
+fn the_copy_on_write_layout_lets_the_agent_create_files_under_the_default_profile() {
+    let Some(engine) = engine_or_skip(
+        "the_copy_on_write_layout_lets_the_agent_create_files_under_the_default_profile",
+    ) else {
+        return;
+    };
+    for (what, options) in default_profile_variants() {
+        let project = volume("cow");
+        let out_dir = volume("out");
+        let mut opts = options.clone();
+        opts.extend(mount(&project, "/work"));
+        opts.extend(mount(&out_dir, "/out"));
+        opts.extend([
+            "-e".into(),
+            "HOME=/home".into(),
+            "-w".into(),
+            "/work".into(),
+        ]);
+        if what.contains("read-only") {
+            // jail's state (the layer) needs somewhere writable.
+            opts.extend(["--tmpfs".into(), "/home:mode=1777".into()]);
+        }
+        let out = engine.jail(
+            &opts,
+            &[
+                "--cow",
+                "/work",
+                "--patch",
+                "/out/changes.patch",
+                "--",
+                "sh",
+                "-c",
+                "echo new > newfile && echo after >> tracked",
+            ],
+        );
+        assert!(out.status.success(), "{what}: {}", text(&out));
+        assert!(
+            !project.join("newfile").exists(),
+            "{what}: the host's project is unchanged"
+        );
+        let patch = std::fs::read_to_string(out_dir.join("changes.patch")).unwrap_or_default();
+        assert!(
+            patch.contains("+++ b/newfile") && patch.contains("+after"),
+            "{what}: {patch}\n{}",
+            text(&out)
+        );
+        // The limit this layout answers: --rw there refuses a new file at the top.
+        let out = engine.jail(
+            &opts,
+            &["--rw", "/work", "--", "sh", "-c", "echo new > /work/top"],
+        );
+        assert!(!project.join("top").exists(), "{what}: {}", text(&out));
+        let _ = std::fs::remove_dir_all(&project);
+        let _ = std::fs::remove_dir_all(&out_dir);
+    }
+}
+
+/// `docker stop` sends SIGTERM to pid 1, jail: it reaches the command, whose own exit code
+/// becomes the container's.
+#[test]
+fn docker_stop_reaches_the_command_and_its_exit_code_comes_back() {
+    let Some(engine) =
+        engine_or_skip("docker_stop_reaches_the_command_and_its_exit_code_comes_back")
+    else {
+        return;
+    };
+    for (what, options) in [
+        ("default profile", vec![]),
+        ("recommended profile", recommended()),
+    ] {
+        let name = format!("jail-engine-stop-{}", std::process::id());
+        engine.start(
+            &name,
+            &options,
+            &[
+                "sh",
+                "-c",
+                "trap 'exit 3' TERM; echo ready; while :; do sleep 0.1; done",
+            ],
+        );
+        wait_for_log(engine, &name, "ready");
+        let stop = engine
+            .docker()
+            .args(["stop", "-t", "20", &name])
+            .output()
+            .unwrap();
+        assert!(stop.status.success(), "{}", text(&stop));
+        let code = engine
+            .docker()
+            .args(["inspect", "-f", "{{.State.ExitCode}}", &name])
+            .output()
+            .unwrap();
+        let _ = engine.docker().args(["rm", "-f", &name]).output();
+        assert_eq!(
+            String::from_utf8_lossy(&code.stdout).trim(),
+            "3",
+            "{what}: the trap's exit code"
+        );
+    }
+}
+
+fn wait_for_log(engine: &Engine, name: &str, line: &str) {
+    for _ in 0..200 {
+        let logs = engine.docker().args(["logs", name]).output().unwrap();
+        if String::from_utf8_lossy(&logs.stdout).contains(line) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{name} never printed {line}");
+}
+
+/// An orphan in the container is re-parented to pid 1; jail as pid 1 waits for it, so no zombie
+/// is left. The same orphan under a pid 1 that never waits (sleep) stays a zombie.
+#[test]
+fn jail_as_pid_1_reaps_the_containers_orphans() {
+    let Some(engine) = engine_or_skip("jail_as_pid_1_reaps_the_containers_orphans") else {
+        return;
+    };
+    let zombies = |name: &str| -> usize {
+        // An orphan made by a `docker exec` shell that exits at once, then counted.
+        let out = engine
+            .docker()
+            .args(["exec", name, "sh", "-c", "sleep 0.2 & exit 0"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let out = engine
+            .docker()
+            .args([
+                "exec",
+                name,
+                "sh",
+                "-c",
+                "grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(usize::MAX)
+    };
+    let cases: [(&str, Vec<String>, &[&str], bool); 3] = [
+        ("jail, default profile", vec![], &["sleep", "30"], false),
+        (
+            "jail, recommended profile",
+            recommended(),
+            &["sleep", "30"],
+            false,
+        ),
+        (
+            "control: sleep as pid 1",
+            vec!["--entrypoint".into(), "/bin/sleep".into()],
+            &["30"],
+            true,
+        ),
+    ];
+    for (what, options, args, expect_zombie) in cases {
+        let name = format!("jail-engine-reap-{}", std::process::id());
+        engine.start(&name, &options, args);
+        let n = zombies(&name);
+        let _ = engine.docker().args(["rm", "-f", &name]).output();
+        assert_eq!(n > 0, expect_zombie, "{what}: {n} zombies");
+    }
+}
+
+/// The shipped profile is the engine's default plus exactly jail's one rule.
+#[test]
+fn the_shipped_profile_adds_one_rule_for_jails_own_calls() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("platform/container/jail-seccomp.json");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let rules = v["syscalls"].as_array().unwrap();
+    let ours: Vec<_> = rules
+        .iter()
+        .filter(|r| {
+            r["comment"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("jail:"))
+        })
+        .collect();
+    assert_eq!(ours.len(), 1);
+    let names: Vec<&str> = ours[0]["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    for call in names.iter() {
+        assert!(
+            [
+                "clone",
+                "unshare",
+                "mount",
+                "umount2",
+                "mount_setattr",
+                "open_tree",
+                "move_mount",
+                "fsopen",
+                "fsconfig",
+                "fsmount"
+            ]
+            .contains(call),
+            "{call} is not a call jail makes"
+        );
+    }
+    assert_eq!(
+        v["defaultAction"], "SCMP_ACT_ERRNO",
+        "the default stays deny"
+    );
+    // Docker's default still refuses what jail does not need (keyctl, bpf without CAP_SYS_ADMIN).
+    assert!(!names.contains(&"setns") && !names.contains(&"pivot_root"));
+}
