@@ -102,10 +102,10 @@ impl Engine {
     fn build_image(&self, jail: &Path, busybox: &Path) -> Result<(), String> {
         let ctx = base_dir().join(format!("engine-image-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&ctx);
-        for d in ["bin", "etc", "tmp", "work", "out", "home"] {
+        for d in ["bin", "etc", "tmp", "work", "out", "home", "ready"] {
             std::fs::create_dir_all(ctx.join(d)).unwrap();
         }
-        for d in ["tmp", "work", "out", "home"] {
+        for d in ["tmp", "work", "out", "home", "ready"] {
             std::fs::set_permissions(ctx.join(d), std::fs::Permissions::from_mode(0o1777)).unwrap();
         }
         std::fs::copy(jail, ctx.join("bin/jail")).unwrap();
@@ -116,9 +116,23 @@ impl Engine {
         ] {
             std::os::unix::fs::symlink("busybox", ctx.join("bin").join(tool)).unwrap();
         }
+        // Where the shipped image and the Kubernetes manifests call jail, and a stand-in for
+        // their agent that writes a file in its working directory.
+        std::fs::create_dir_all(ctx.join("usr/local/bin")).unwrap();
+        std::os::unix::fs::symlink("/bin/jail", ctx.join("usr/local/bin/jail")).unwrap();
+        std::fs::write(
+            ctx.join("bin/opencode"),
+            "#!/bin/sh\necho \"the agent: $*\"\necho made > made-by-agent\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            ctx.join("bin/opencode"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
         std::fs::write(
             ctx.join("etc/passwd"),
-            "root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/home:/bin/sh\n",
+            "root:x:0:0::/root:/bin/sh\nnode:x:1000:1000::/home/node:/bin/sh\nnobody:x:65534:65534::/home:/bin/sh\n",
         )
         .unwrap();
         std::fs::copy(
@@ -558,4 +572,231 @@ fn the_shipped_profile_adds_one_rule_for_jails_own_calls() {
     );
     // Docker's default still refuses what jail does not need (keyctl, bpf without CAP_SYS_ADMIN).
     assert!(!names.contains(&"setns") && !names.contains(&"pivot_root"));
+}
+
+/// The venv with the Kubernetes schema validator (PyPI's kubernetes-validate, with PyYAML),
+/// which .ci/run installs.
+fn k8s_venv_or_skip(test: &str) -> Option<PathBuf> {
+    let venv = std::env::var_os("JAIL_TEST_K8S_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/tmp/jail-k8s-venv"));
+    if venv.join("bin/kubernetes-validate").exists() {
+        return Some(venv);
+    }
+    let why = format!(
+        "no Kubernetes validator in {} (.ci/run installs it)",
+        venv.display()
+    );
+    if std::env::var("JAIL_TEST_ENGINE").as_deref() == Ok("required") {
+        panic!("JAIL_TEST_ENGINE=required but {why}");
+    }
+    eprintln!("skipping {test}: {why}");
+    None
+}
+
+fn manifests() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("platform/kubernetes");
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    out.sort();
+    assert!(out.len() >= 3, "{out:?}");
+    out
+}
+
+/// Every manifest validates, strictly (an unknown field fails), against the Kubernetes schema;
+/// the same validator refuses a manifest with a misspelt field, so it can fail.
+#[test]
+fn the_kubernetes_manifests_validate_against_the_schema() {
+    let Some(venv) = k8s_venv_or_skip("the_kubernetes_manifests_validate_against_the_schema")
+    else {
+        return;
+    };
+    let validate = |files: &[PathBuf]| {
+        Command::new(venv.join("bin/kubernetes-validate"))
+            .arg("--strict")
+            .args(files)
+            .output()
+            .unwrap()
+    };
+    let out = validate(&manifests());
+    assert!(out.status.success(), "{}", text(&out));
+    let job = std::fs::read_to_string(
+        manifests()
+            .iter()
+            .find(|p| p.ends_with("job-full.yaml"))
+            .unwrap(),
+    )
+    .unwrap();
+    let bad = base_dir().join(format!("k8s-misspelt-{}.yaml", std::process::id()));
+    std::fs::write(&bad, job.replace("hostUsers: false", "hostUser: false")).unwrap();
+    let out = validate(std::slice::from_ref(&bad));
+    let _ = std::fs::remove_file(&bad);
+    assert!(
+        !out.status.success(),
+        "a misspelt field must fail: {}",
+        text(&out)
+    );
+}
+
+/// A manifest's documents as JSON (PyYAML of the validator's venv).
+fn load_yaml(venv: &Path, file: &Path) -> Vec<serde_json::Value> {
+    let out = Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import json, sys, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))",
+        ])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The pod specs' containers, run in the engine as Kubernetes would run them: the same command,
+/// environment, working directory and volumes, and the securityContext as docker options
+/// (Localhost seccomp → the shipped profile, procMount Unmasked → systempaths=unconfined,
+/// runAsUser/runAsGroup, drop ALL, allowPrivilegeEscalation false, readOnlyRootFilesystem).
+/// Not emulated: hostUsers: false (a dockerd-wide setting). Each gives the level its comment
+/// names, confirms the confinement from inside for the readiness probe (which passes), and
+/// leaves the patch and the report in the artifacts volume.
+#[test]
+fn the_kubernetes_containers_run_in_the_engine() {
+    let Some(engine) = engine_or_skip("the_kubernetes_containers_run_in_the_engine") else {
+        return;
+    };
+    let Some(venv) = k8s_venv_or_skip("the_kubernetes_containers_run_in_the_engine") else {
+        return;
+    };
+    let mut ran = 0;
+    for file in manifests() {
+        for doc in load_yaml(&venv, &file) {
+            let spec = match doc["kind"].as_str() {
+                Some("Job") => &doc["spec"]["template"]["spec"],
+                Some("Pod") => &doc["spec"],
+                _ => continue,
+            };
+            let expected = if spec["hostUsers"] == false {
+                "full"
+            } else {
+                "partial"
+            };
+            for c in spec["containers"].as_array().unwrap() {
+                run_pod_container(engine, &file, spec, c, expected);
+                ran += 1;
+            }
+        }
+    }
+    assert!(ran >= 2, "a full and a partial container");
+}
+
+fn run_pod_container(
+    engine: &Engine,
+    file: &Path,
+    spec: &serde_json::Value,
+    c: &serde_json::Value,
+    expected: &str,
+) {
+    let what = format!("{}: {}", file.display(), c["name"]);
+    let pod = &spec["securityContext"];
+    let sc = &c["securityContext"];
+    let mut opts: Vec<String> = Vec::new();
+    let mut o = |a: &str, b: String| opts.extend([a.to_string(), b]);
+    o(
+        "--user",
+        format!("{}:{}", pod["runAsUser"], pod["runAsGroup"]),
+    );
+    match pod["seccompProfile"]["type"].as_str() {
+        Some("Localhost") => {
+            let name = pod["seccompProfile"]["localhostProfile"].as_str().unwrap();
+            assert!(name.ends_with("/jail-seccomp.json"), "{what}: {name}");
+            o("--security-opt", recommended()[1].clone());
+        }
+        Some("RuntimeDefault") => {}
+        other => panic!("{what}: seccomp profile {other:?}"),
+    }
+    if sc["procMount"] == "Unmasked" {
+        o("--security-opt", "systempaths=unconfined".into());
+    }
+    if sc["allowPrivilegeEscalation"] == false {
+        o("--security-opt", "no-new-privileges".into());
+    }
+    for cap in sc["capabilities"]["drop"].as_array().into_iter().flatten() {
+        o("--cap-drop", cap.as_str().unwrap().into());
+    }
+    if sc["readOnlyRootFilesystem"] == true {
+        opts.push("--read-only".into());
+    }
+    let mut o = |a: &str, b: String| opts.extend([a.to_string(), b]);
+    if let Some(dir) = c["workingDir"].as_str() {
+        o("-w", dir.into());
+    }
+    for e in c["env"].as_array().into_iter().flatten() {
+        if let Some(v) = e["value"].as_str() {
+            o("-e", format!("{}={v}", e["name"].as_str().unwrap()));
+        }
+    }
+    let mut dirs = std::collections::BTreeMap::new();
+    for m in c["volumeMounts"].as_array().unwrap() {
+        let at = m["mountPath"].as_str().unwrap().to_string();
+        let dir = volume(m["name"].as_str().unwrap());
+        if at != "/work" {
+            // Only the project is a repository.
+            std::fs::remove_dir_all(dir.join(".git")).unwrap();
+        }
+        o("-v", format!("{}:{at}", dir.display()));
+        dirs.insert(at, dir);
+    }
+    let argv: Vec<String> = c["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(c["args"].as_array().into_iter().flatten())
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    opts.extend(["--entrypoint".into(), argv[0].clone()]);
+    let rest: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    let out = engine.run(&opts, &rest);
+    assert!(out.status.success(), "{what}: {}", text(&out));
+    let artifacts = &dirs["/out"];
+    let patch = std::fs::read_to_string(artifacts.join("changes.patch")).unwrap_or_default();
+    assert!(
+        patch.contains("+++ b/made-by-agent"),
+        "{what}: the agent's file in the patch: {patch}\n{}",
+        text(&out)
+    );
+    assert!(
+        !dirs["/work"].join("made-by-agent").exists(),
+        "{what}: the project is unchanged"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(artifacts.join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(report["level"], expected, "{what}");
+    // The readiness probe, run where Kubernetes runs it: in the container, outside jail.
+    let probe: Vec<&str> = c["readinessProbe"]["exec"]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let ready = vec![
+        "-v".to_string(),
+        format!("{}:/ready", dirs["/ready"].display()),
+        "--entrypoint".into(),
+        format!("/bin/{}", probe[0]),
+    ];
+    let out = engine.run(&ready, &probe[1..]);
+    assert!(out.status.success(), "{what}: readiness: {}", text(&out));
+    // And before the command confirmed anything, the probe is not ready.
+    std::fs::remove_file(dirs["/ready"].join("status.json")).unwrap();
+    assert!(
+        !engine.run(&ready, &probe[1..]).status.success(),
+        "{what}: not ready before"
+    );
+    for dir in dirs.values() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
