@@ -1,8 +1,9 @@
 //! The real agent CLIs under their profiles: each starts, runs commands that need no model and
 //! touch its state, keeps that state where its profile lets it write, and leaves the project and
 //! the rest of HOME untouched. The agents are installed from their public packages by .ci/run
-//! into JAIL_AGENTS_DIR (default /var/tmp/jail-agents); without them the tests skip, unless
-//! JAIL_TEST_AGENTS=required (CI) makes that a failure.
+//! into JAIL_AGENTS_DIR (default /var/tmp/jail-agents). The tests are compiled as ignored (the
+//! runner counts them as skipped) unless JAIL_TEST_AGENTS is set (build.rs); with
+//! JAIL_TEST_AGENTS=required (CI) a missing agent is a failure.
 
 mod common;
 
@@ -177,6 +178,10 @@ fn check(name: &str, bin: &str, c: &Check, who: Who) {
 }
 
 #[test]
+#[cfg_attr(
+    not(jail_test_agents),
+    ignore = "needs the real agent CLIs: set JAIL_TEST_AGENTS=1 (see .ci/run)"
+)]
 fn opencode_keeps_its_state_in_its_xdg_directories() {
     let Some(bin) = agent("opencode") else { return };
     if !full_level_or_skip("opencode") {
@@ -217,6 +222,10 @@ fn opencode_keeps_its_state_in_its_xdg_directories() {
 }
 
 #[test]
+#[cfg_attr(
+    not(jail_test_agents),
+    ignore = "needs the real agent CLIs: set JAIL_TEST_AGENTS=1 (see .ci/run)"
+)]
 fn claude_code_keeps_its_state_in_dot_claude() {
     let Some(bin) = agent("claude") else { return };
     if !full_level_or_skip("claude") {
@@ -245,6 +254,10 @@ fn claude_code_keeps_its_state_in_dot_claude() {
 }
 
 #[test]
+#[cfg_attr(
+    not(jail_test_agents),
+    ignore = "needs the real agent CLIs: set JAIL_TEST_AGENTS=1 (see .ci/run)"
+)]
 fn codex_keeps_its_state_in_codex_home() {
     let Some(bin) = agent("codex") else { return };
     if !full_level_or_skip("codex") {
@@ -273,6 +286,10 @@ fn codex_keeps_its_state_in_codex_home() {
 }
 
 #[test]
+#[cfg_attr(
+    not(jail_test_agents),
+    ignore = "needs the real agent CLIs: set JAIL_TEST_AGENTS=1 (see .ci/run)"
+)]
 fn codex_sandbox_nests_inside_jail_with_allow_userns() {
     // Its bubblewrap needs user and mount namespaces; nested sandboxes only tighten. As root the
     // kernel refuses a capability-less process the uid 0 mapping bubblewrap asks for (a named gap).
@@ -307,6 +324,10 @@ fn codex_sandbox_nests_inside_jail_with_allow_userns() {
 }
 
 #[test]
+#[cfg_attr(
+    not(jail_test_agents),
+    ignore = "needs the real agent CLIs: set JAIL_TEST_AGENTS=1 (see .ci/run)"
+)]
 fn gemini_cli_keeps_its_state_in_dot_gemini() {
     let Some(bin) = agent("gemini") else { return };
     if !full_level_or_skip("gemini") {
@@ -335,6 +356,10 @@ fn gemini_cli_keeps_its_state_in_dot_gemini() {
 }
 
 #[test]
+#[cfg_attr(
+    not(jail_test_agents),
+    ignore = "needs the real agent CLIs: set JAIL_TEST_AGENTS=1 (see .ci/run)"
+)]
 fn aider_keeps_its_state_in_dot_aider_and_cannot_touch_git_config() {
     let Some(bin) = agent("aider") else { return };
     if !full_level_or_skip("aider") {
@@ -379,6 +404,10 @@ fn aider_keeps_its_state_in_dot_aider_and_cannot_touch_git_config() {
 /// a command that reads its state with the project inside HOME, while a file beside the
 /// project, which nothing names, cannot be read from the same jail; the git identity can.
 #[test]
+#[cfg_attr(
+    not(jail_test_agents),
+    ignore = "needs the real agent CLIs: set JAIL_TEST_AGENTS=1 (see .ci/run)"
+)]
 fn every_agent_runs_with_the_rest_of_home_hidden() {
     if !full_level_or_skip("agents-home-hidden") {
         return;

@@ -1016,11 +1016,10 @@ fn landlock_denials_arrive_as_events_where_the_kernel_reports_them() {
     if !full_level_or_skip("cow") {
         return;
     }
-    // The suite runs with --features test-hooks; clippy also builds it without.
+    // The suite runs with --features test-hooks; clippy also builds it without. Audit is put
+    // back as it was when the guard drops.
     #[cfg(feature = "test-hooks")]
-    if common::is_root() {
-        jail::linux::audit::enable_for_tests().expect("enable kernel audit as root");
-    }
+    let _audit = common::AuditOn::new();
     for who in users() {
         // Without the mount view Landlock is what refuses, and what the kernel audits.
         let fx = fixture(who, &[Layer::Mount], "cow-events-denied");

@@ -1,7 +1,8 @@
 //! jail inside a real container engine (Docker's dockerd, runc): the static (musl) binary as the
 //! entrypoint of a `FROM scratch` image, under Docker's default seccomp profile and under the
 //! profile platform/container recommends. `.ci/run` starts a dockerd of its own and sets
-//! JAIL_TEST_ENGINE=required; elsewhere these tests skip, and say so, without an engine.
+//! JAIL_TEST_ENGINE=required. Without JAIL_TEST_ENGINE the tests that need the engine are
+//! compiled as ignored (build.rs), which the runner counts as skipped.
 
 mod common;
 
@@ -256,6 +257,10 @@ fn level_of(engine: &Engine, options: &[String]) -> String {
 /// Under Docker's default profile jail cannot make a user namespace: it says level partial, and
 /// Landlock and seccomp still refuse the writes the same container makes without jail.
 #[test]
+#[cfg_attr(
+    not(jail_test_engine),
+    ignore = "needs a container engine: set JAIL_TEST_ENGINE=1 and JAIL_TEST_DOCKER_HOST (see .ci/run)"
+)]
 fn under_dockers_default_profile_jail_is_partial_and_refuses_writes() {
     let Some(engine) =
         engine_or_skip("under_dockers_default_profile_jail_is_partial_and_refuses_writes")
@@ -305,6 +310,10 @@ fn under_dockers_default_profile_jail_is_partial_and_refuses_writes() {
 /// The recommended profile (platform/container: jail-seccomp.json and an unmasked /proc) gives
 /// the full level, as root and as nobody; jail's own filter refuses the calls it opened.
 #[test]
+#[cfg_attr(
+    not(jail_test_engine),
+    ignore = "needs a container engine: set JAIL_TEST_ENGINE=1 and JAIL_TEST_DOCKER_HOST (see .ci/run)"
+)]
 fn the_recommended_profile_gives_the_full_level() {
     let Some(engine) = engine_or_skip("the_recommended_profile_gives_the_full_level") else {
         return;
@@ -358,6 +367,10 @@ fn the_recommended_profile_gives_the_full_level() {
 /// writes its patch: the agent creates files freely, the host's project is unchanged, the patch
 /// holds the changes.
 #[test]
+#[cfg_attr(
+    not(jail_test_engine),
+    ignore = "needs a container engine: set JAIL_TEST_ENGINE=1 and JAIL_TEST_DOCKER_HOST (see .ci/run)"
+)]
 fn the_copy_on_write_layout_lets_the_agent_create_files_under_the_default_profile() {
     let Some(engine) = engine_or_skip(
         "the_copy_on_write_layout_lets_the_agent_create_files_under_the_default_profile",
@@ -418,6 +431,10 @@ fn the_copy_on_write_layout_lets_the_agent_create_files_under_the_default_profil
 /// `docker stop` sends SIGTERM to pid 1, jail: it reaches the command, whose own exit code
 /// becomes the container's.
 #[test]
+#[cfg_attr(
+    not(jail_test_engine),
+    ignore = "needs a container engine: set JAIL_TEST_ENGINE=1 and JAIL_TEST_DOCKER_HOST (see .ci/run)"
+)]
 fn docker_stop_reaches_the_command_and_its_exit_code_comes_back() {
     let Some(engine) =
         engine_or_skip("docker_stop_reaches_the_command_and_its_exit_code_comes_back")
@@ -473,6 +490,10 @@ fn wait_for_log(engine: &Engine, name: &str, line: &str) {
 /// An orphan in the container is re-parented to pid 1; jail as pid 1 waits for it, so no zombie
 /// is left. The same orphan under a pid 1 that never waits (sleep) stays a zombie.
 #[test]
+#[cfg_attr(
+    not(jail_test_engine),
+    ignore = "needs a container engine: set JAIL_TEST_ENGINE=1 and JAIL_TEST_DOCKER_HOST (see .ci/run)"
+)]
 fn jail_as_pid_1_reaps_the_containers_orphans() {
     let Some(engine) = engine_or_skip("jail_as_pid_1_reaps_the_containers_orphans") else {
         return;
@@ -609,6 +630,10 @@ fn manifests() -> Vec<PathBuf> {
 /// Every manifest validates, strictly (an unknown field fails), against the Kubernetes schema;
 /// the same validator refuses a manifest with a misspelt field, so it can fail.
 #[test]
+#[cfg_attr(
+    not(jail_test_engine),
+    ignore = "needs a container engine: set JAIL_TEST_ENGINE=1 and JAIL_TEST_DOCKER_HOST (see .ci/run)"
+)]
 fn the_kubernetes_manifests_validate_against_the_schema() {
     let Some(venv) = k8s_venv_or_skip("the_kubernetes_manifests_validate_against_the_schema")
     else {
@@ -663,6 +688,10 @@ fn load_yaml(venv: &Path, file: &Path) -> Vec<serde_json::Value> {
 /// names, confirms the confinement from inside for the readiness probe (which passes), and
 /// leaves the patch and the report in the artifacts volume.
 #[test]
+#[cfg_attr(
+    not(jail_test_engine),
+    ignore = "needs a container engine: set JAIL_TEST_ENGINE=1 and JAIL_TEST_DOCKER_HOST (see .ci/run)"
+)]
 fn the_kubernetes_containers_run_in_the_engine() {
     let Some(engine) = engine_or_skip("the_kubernetes_containers_run_in_the_engine") else {
         return;

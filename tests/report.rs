@@ -194,11 +194,10 @@ fn writes_under_ro_are_reported_as_denials_where_the_kernel_audits_them() {
     if !full_level_or_skip("report-denials") {
         return;
     }
-    // The suite runs with --features test-hooks; clippy also builds it without.
+    // The suite runs with --features test-hooks; clippy also builds it without. Audit is put
+    // back as it was when the guard drops.
     #[cfg(feature = "test-hooks")]
-    if common::is_root() {
-        jail::linux::audit::enable_for_tests().expect("enable kernel audit as root");
-    }
+    let _audit = common::AuditOn::new();
     for who in users() {
         let fx = Fixture::new(who, "report-denials");
         let f = fx.p("repo/src/main.rs");
@@ -631,5 +630,26 @@ fn the_report_records_each_limit_and_what_the_cgroup_counted() {
             assert_eq!(l["procs"]["enforced_by"], "rlimit", "{l:#}");
             assert!(l["procs_refused"].is_null(), "{l:#}");
         }
+    }
+}
+
+/// The suite turns kernel audit on for the tests that read Landlock's records, and puts back
+/// what it found once the last of them is done (it is a setting of the whole machine).
+#[cfg(feature = "test-hooks")]
+#[test]
+fn kernel_audit_is_put_back_as_the_suite_found_it() {
+    if !common::is_root() {
+        eprintln!("skipping kernel_audit_is_put_back_as_the_suite_found_it: root only");
+        return;
+    }
+    let (before, holders_before) = common::audit_state();
+    {
+        let _on = common::AuditOn::new();
+        assert!(common::audit_state().0, "on while held");
+    }
+    let (after, holders_after) = common::audit_state();
+    // Another test process holding it on in between leaves the decision to the last one.
+    if holders_before == 0 && holders_after == 0 {
+        assert_eq!(after, before, "audit put back");
     }
 }

@@ -760,3 +760,90 @@ impl Drop for Background {
         let _ = self.child.wait();
     }
 }
+
+/// Kernel audit on for as long as this lives (as root; a no-op otherwise), put back as it was
+/// found once the last test process that asked for it is done. Test processes run in parallel,
+/// so the holders are pids in a file under an exclusive lock; a holder that died without
+/// dropping (killed) is pruned by the next one.
+#[cfg(feature = "test-hooks")]
+pub struct AuditOn {
+    held: bool,
+}
+
+#[cfg(feature = "test-hooks")]
+impl AuditOn {
+    pub fn new() -> AuditOn {
+        if !is_root() {
+            return AuditOn { held: false };
+        }
+        with_audit_holders(|was, holders| {
+            if holders.is_empty() {
+                *was = jail::linux::audit::set_enabled_for_tests(true)
+                    .expect("enable kernel audit as root");
+            }
+            holders.push(std::process::id());
+        });
+        AuditOn { held: true }
+    }
+}
+
+#[cfg(feature = "test-hooks")]
+impl Drop for AuditOn {
+    fn drop(&mut self) {
+        if !self.held {
+            return;
+        }
+        with_audit_holders(|was, holders| {
+            holders.retain(|&p| p != std::process::id());
+            if holders.is_empty() && !*was {
+                let _ = jail::linux::audit::set_enabled_for_tests(false);
+            }
+        });
+    }
+}
+
+/// Whether audit is on and how many test processes hold it on, read under the holders' lock.
+#[cfg(feature = "test-hooks")]
+pub fn audit_state() -> (bool, usize) {
+    let mut out = (false, 0);
+    with_audit_holders(|_, holders| {
+        out = (
+            jail::linux::audit::enabled_for_tests().expect("read the audit status as root"),
+            holders.len(),
+        )
+    });
+    out
+}
+
+/// Runs `f` on (audit was on before the first holder, live holders) under the file's lock.
+#[cfg(feature = "test-hooks")]
+fn with_audit_holders(f: impl FnOnce(&mut bool, &mut Vec<u32>)) {
+    use std::io::{Seek, Write};
+    use std::os::fd::AsRawFd;
+    let path = base_dir().join("audit-holders");
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .unwrap();
+    // SAFETY: flock on a descriptor we own; released when the file is closed.
+    assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let mut text = String::new();
+    file.read_to_string(&mut text).unwrap();
+    let mut lines = text.lines();
+    let mut was = lines.next() == Some("was=1");
+    let mut holders: Vec<u32> = lines
+        .filter_map(|l| l.parse().ok())
+        .filter(|p| Path::new(&format!("/proc/{p}")).exists())
+        .collect();
+    f(&mut was, &mut holders);
+    let mut out = format!("was={}\n", u8::from(was));
+    for p in &holders {
+        out.push_str(&format!("{p}\n"));
+    }
+    file.set_len(0).unwrap();
+    file.rewind().unwrap();
+    file.write_all(out.as_bytes()).unwrap();
+}

@@ -91,7 +91,7 @@ mod records;
 use serde::Serialize;
 
 #[cfg(any(test, feature = "test-hooks"))]
-pub use netlink::enable_for_tests;
+pub use netlink::{enabled_for_tests, set_enabled_for_tests};
 pub use reader::{AuditReader, AuditStream, DenialListener, open};
 pub use records::{AUDIT_LANDLOCK_ACCESS, AUDIT_LANDLOCK_DOMAIN, Record, Stamp, parse_record};
 

@@ -172,25 +172,36 @@ pub(super) fn audit_status(timeout: Duration) -> io::Result<Status> {
     })
 }
 
-/// Turns kernel audit on (what `auditctl -e 1` does), for test setups running as root. This
-/// changes the whole machine: every Landlock denial that is logged, and with no auditd each
-/// record, also lands in the kernel log.
+/// Turns kernel audit on or off (what `auditctl -e 1` / `-e 0` do), for test setups running as
+/// root, and returns whether it was on before. This changes the whole machine: while it is on,
+/// every Landlock denial that is logged, and with no auditd each record, also lands in the
+/// kernel log; so the tests put back what they found (tests/common's `AuditOn`).
 #[cfg(any(test, feature = "test-hooks"))]
-pub fn enable_for_tests() -> io::Result<()> {
+pub fn set_enabled_for_tests(on: bool) -> io::Result<bool> {
     let timeout = Duration::from_secs(1);
-    if audit_status(timeout)?.enabled != 0 {
-        return Ok(());
+    let was = audit_status(timeout)?.enabled != 0;
+    if was == on {
+        return Ok(was);
     }
     // struct audit_status: mask, enabled, then nine more u32 left at 0 (ignored without a mask).
     let mut status = [0u8; 11 * 4];
     status[0..4].copy_from_slice(&AUDIT_STATUS_ENABLED.to_ne_bytes());
-    status[4..8].copy_from_slice(&1u32.to_ne_bytes());
+    status[4..8].copy_from_slice(&u32::from(on).to_ne_bytes());
     netlink_call(AUDIT_SET, &status, false, timeout)?;
-    if audit_status(timeout)?.enabled != 0 {
-        Ok(())
+    if (audit_status(timeout)?.enabled != 0) == on {
+        Ok(was)
     } else {
-        Err(io::Error::other("audit still disabled after AUDIT_SET"))
+        Err(io::Error::other(format!(
+            "audit enabled is not {} after AUDIT_SET",
+            u8::from(on)
+        )))
     }
+}
+
+/// Whether kernel audit is on, for the tests that check they put it back.
+#[cfg(any(test, feature = "test-hooks"))]
+pub fn enabled_for_tests() -> io::Result<bool> {
+    Ok(audit_status(Duration::from_secs(1))?.enabled != 0)
 }
 
 /// One datagram without waiting: its length, or -1 with errno set.
