@@ -22,6 +22,7 @@
 
 pub mod claims;
 pub mod cli;
+pub mod command;
 pub mod enforcement;
 pub mod error;
 #[cfg(target_os = "linux")]

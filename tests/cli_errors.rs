@@ -507,5 +507,25 @@ fn first_day_mistakes_name_the_fix() {
             &format!("huge timeout as {who:?}"),
             &["too long", "1e9"],
         );
+        for fd in ["-1", "99999999999"] {
+            let run = attempt(&fx, &[&format!("--keep-fd={fd}")]);
+            assert_refused(
+                &run,
+                &format!("--keep-fd {fd} as {who:?}"),
+                &["not a descriptor number", "3 to 2147483647"],
+            );
+            assert!(!run.stderr.contains("-2147483648"), "{}", run.describe());
+        }
+        // A dry run of a command no run could start says so, with the run's exit code.
+        let run = fx.jail(&["--dry-run", "--", "no-such-command-jail"]);
+        assert_eq!(run.code, Some(127), "{}", run.describe());
+        assert!(
+            run.stderr
+                .contains("no-such-command-jail: command not found")
+                && run.stdout.contains("\"level\""),
+            "{}",
+            run.describe()
+        );
+        assert_eq!(fx.jail(&["--dry-run", "--", "true"]).code, Some(0));
     }
 }

@@ -169,7 +169,7 @@ pub struct RunArgs {
     pub require: Option<RequireArg>,
 
     /// Keep file descriptor N open in the command (all others but 0, 1, 2 are closed). Repeatable.
-    #[arg(long = "keep-fd", value_name = "N")]
+    #[arg(long = "keep-fd", value_name = "N", value_parser = parse_descriptor)]
     pub keep_fd: Vec<i32>,
 
     /// Kill the whole tree after DURATION (e.g. 30s, 5m, 1h, 1.5s; bare numbers are seconds); exit 124.
@@ -273,6 +273,21 @@ pub enum RequireArg {
     Landlock,
     Mount,
     Any,
+}
+
+/// A descriptor number for --keep-fd: the kernel's descriptors are ints from 0, and 0, 1 and 2
+/// are always kept (checked later, where the other rules on kept descriptors live).
+fn parse_descriptor(s: &str) -> Result<i32, String> {
+    match s.parse::<i64>() {
+        Ok(n) if (0..=i64::from(i32::MAX)).contains(&n) => Ok(n as i32),
+        Ok(_) => Err(format!(
+            "{s} is not a descriptor number: name an open descriptor, 3 to {}",
+            i32::MAX
+        )),
+        Err(_) => Err(format!(
+            "{s:?} is not a number: name an open descriptor, e.g. --keep-fd 3"
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -158,6 +158,20 @@ fn run(args: &RunArgs) -> Result<i32, JailError> {
     let jail = Jail::from_parts(request(args), options(args));
     if args.dry_run {
         println!("{}", jail.dry_run()?);
+        // A dry run that exits 0 for a command no run could start would say "this works".
+        let policy = jail.policy()?;
+        let path_var = policy
+            .env
+            .vars
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_ref());
+        if let Some(name) = policy.command.first()
+            && let Err(e) = crate::command::find_command(name, path_var, &policy.cwd)
+        {
+            eprintln!("jail: {} (a run would exit {})", e.message, e.code);
+            return Ok(e.code);
+        }
         return Ok(0);
     }
     let control = args
