@@ -76,7 +76,8 @@ pub fn notice_text(s: &Summary) -> String {
     let writable: Vec<String> = s
         .writable
         .iter()
-        .filter(|p| !p.starts_with("/tmp"))
+        // /tmp itself is named below; a project beneath it is a writable path like any other.
+        .filter(|p| p.as_path() != std::path::Path::new("/tmp"))
         .map(show)
         .collect();
     let tmp = if s.private_tmp {

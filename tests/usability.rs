@@ -921,3 +921,70 @@ fn probe_reports_full_level_as_text_and_json() {
         );
     }
 }
+
+/// A project under /tmp (`cd /tmp/x && jail -- …`) just works: the private /tmp shows it at its
+/// own path, read-only by default (each of the mount view and Landlock refuses a write alone),
+/// writable with --rw; the rest of the host's /tmp stays out of sight.
+#[test]
+fn a_project_under_tmp_is_shown_in_the_private_tmp() {
+    if !full_level_or_skip("a_project_under_tmp_is_shown_in_the_private_tmp") {
+        return;
+    }
+    use common::{Attack, Layer, sh_argv};
+    for who in users() {
+        let fx = fixture(who, "tmp-project");
+        let project =
+            Path::new("/tmp").join(format!("jail-test-project-{}-{who:?}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&project);
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join("f"), "before\n").unwrap();
+        let neighbour =
+            Path::new("/tmp").join(format!("jail-test-neighbour-{}", std::process::id()));
+        std::fs::write(&neighbour, "host tmp\n").unwrap();
+        if who == Who::User {
+            common::chown_tree(&project, common::uid_of(who));
+        }
+        let dir = project.to_str().unwrap();
+        let run = fx.sh_at(
+            &project,
+            &[],
+            &format!(
+                "cat f && pwd && ! test -e {} && touch /tmp/scratch && echo OK",
+                neighbour.display()
+            ),
+            &[],
+        );
+        assert!(
+            run.ok()
+                && run.stdout.contains("before")
+                && run.stdout.contains(dir)
+                && run.stdout.contains("OK"),
+            "as {who:?}\n{}",
+            run.describe()
+        );
+        Attack::new(
+            "write to a project under /tmp (read-only by default)",
+            &["--cwd", dir],
+            sh_argv(
+                "if echo planted >> f; then echo 'ALLOWED write'; else echo 'BLOCKED write'; exit 1; fi",
+            ),
+            &[Layer::Mount, Layer::Landlock],
+        )
+        .prove(&fx);
+        std::fs::write(project.join("f"), "before\n").unwrap();
+        let run = fx.sh_at(
+            &project,
+            &["--rw", "."],
+            "echo after >> f && echo new > g",
+            &[],
+        );
+        assert!(run.ok(), "--rw as {who:?}\n{}", run.describe());
+        assert_eq!(
+            std::fs::read_to_string(project.join("f")).unwrap(),
+            "before\nafter\n"
+        );
+        assert!(project.join("g").exists());
+        let _ = std::fs::remove_dir_all(&project);
+        let _ = std::fs::remove_file(&neighbour);
+    }
+}

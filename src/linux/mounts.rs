@@ -57,6 +57,11 @@ pub enum Step {
     /// A host socket named with `--allow-socket` shown at its own path inside the private /tmp
     /// (held open before /tmp is covered, bound onto a file made for it).
     ShowSocket(PathBuf),
+    /// A host tree beneath /tmp that a rule or the working directory names (a project in
+    /// /tmp), shown at its own path inside the private /tmp: held open before /tmp is covered,
+    /// bound with its submounts onto a directory (or file) made for it. Read-only as the rest
+    /// of the tree is until its own rule's step, which follows.
+    ShowInTmp(PathBuf),
     /// Remove jail's helper file from /dev and make /dev read-only.
     SealDev,
 }
@@ -83,7 +88,8 @@ impl Step {
             | Step::ReadOnlyTree
             | Step::BindReadOnly(_)
             | Step::BindWritable(_)
-            | Step::Pin(_) => None,
+            | Step::Pin(_)
+            | Step::ShowInTmp(_) => None,
             Step::MinimalDev | Step::SealDev => Some(Path::new("/dev")),
             Step::FreshProc => Some(Path::new("/proc")),
             Step::PrivateTmp => Some(Path::new("/tmp")),
@@ -155,6 +161,7 @@ pub fn compile(policy: &Policy) -> MountPlan {
     ];
     if policy.tmp == TmpMode::Private {
         steps.push(Step::PrivateTmp);
+        steps.extend(shown_in_tmp(policy).into_iter().map(Step::ShowInTmp));
     }
     let mut placed: Vec<(PathBuf, Step)> = Vec::new();
     let mut pinned = std::collections::BTreeSet::new();
@@ -233,11 +240,14 @@ pub fn compile(policy: &Policy) -> MountPlan {
     placed.sort_by(|a, b| (depth(&a.0), &a.0).cmp(&(depth(&b.0), &b.0)));
     steps.extend(placed.into_iter().map(|(_, step)| step));
     if policy.tmp == TmpMode::Private {
+        let shown = shown_in_tmp(policy);
         steps.extend(
             policy
                 .allow_sockets
                 .iter()
                 .filter(|s| s.starts_with("/tmp"))
+                // One in a shown tree is there already.
+                .filter(|s| !shown.iter().any(|t| s.starts_with(t)))
                 .map(|s| Step::ShowSocket(s.clone())),
         );
     }
@@ -248,6 +258,27 @@ pub fn compile(policy: &Policy) -> MountPlan {
         tmpfs: TmpfsSizes::default(),
         layers: Vec::new(),
     }
+}
+
+/// The outermost host paths beneath /tmp that the private /tmp must show: every rule there
+/// that is not a hiding one (the working directory has one, see the policy), outermost first.
+fn shown_in_tmp(policy: &Policy) -> Vec<PathBuf> {
+    let under: Vec<&PathBuf> = policy
+        .rules
+        .iter()
+        .filter(|r| {
+            r.access != Access::Hide && r.path.starts_with("/tmp") && r.path != Path::new("/tmp")
+        })
+        .map(|r| &r.path)
+        .collect();
+    let mut out: Vec<PathBuf> = under
+        .iter()
+        .filter(|p| !under.iter().any(|o| o != *p && p.starts_with(o)))
+        .map(|p| (*p).clone())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The most specific rule above `path` (not at it).
@@ -266,10 +297,10 @@ fn fail(step: &str, path: &Path, e: impl std::fmt::Display) -> JailError {
 /// Applies the plan. Runs as pid 1 of the new pid namespace, with full capabilities in the new
 /// user namespace and before any confinement of its own.
 pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<(), MountError> {
-    // Sockets to show in the private /tmp, held before it covers them.
+    // Sockets and trees to show in the private /tmp, held before it covers them.
     let mut held = Vec::new();
     for step in &plan.steps {
-        if let Step::ShowSocket(p) = step {
+        if let Step::ShowSocket(p) | Step::ShowInTmp(p) = step {
             let fd =
                 sys::open_path_nofollow(p).map_err(|e| MountError::Failed(fail("open", p, e)))?;
             held.push((p, fd));
@@ -297,6 +328,13 @@ pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<(), MountError> {
         if let Step::ShowSocket(p) = step {
             let (_, fd) = held.iter().find(|(h, _)| *h == p).expect("held above");
             show_at(p, fd, false).map_err(MountError::Failed)?;
+            continue;
+        }
+        if let Step::ShowInTmp(p) = step {
+            let (_, fd) = held.iter().find(|(h, _)| *h == p).expect("held above");
+            let is_dir = nix::sys::stat::fstat(std::os::fd::AsFd::as_fd(fd))
+                .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+            show_at(p, fd, is_dir).map_err(MountError::Failed)?;
             continue;
         }
         apply_step(step, dev_size(policy_json.len()), &plan.tmpfs).map_err(|e| {
@@ -372,7 +410,9 @@ fn apply_step(step: &Step, dev_bytes: usize, sizes: &TmpfsSizes) -> Result<(), J
         }
         Step::HideDirExcept(p, reveal) => hide_dir_except(p, reveal),
         Step::HideFile(p) => hide_file(p),
-        Step::ShowSocket(_) => unreachable!("applied with its held descriptor"),
+        Step::ShowSocket(_) | Step::ShowInTmp(_) => {
+            unreachable!("applied with its held descriptor")
+        }
         Step::Overlay(_) => unreachable!("applied with its layer"),
         Step::Throwaway(p) => {
             let layer =
@@ -769,6 +809,47 @@ mod tests {
         assert!(!steps.contains(&Step::HideDir("/home/u/.ssh".into())));
         assert!(steps.contains(&Step::HideFile("/home/u/repo/.env".into())));
         assert!(steps.contains(&Step::BindReadOnly("/home/u/repo/.git/hooks".into())));
+    }
+
+    #[test]
+    fn trees_under_the_private_tmp_are_shown_right_after_it_then_get_their_rules() {
+        let p = policy(
+            vec![
+                rule("/", Access::Ro, Kind::Dir),
+                rule("/tmp/a", Access::Rw, Kind::Dir),
+                rule("/tmp/a/.git/hooks", Access::Ro, Kind::Dir),
+                rule("/tmp/b", Access::Ro, Kind::Dir),
+                rule("/tmp/c/.env", Access::Hide, Kind::File),
+            ],
+            TmpMode::Private,
+        );
+        let steps = compile(&p).steps;
+        let at = |s: &Step| steps.iter().position(|x| x == s).unwrap();
+        // Shown (outermost only, hidden ones are not shown at all) right after the tmpfs...
+        assert_eq!(
+            steps[at(&Step::PrivateTmp) + 1..at(&Step::PrivateTmp) + 3],
+            [
+                Step::ShowInTmp("/tmp/a".into()),
+                Step::ShowInTmp("/tmp/b".into())
+            ]
+        );
+        assert!(!steps.contains(&Step::ShowInTmp("/tmp/a/.git/hooks".into())));
+        // ...and each then gets its own rule's step, as anywhere else.
+        assert!(at(&Step::ShowInTmp("/tmp/a".into())) < at(&Step::BindWritable("/tmp/a".into())));
+        assert!(
+            at(&Step::BindWritable("/tmp/a".into()))
+                < at(&Step::BindReadOnly("/tmp/a/.git/hooks".into()))
+        );
+        assert!(steps.contains(&Step::BindReadOnly("/tmp/b".into())));
+        // With the host's /tmp nothing needs showing.
+        let mut host = p.clone();
+        host.tmp = TmpMode::Host;
+        assert!(
+            !compile(&host)
+                .steps
+                .iter()
+                .any(|s| matches!(s, Step::ShowInTmp(_)))
+        );
     }
 
     #[test]

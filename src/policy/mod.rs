@@ -72,6 +72,9 @@ pub enum Origin {
     /// `tmp = "host"`): no project, so it is not searched for protected names and a home
     /// beneath it stays a home.
     SharedTmp,
+    /// The working directory, beneath the private /tmp and named by no rule: shown there
+    /// read-only, as it would be elsewhere.
+    TmpWorkingDir,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -146,6 +146,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
     })?;
     drop_nested_hides(&mut rules);
+    show_tmp_working_dir(input, &cwd, &mut rules);
     let (mut absent_protected, search_notes) = protect_names(&user, &mut rules)?;
     if !cwd.is_dir() {
         return Err(JailError::bad_path("--cwd", &cwd, "is not a directory"));
@@ -234,11 +235,12 @@ fn check_whole(policy: &Policy) -> Result<(), JailError> {
             "is hidden by the policy",
         ));
     }
-    if policy.tmp == TmpMode::Private && policy.cwd.starts_with("/tmp") {
+    if policy.tmp == TmpMode::Private && policy.cwd == Path::new("/tmp") {
         return Err(JailError::bad_path(
             "--cwd",
             &policy.cwd,
-            "/tmp is a private tmpfs in the jail; add --tmp host or work from another directory",
+            "/tmp is a private tmpfs in the jail, empty at the start; add --tmp host to work in \
+             the host's /tmp, or work from a directory in it (that directory is shown)",
         ));
     }
     for fd in &policy.keep_fds {
@@ -269,7 +271,9 @@ fn flag_rules(input: &PolicyInput) -> Result<FlagRules, JailError> {
             }
             let path = checked_path(flag, raw, &input.base_dir)?;
             let kind = kind_of(&path);
-            if !input.tmp_host && path.starts_with("/tmp") && access != Access::Hide {
+            // A path beneath /tmp is shown at its own place in the private /tmp (the mount view
+            // binds it there); /tmp itself cannot be both private and the host's.
+            if !input.tmp_host && path == Path::new("/tmp") && access != Access::Hide {
                 return Err(JailError::bad_path(
                     flag,
                     &path,
@@ -442,13 +446,24 @@ fn add_credential_hides(
             .any(|u| *u == path || path.starts_with(u) && user[u].0 == Access::Hide);
         // A device, /proc or /sys entry (`AWS_CONFIG_FILE=/dev/null` turns a tool's config off)
         // or a socket is no credential store, and the private /tmp holds nothing of the host's.
-        let private_tmp = !input.tmp_host && path.starts_with("/tmp");
+        // (A path the view shows in it, the working directory or a flag's tree, still holds
+        // the host's files.)
+        let cwd = input.cwd.as_deref().map(|c| absolute(&input.base_dir, c));
+        let work = cwd.as_deref().unwrap_or(&input.base_dir);
+        let shown_in_tmp = [work]
+            .into_iter()
+            .chain(
+                user.iter()
+                    .filter(|(_, r)| r.0 != Access::Hide)
+                    .map(|(p, _)| p.as_path()),
+            )
+            .any(|s| s.starts_with("/tmp") && path.starts_with(s));
+        let private_tmp = !input.tmp_host && path.starts_with("/tmp") && !shown_in_tmp;
         let store = std::fs::metadata(&path).is_ok_and(|m| m.is_file() || m.is_dir());
         if !store || named_by_flag || private_tmp || VIEW_OWNED.iter().any(|v| path.starts_with(v))
         {
             continue;
         }
-        let cwd = input.cwd.as_deref().map(|c| absolute(&input.base_dir, c));
         let holds = |p: &Path| p.starts_with(&path);
         if path == Path::new("/")
             || input.home.as_deref().is_some_and(holds)
@@ -501,6 +516,30 @@ fn working_dir(input: &PolicyInput) -> Result<PathBuf, JailError> {
         }
         None => input.base_dir.clone(),
     })
+}
+
+/// A working directory beneath the private /tmp (`cd /tmp/x && jail -- …`) that no rule names
+/// is shown there read-only, as it would be anywhere else: the rule makes the mount view bind it
+/// into the private /tmp, and without the view it keeps Landlock from granting it with the
+/// host's /tmp.
+fn show_tmp_working_dir(input: &PolicyInput, cwd: &Path, rules: &mut Rules) {
+    if input.tmp_host || !cwd.starts_with("/tmp") || cwd == Path::new("/tmp") {
+        return;
+    }
+    let covered = rules
+        .values()
+        .any(|r| r.path != Path::new("/") && cwd.starts_with(&r.path));
+    if !covered {
+        rules.insert(
+            cwd.to_path_buf(),
+            PathRule {
+                path: cwd.to_path_buf(),
+                access: Access::Ro,
+                kind: Kind::Dir,
+                origin: Origin::TmpWorkingDir,
+            },
+        );
+    }
 }
 
 /// A hidden path inside another with nothing opened in between (`~/.aws/credentials` named by

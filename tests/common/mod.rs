@@ -356,7 +356,7 @@ impl Drop for Fixture {
     }
 }
 
-fn chown_tree(path: &Path, uid: u32) {
+pub fn chown_tree(path: &Path, uid: u32) {
     let _ = chown(path, Some(uid), Some(uid));
     if std::fs::symlink_metadata(path)
         .map(|m| m.is_dir())
