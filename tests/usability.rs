@@ -988,3 +988,54 @@ fn a_project_under_tmp_is_shown_in_the_private_tmp() {
         let _ = std::fs::remove_file(&neighbour);
     }
 }
+
+/// `git config` under --rw fails on the protected .git/config (a read-only bind: the kernel
+/// answers git's rename with EBUSY); jail then names the protection and the flag that allows it,
+/// and that flag works. A plain git run prints no such line.
+#[test]
+fn git_config_under_rw_names_the_protection_and_the_way_out() {
+    if !full_level_or_skip("git_config_under_rw_names_the_protection_and_the_way_out") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "gitconfig");
+        common::git(&fx, &["init", "-q"]);
+        let repo = fx.p("repo");
+        let config = format!("{repo}/.git/config");
+        let set_name = |flags: &[&str]| {
+            let mut args = flags.to_vec();
+            args.extend(["--", "git", "-C", &repo, "config", "user.name", "X"]);
+            fx.jail(&args)
+        };
+        let run = set_name(&["--rw", &repo]);
+        assert!(
+            !run.ok(),
+            "as {who:?}: protected config changed\n{}",
+            run.describe()
+        );
+        assert!(
+            run.stderr.contains(&format!("jail: {config} is protected"))
+                && run.stderr.contains(&format!("To allow it: --rw {config}")),
+            "as {who:?}\n{}",
+            run.describe()
+        );
+        assert!(
+            !std::fs::read_to_string(&config)
+                .unwrap()
+                .contains("name = X")
+        );
+        let run = fx.jail(&["--rw", &repo, "--", "git", "-C", &repo, "status"]);
+        assert!(
+            run.ok() && !run.stderr.contains("is protected"),
+            "as {who:?}\n{}",
+            run.describe()
+        );
+        let run = set_name(&["--rw", &repo, "--rw", &config]);
+        assert!(run.ok(), "as {who:?}: the named config\n{}", run.describe());
+        assert!(
+            std::fs::read_to_string(&config)
+                .unwrap()
+                .contains("name = X")
+        );
+    }
+}

@@ -119,6 +119,8 @@ fn attempt(
     check_level(policy, options.allow_unconfined, &run)?;
     // Before anything runs: the baseline of the writable trees, for what the command plants.
     let watch = Watch::start(policy)?;
+    let protected_writes =
+        super::protected_writes::ProtectedWrites::start(policy, run.plan.layers.mount);
     crate::timing::mark("writable trees' baseline taken");
     let mut recorder = match options.recording() {
         false => None,
@@ -190,6 +192,9 @@ fn attempt(
     }
     let mut roots = watch.roots().to_vec();
     roots.extend(cow_roots);
+    for path in protected_writes.finish() {
+        crate::text::say(super::protected_writes::hint(&path));
+    }
     let quarantined = super::quarantine::move_aside_all(&planted, !run.plan.layers.mount);
     let report = match recorder {
         Some(r) => Some(r.finish(

@@ -14,6 +14,7 @@ pub mod net_setup;
 pub mod plan;
 pub mod planted;
 pub mod privileges;
+pub mod protected_writes;
 pub mod quarantine;
 pub mod recorder;
 pub mod rights;

@@ -173,6 +173,21 @@ pub fn compile(policy: &Policy) -> MountPlan {
         {
             continue;
         }
+        // A writable path inside a plainly writable tree (a protected name named exactly with
+        // --rw, `--rw . --rw .git/config`) is writable with it already. A bind would only make
+        // it a mount point, and the kernel refuses to rename onto one (EBUSY): git writes its
+        // config through config.lock and a rename.
+        let plain_rw = |p: &Path| {
+            !policy.cow.iter().any(|c| p.starts_with(c))
+                && !policy.caches.iter().any(|c| p.starts_with(c))
+        };
+        if rule.access == Access::Rw
+            && plain_rw(&rule.path)
+            && enclosing_rule(policy, &rule.path)
+                .is_some_and(|o| o.access == Access::Rw && o.path != Path::new("/"))
+        {
+            continue;
+        }
         placed.push((
             rule.path.clone(),
             match (rule.access, rule.kind) {
@@ -850,6 +865,24 @@ mod tests {
                 .iter()
                 .any(|s| matches!(s, Step::ShowInTmp(_)))
         );
+    }
+
+    #[test]
+    fn a_writable_path_inside_a_writable_tree_gets_no_bind_of_its_own() {
+        // A bind would make it a mount point, which nothing can be renamed onto (EBUSY).
+        let p = policy(
+            vec![
+                rule("/", Access::Ro, Kind::Dir),
+                rule("/home/u/repo", Access::Rw, Kind::Dir),
+                rule("/home/u/repo/.git/config", Access::Rw, Kind::File),
+                rule("/home/u/repo/.git/hooks", Access::Ro, Kind::Dir),
+            ],
+            TmpMode::Private,
+        );
+        let steps = compile(&p).steps;
+        assert!(!steps.contains(&Step::BindWritable("/home/u/repo/.git/config".into())));
+        assert!(steps.contains(&Step::BindWritable("/home/u/repo".into())));
+        assert!(steps.contains(&Step::BindReadOnly("/home/u/repo/.git/hooks".into())));
     }
 
     #[test]
