@@ -22,6 +22,45 @@ pub struct Summary {
     pub private_tmp: bool,
     /// `--home hidden`: the homes are hidden but the named paths.
     pub home: HomeMode,
+    /// The working directory (the project) is writable.
+    pub project_writable: bool,
+    /// The build and test caches sent somewhere writable (`CARGO_TARGET_DIR` into /tmp, as the
+    /// review profile does), by variable name.
+    pub build_caches: Vec<String>,
+}
+
+/// The variables that move a build's or a test run's output and caches out of the project and
+/// HOME: with them a read-only project still builds and tests.
+const BUILD_CACHE_VARS: &[&str] = &[
+    "CARGO_TARGET_DIR",
+    "PYTHONPYCACHEPREFIX",
+    "npm_config_cache",
+    "GOCACHE",
+    "XDG_CACHE_HOME",
+    "MYPY_CACHE_DIR",
+    "RUFF_CACHE_DIR",
+    "YARN_CACHE_FOLDER",
+];
+
+/// The build cache variables among `vars` whose value is a place the command can write.
+fn build_caches<'a>(
+    vars: impl Iterator<Item = (&'a std::ffi::OsStr, &'a std::ffi::OsStr)>,
+    writable: &[PathBuf],
+) -> Vec<String> {
+    let mut out: Vec<String> = vars
+        .filter(|(k, _)| {
+            BUILD_CACHE_VARS
+                .iter()
+                .any(|b| std::ffi::OsStr::new(b) == *k)
+        })
+        .filter(|(_, v)| {
+            let p = std::path::Path::new(v);
+            p.starts_with("/tmp") || writable.iter().any(|w| p.starts_with(w))
+        })
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out
 }
 
 impl Summary {
@@ -46,6 +85,18 @@ impl Summary {
                 .collect(),
             private_tmp: policy.tmp == TmpMode::Private,
             home: policy.home,
+            project_writable: policy.access_at(&policy.cwd) == Access::Rw,
+            build_caches: build_caches(
+                policy
+                    .env
+                    .vars
+                    .iter()
+                    .map(|(k, v)| (k.as_os_str(), v.as_os_str())),
+                &policy
+                    .writable_paths()
+                    .map(PathBuf::from)
+                    .collect::<Vec<_>>(),
+            ),
         }
     }
 
@@ -58,6 +109,17 @@ impl Summary {
             hidden: file.hidden.clone(),
             private_tmp: file.private_tmp,
             home: file.home(),
+            // Inside the run: its working directory and its environment are this process's.
+            project_writable: std::env::current_dir()
+                .is_ok_and(|cwd| file.writable.iter().any(|w| cwd.starts_with(w))),
+            build_caches: {
+                let env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+                    std::env::vars_os().collect();
+                build_caches(
+                    env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())),
+                    &file.writable,
+                )
+            },
         }
     }
 }
@@ -112,12 +174,35 @@ pub fn notice_text(s: &Summary) -> String {
             if s.hidden.len() > 4 { " …" } else { "" }
         )
     };
+    // What still works, as far as this policy can tell: a read-only project builds only where
+    // its outputs and caches are sent elsewhere.
+    let open = if s.project_writable {
+        format!(
+            "Reading and searching files, git (add and commit too), and builds and tests that write \
+             only in {} or {tmp} still work, but caches outside them (such as ~/.cargo or ~/.npm) \
+             are read-only, so fetching new dependencies may fail; if you need a change anywhere \
+             else, put it into your hand-off with the file, the line and the reason instead",
+            writable.join(", ")
+        )
+    } else if !s.build_caches.is_empty() {
+        format!(
+            "Reading and searching files, git status, diff and log, and builds, tests and linters \
+             whose outputs and caches go to {tmp} ({}) still work; if you would change something, \
+             put the proposed change into your hand-off with the file, the line and the reason \
+             instead",
+            s.build_caches.join(", ")
+        )
+    } else {
+        "Reading and searching files and git status, diff and log still work, but builds and \
+         tests that write into the project or a cache fail, since both are read-only; if you \
+         would change something, put the proposed change into your hand-off with the file, the \
+         line and the reason instead"
+            .to_string()
+    };
     format!(
         "You are working inside a sandbox (jail, profile {}): {written}{hidden}; when a write or a \
          read is denied, that is a rule of this sandbox, not an obstacle, so do not try to work \
-         around it. Reading and searching files, git status, diff and log, running tests, builds \
-         and linters all still work; if you would change something, put the proposed change into \
-         your hand-off with the file, the line and the reason instead.",
+         around it. {open}.",
         s.profile
     )
 }
@@ -135,6 +220,8 @@ mod tests {
             hidden: vec!["/h/.ssh".into(), "/h/.aws".into()],
             private_tmp: true,
             home: HomeMode::Visible,
+            project_writable: false,
+            build_caches: vec![],
         };
         let text = notice_text(&s);
         assert_eq!(text.matches(". ").count() + 1, 2, "{text}");

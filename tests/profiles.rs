@@ -1587,3 +1587,70 @@ fn the_readme_profile_example_loads_and_its_seed_is_created_read_only() {
         );
     }
 }
+
+/// The notice's second sentence is true for the profile: under `default` a build that writes
+/// into the project fails and the notice says so; under `review` the caches go to /tmp and a
+/// build whose output is sent there works; under `workspace` the project takes the build.
+/// Checked with the real tools (python's py_compile writes __pycache__ next to the source, or
+/// under PYTHONPYCACHEPREFIX; cc writes its output where it is told).
+#[test]
+fn the_notice_says_what_builds_can_do_under_each_profile() {
+    if !full_level_or_skip("the_notice_says_what_builds_can_do_under_each_profile") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "notice-builds");
+        std::fs::write(fx.repo.join("m.py"), "x = 1\n").unwrap();
+        std::fs::write(fx.repo.join("m.c"), "int main(void) { return 0; }\n").unwrap();
+        fx.give_to(who);
+        let notice = |profile: &str| {
+            let run = fx.jail_at(&fx.repo, &["notice", "--profile", profile], &[]);
+            assert_ok(&run, "notice");
+            assert_two_sentences(&run.stdout);
+            run.stdout
+        };
+        let build = |profile: &str, script: &str| {
+            fx.sh_at(&fx.repo, &["--profile", profile], script, &[])
+                .ok()
+        };
+        let pycompile = "python3 -m py_compile m.py";
+        let cc = "cc -o m.out m.c";
+
+        let text = notice("default");
+        assert!(
+            text.contains("builds and tests that write into the project or a cache fail"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("builds and linters all still work"),
+            "{text}"
+        );
+        assert!(
+            !build("default", pycompile) && !build("default", cc),
+            "as {who:?}: default built"
+        );
+
+        let text = notice("review");
+        assert!(
+            text.contains("whose outputs and caches go to a private /tmp")
+                && text.contains("PYTHONPYCACHEPREFIX"),
+            "{text}"
+        );
+        assert!(
+            build("review", pycompile),
+            "as {who:?}: review's py_compile into /tmp"
+        );
+        assert!(
+            !build("review", cc),
+            "as {who:?}: review wrote into the project"
+        );
+
+        let text = notice("workspace");
+        assert!(
+            text.contains("git (add and commit too), and builds and tests that write only in"),
+            "{text}"
+        );
+        assert!(build("workspace", cc), "as {who:?}: workspace's build");
+        let _ = std::fs::remove_file(fx.repo.join("m.out"));
+    }
+}

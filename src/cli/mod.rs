@@ -203,6 +203,11 @@ fn print_notice(profile: Option<String>) -> Result<i32, JailError> {
         ..Request::default()
     };
     let policy = prepare::policy(&request, false)?;
-    println!("{}", notice::notice_text(&notice::Summary::of(&policy)));
+    let mut summary = notice::Summary::of(&policy);
+    // The project is where this is asked from (the profile's "." paths are resolved there).
+    if let Ok(here) = std::env::current_dir() {
+        summary.project_writable = policy.access_at(&here) == crate::policy::Access::Rw;
+    }
+    println!("{}", notice::notice_text(&summary));
     Ok(0)
 }
