@@ -14,6 +14,39 @@ pub enum Level {
     None,
 }
 
+impl Level {
+    /// The level's name, as the JSON outputs spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Full => "full",
+            Level::Partial => "partial",
+            Level::None => "none",
+        }
+    }
+}
+
+impl Layers {
+    /// The layers a run gets, by name, comma-separated ("mount view, landlock, seccomp").
+    pub fn names(&self) -> String {
+        let named = [
+            (self.mount, "mount view"),
+            (self.landlock, "landlock"),
+            (self.seccomp, "seccomp"),
+            (self.seatbelt, "seatbelt"),
+        ];
+        let on: Vec<&str> = named
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, n)| *n)
+            .collect();
+        if on.is_empty() {
+            "none".into()
+        } else {
+            on.join(", ")
+        }
+    }
+}
+
 /// Which layers a run gets.
 #[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
 pub struct Layers {

@@ -119,10 +119,7 @@ pub fn status(json: bool) -> i32 {
             checks: &checks,
             policy: file.as_ref().filter(|_| inside),
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).expect("serializable")
-        );
+        println!("{}", crate::text::versioned_json(&out));
     } else if let (true, Some(f)) = (inside, &file) {
         let level = serde_json::to_string(&f.level).expect("enum");
         println!(

@@ -28,6 +28,23 @@ pub fn say(line: impl AsRef<str>) {
     eprintln!("{}", printable(line.as_ref()));
 }
 
+/// A JSON output of jail's (`probe --json`, `status --json`, `profile show --json`,
+/// `--dry-run`): `value`'s fields after a first `"jail_version"`, so that a consumer can tell
+/// which jail wrote what it reads.
+pub fn versioned_json<T: serde::Serialize>(value: &T) -> String {
+    #[derive(serde::Serialize)]
+    struct Versioned<'a, T: serde::Serialize> {
+        jail_version: &'static str,
+        #[serde(flatten)]
+        value: &'a T,
+    }
+    serde_json::to_string_pretty(&Versioned {
+        jail_version: env!("CARGO_PKG_VERSION"),
+        value,
+    })
+    .expect("serializable")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

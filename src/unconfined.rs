@@ -80,7 +80,7 @@ pub fn dry_run(
     policy: &Policy,
     _: &crate::sandbox::options::RunOptions,
 ) -> Result<String, JailError> {
-    Ok(serde_json::to_string_pretty(policy).expect("serializable"))
+    Ok(crate::text::versioned_json(policy))
 }
 
 #[cfg(test)]

@@ -529,3 +529,65 @@ fn first_day_mistakes_name_the_fix() {
         assert_eq!(fx.jail(&["--dry-run", "--", "true"]).code, Some(0));
     }
 }
+
+/// What tools read from jail: `-v` into a pipe carries no colour escapes and no Rust debug
+/// structs; every JSON output names the jail version that wrote it; `--help` lists the exit
+/// codes and the environment.
+#[test]
+fn verbose_lines_json_outputs_and_help_are_fit_for_tools() {
+    if !full_level_or_skip("verbose_lines_json_outputs_and_help_are_fit_for_tools") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "tools");
+        // stderr is a pipe here.
+        let run = fx.jail(&["-v", "--", "true"]);
+        assert!(run.ok(), "{}", run.describe());
+        assert!(
+            !run.stderr.contains('\u{1b}'),
+            "ANSI escapes in a pipe:\n{}",
+            run.describe()
+        );
+        assert!(
+            run.stderr
+                .contains("launching true at level full (layers: mount view, landlock, seccomp)"),
+            "{}",
+            run.describe()
+        );
+        for debug in ["Layers {", "Full", "seatbelt: false", "[\""] {
+            assert!(
+                !run.stderr.contains(debug),
+                "a debug struct ({debug}):\n{}",
+                run.describe()
+            );
+        }
+        for args in [
+            &["probe", "--json"][..],
+            &["status", "--json"],
+            &["profile", "show", "default", "--json"],
+            &["--dry-run", "--", "true"],
+        ] {
+            let run = fx.jail(args);
+            let json: serde_json::Value = serde_json::from_str(&run.stdout)
+                .unwrap_or_else(|e| panic!("{args:?}: {e}\n{}", run.describe()));
+            assert_eq!(json["jail_version"], env!("CARGO_PKG_VERSION"), "{args:?}");
+        }
+        let help = fx.jail(&["--help"]);
+        assert!(help.ok());
+        for needle in [
+            "Exit codes:",
+            "125",
+            "127",
+            "124",
+            "Environment:",
+            "XDG_CONFIG_HOME",
+            "JAIL_POLICY",
+        ] {
+            assert!(
+                help.stdout.contains(needle),
+                "--help lacks {needle}:\n{}",
+                help.stdout
+            );
+        }
+    }
+}

@@ -15,7 +15,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
                   mount view, Landlock filesystem rules and a seccomp filter. With no flags the whole \
                   filesystem is read-only, /tmp is private and credentials and agent sockets are hidden.",
     args_conflicts_with_subcommands = true,
-    subcommand_negates_reqs = true
+    subcommand_negates_reqs = true,
+    after_help = AFTER_HELP
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -24,6 +25,25 @@ pub struct Cli {
     #[command(flatten)]
     pub run: RunArgs,
 }
+
+/// Exit codes and environment, at the end of `--help` (kept true by tests/cli_errors.rs).
+const AFTER_HELP: &str = "\
+Exit codes:
+  N        the command's own exit status
+  128+N    the command was killed by signal N
+  124      --timeout ran out (the whole tree is killed)
+  125      jail's own error: a bad flag or path, the sandbox not built, --require not met
+  126      the command was found but is not executable
+  127      the command was not found
+  jail status: 0 inside a jail (confirmed), 2 advisory, 1 not inside
+
+Environment:
+  XDG_CONFIG_HOME   your profiles: $XDG_CONFIG_HOME/jail/profiles (default ~/.config)
+  XDG_STATE_HOME    copy-on-write runs: $XDG_STATE_HOME/jail/runs (default ~/.local/state)
+  RUST_LOG          log filter directives, with -v
+  JAIL_PROGRAM      the jail binary the library spawns (default: a jail beside the program)
+  Set for the command: JAIL=1, JAIL_PROFILE (the profile's name), JAIL_POLICY (the policy
+  file jail status reads). Secrets leave the command's environment by name (--env to keep one).";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {

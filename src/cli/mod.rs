@@ -84,8 +84,11 @@ fn init_logging(verbose: u8) {
         2 => LevelFilter::DEBUG,
         _ => LevelFilter::TRACE,
     };
+    use std::io::IsTerminal;
+    // Colours only for a terminal: in a pipe or a file the escape sequences are noise.
     let fmt = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .without_time()
         .with_target(false);
     // RUST_LOG's directives need an EnvFilter; without it a level is enough, and cheaper to

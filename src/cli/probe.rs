@@ -38,10 +38,7 @@ pub fn probe(json: bool) -> Result<i32, JailError> {
             gaps,
             limits: limits.map(|l| l.json),
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).expect("serializable")
-        );
+        println!("{}", crate::text::versioned_json(&out));
     } else {
         print!("{}", enforcement::probe_text(&f, &layers));
         print!("{}", extras_text(&f));

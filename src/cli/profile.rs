@@ -52,10 +52,7 @@ pub fn profile_command(command: ProfileCommand) -> Result<i32, JailError> {
                         source: &entry.source,
                         profile: &r,
                     };
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&out).expect("serializable")
-                    );
+                    println!("{}", crate::text::versioned_json(&out));
                 }
             }
         }

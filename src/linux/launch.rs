@@ -33,7 +33,7 @@ pub fn dry_run(policy: &Policy, _options: &RunOptions) -> Result<String, JailErr
         gaps: &run.plan.gaps,
         plans: &run.plan,
     };
-    Ok(serde_json::to_string_pretty(&out).expect("serializable"))
+    Ok(crate::text::versioned_json(&out))
 }
 
 /// Runs `policy` (resolved by [`crate::prepare::policy`]) as `options` say.
@@ -152,7 +152,12 @@ fn attempt(
             crate::text::say(note);
         }
     }
-    tracing::info!(level = ?run.plan.level(), layers = ?run.plan.layers, "launching {:?}", policy.command);
+    tracing::info!(
+        "launching {} at level {} (layers: {})",
+        crate::text::printable(&shown_command(&policy.command)),
+        run.plan.level().name(),
+        run.plan.layers.names()
+    );
     let janitor = cow.as_ref().and_then(|c| c.janitor());
     let result = apply(
         policy,
@@ -480,4 +485,22 @@ fn unix_mediation(
         inherited: super::unix_connect::socket_inodes(&handed),
         abstract_refused: *abstract_refused,
     }))
+}
+
+/// The command line as a shell would show it: each argument quoted only when it needs it.
+fn shown_command(argv: &[std::ffi::OsString]) -> String {
+    argv.iter()
+        .map(|a| {
+            let a = a.to_string_lossy();
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            if plain {
+                a.into_owned()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }

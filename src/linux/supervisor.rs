@@ -367,7 +367,8 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                 if !conf.command_started.is_empty() {
                     match super::sys::recv_pid(std::os::fd::AsRawFd::as_raw_fd(&fd_parent)) {
                         Ok(Some(pid)) => conf.command_started.iter().for_each(|hook| hook(pid)),
-                        other => tracing::warn!("the command's pid did not arrive: {other:?}"),
+                        Ok(None) => tracing::warn!("the command's pid did not arrive"),
+                        Err(e) => tracing::warn!("the command's pid did not arrive: {e}"),
                     }
                 }
                 drop(fd_parent);

@@ -68,7 +68,7 @@ pub fn dry_run(policy: &Policy, args: &RunOptions) -> Result<String, JailError> 
             seatbelt_profile: seatbelt::profile(policy, &params).ok(),
         },
     };
-    Ok(serde_json::to_string_pretty(&out).expect("serializable"))
+    Ok(crate::text::versioned_json(&out))
 }
 
 /// Runs `policy` under Seatbelt.

@@ -162,7 +162,10 @@ fn accept_loop(listener: &TcpListener, proxy: &Arc<Proxy>) {
                         _ => None,
                     };
                     if owner != Some(uid) {
-                        tracing::warn!("net proxy: refused a client of another user ({owner:?})");
+                        tracing::warn!(
+                            "net proxy: refused a client of another user ({})",
+                            owner.map_or("uid unknown".into(), |u| format!("uid {u}"))
+                        );
                         return;
                     }
                 }
