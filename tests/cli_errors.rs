@@ -591,3 +591,89 @@ fn verbose_lines_json_outputs_and_help_are_fit_for_tools() {
         }
     }
 }
+
+/// Completions (bash run for real: completing `jail --pro` offers --profile), a man page that
+/// groff renders with the exit codes in it, `--version` with the commit, target and features,
+/// and the licence files Cargo.toml declares.
+#[test]
+fn completions_man_page_version_and_licences() {
+    let jail = jail_bin().to_string_lossy().into_owned();
+    let out = |args: &[&str]| {
+        let o = std::process::Command::new(&jail)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let script = format!(
+        "source <({jail} completions bash); COMP_WORDS=(jail --pro); COMP_CWORD=1; _jail jail --pro jail; \
+         printf '%s\\n' \"${{COMPREPLY[@]}}\""
+    );
+    let bash = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let offered = String::from_utf8_lossy(&bash.stdout);
+    assert!(
+        offered.lines().any(|l| l == "--profile"),
+        "bash offered: {offered}"
+    );
+    // No zsh or fish here: their scripts are checked for the flag, in each shell's own spelling.
+    let zsh = out(&["completions", "zsh"]);
+    assert!(
+        zsh.starts_with("#compdef jail") && zsh.contains("--profile"),
+        "{zsh}"
+    );
+    let fish = out(&["completions", "fish"]);
+    assert!(
+        fish.contains("complete -c jail") && fish.contains("-l profile"),
+        "{fish}"
+    );
+    let page = out(&["man"]);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH jail 1"),
+        "{page}"
+    );
+    let rendered = std::process::Command::new("groff")
+        .args(["-man", "-Tutf8", "-P", "-cbou"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(page.as_bytes())?;
+            c.wait_with_output()
+        });
+    match rendered {
+        Ok(r) => {
+            let text = String::from_utf8_lossy(&r.stdout);
+            assert!(
+                text.contains("Exit codes") && text.contains("--profile"),
+                "{text}"
+            );
+        }
+        Err(e) => eprintln!("groff not run ({e}); the roff source was checked"),
+    }
+    let version = out(&["--version"]);
+    assert!(
+        version.starts_with(&format!("jail {} (commit ", env!("CARGO_PKG_VERSION")))
+            && version.contains("features: test-hooks")
+            && version.contains("-linux-"),
+        "{version}"
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mit = std::fs::read_to_string(root.join("LICENSE-MIT")).unwrap();
+    let apache = std::fs::read_to_string(root.join("LICENSE-APACHE")).unwrap();
+    assert!(
+        mit.contains("MIT License")
+            && apache.contains("Apache License")
+            && apache.contains("Version 2.0")
+    );
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("license = \"MIT OR Apache-2.0\""));
+}

@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[command(
     name = "jail",
     version,
+    long_version = env!("JAIL_LONG_VERSION"),
     about = "Run a command, and everything it starts, inside a kernel-enforced sandbox",
     long_about = "Run a command, and everything it starts, inside a kernel-enforced sandbox: a read-only \
                   mount view, Landlock filesystem rules and a seccomp filter. With no flags the whole \
@@ -103,6 +104,14 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         profile: Option<String>,
     },
+    /// Print a shell completion script (e.g. `jail completions bash > /etc/bash_completion.d/jail`).
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page, roff (e.g. `jail man > /usr/local/share/man/man1/jail.1`).
+    Man,
 }
 
 #[derive(Debug, Subcommand)]

@@ -43,6 +43,12 @@ pub fn run_cli() -> i32 {
         Some(Command::Profile { command }) => profile::profile_command(command),
         Some(Command::Status { json }) => Ok(status::status(json)),
         Some(Command::Notice { profile }) => print_notice(profile),
+        Some(Command::Completions { shell }) => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "jail", &mut std::io::stdout());
+            Ok(0)
+        }
+        Some(Command::Man) => print_man(),
         Some(
             c @ (Command::Runs { .. }
             | Command::Diff { .. }
@@ -187,6 +193,20 @@ fn run(args: &RunArgs) -> Result<i32, JailError> {
         sender.send(&result);
     }
     result.map(|o| o.exit_code)
+}
+
+/// `jail man`: the man page from the same clap definitions as `--help`.
+fn print_man() -> Result<i32, JailError> {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let mut page = Vec::new();
+    clap_mangen::Man::new(cmd)
+        .render(&mut page)
+        .map_err(|e| JailError::BadInput(format!("man page: {e}")))?;
+    use std::io::Write;
+    std::io::stdout()
+        .write_all(&page)
+        .map_err(|e| JailError::BadInput(format!("man page: {e}")))?;
+    Ok(0)
 }
 
 /// `jail notice`: inside a jail, its policy file's sentences; elsewhere, a profile's.
