@@ -27,6 +27,53 @@ fn user_profile_dir() -> Option<PathBuf> {
     Some(base.join("jail/profiles"))
 }
 
+/// What a resolved profile leaves out without failing, one sentence each: the embedded
+/// default's protections (`base = false`), and each rule or variable whose `${VAR}` is unset
+/// (a hidden path that names nothing has nothing to hide; any other rule the profile wanted is
+/// missing from the run).
+pub fn profile_warnings(prof: &policy::profile::Resolved, x: &Expansion) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(by) = &prof.base_left_out_by {
+        out.push(format!(
+            "profile {}: base = false (in profile {}) leaves out the default protections: \
+             credentials and agent sockets are not hidden, secrets stay in the environment",
+            crate::text::printable(&prof.name),
+            crate::text::printable(by)
+        ));
+    }
+    let unset = |template: &str| matches!(x.expand(template), Ok(None));
+    let fix = "give it a default with ${VAR:-value}, or set VAR";
+    for p in prof.paths.iter().filter(|p| p.access != Access::Hide) {
+        if unset(&p.template) {
+            out.push(format!(
+                "profile {}: '{}' names an unset variable, so the rule is left out ({fix})",
+                crate::text::printable(&p.profile),
+                crate::text::printable(&p.template)
+            ));
+        }
+    }
+    for g in &prof.guards {
+        if unset(&g.template) {
+            out.push(format!(
+                "profile {}: guard '{}' names an unset variable, so it is left out ({fix})",
+                crate::text::printable(&g.profile),
+                crate::text::printable(&g.template)
+            ));
+        }
+    }
+    for (k, v) in &prof.env.set {
+        if unset(v) {
+            out.push(format!(
+                "profile {}: env.set {} = '{}' names an unset variable, so it is set empty ({fix})",
+                crate::text::printable(&prof.name),
+                crate::text::printable(k),
+                crate::text::printable(v)
+            ));
+        }
+    }
+    out
+}
+
 /// The profiles there are: the embedded ones, then the user's directory.
 pub fn catalog() -> Result<Catalog, JailError> {
     Catalog::load(user_profile_dir().as_deref())
@@ -54,6 +101,9 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         cwd: &base_dir,
         var: &vars,
     };
+    for warning in profile_warnings(&prof, &x) {
+        crate::text::say(format!("jail: warning: {warning}"));
+    }
     let mut profile_paths = Vec::new();
     let mut cow = req.cow.clone();
     let mut caches = req.caches.clone();

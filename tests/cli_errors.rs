@@ -198,13 +198,31 @@ fn a_proc_self_path_is_refused_as_a_proc_path() {
     }
 }
 
+/// /tmp itself cannot be both private and a rule's: refused with the fix. A path beneath it is
+/// shown at its own place in the private /tmp (the host's /tmp stays out of sight); with
+/// --tmp host the same rule is the host's /tmp's.
 #[test]
-fn rules_under_a_private_tmp_need_tmp_host() {
-    if !full_level_or_skip("rules_under_a_private_tmp_need_tmp_host") {
+fn tmp_itself_needs_tmp_host_and_paths_beneath_it_are_shown() {
+    if !full_level_or_skip("tmp_itself_needs_tmp_host_and_paths_beneath_it_are_shown") {
         return;
     }
     for who in users() {
         let fx = fixture(who, "tmp");
+        for flag in ["--rw", "--ro"] {
+            let run = attempt(&fx, &[flag, "/tmp"]);
+            assert_refused(
+                &run,
+                &format!("{flag} /tmp as {who:?}"),
+                &[flag, "/tmp", "--tmp host"],
+            );
+        }
+        let run = attempt(&fx, &["--cwd", "/tmp"]);
+        assert_refused(
+            &run,
+            &format!("--cwd /tmp as {who:?}"),
+            &["--cwd", "--tmp host"],
+        );
+
         let dir = Path::new("/tmp").join(unique("dir"));
         std::fs::create_dir(&dir).unwrap();
         if common::is_root() {
@@ -212,28 +230,21 @@ fn rules_under_a_private_tmp_need_tmp_host() {
             std::os::unix::fs::chown(&dir, Some(uid), Some(uid)).unwrap();
         }
         let d = dir.to_string_lossy().into_owned();
-        for flag in ["--rw", "--ro"] {
-            let run = attempt(&fx, &[flag, &d]);
-            assert_refused(
-                &run,
-                &format!("{flag} under /tmp as {who:?}"),
-                &[flag, &d, "--tmp host"],
-            );
-        }
-        let run = attempt(&fx, &["--cwd", &d]);
-        assert_refused(
-            &run,
-            &format!("--cwd under /tmp as {who:?}"),
-            &["--cwd", "--tmp host"],
-        );
-
-        // With --tmp host the same rule works and the write lands on the host.
         let script = format!("echo in > {d}/f && echo WROTE");
+        let run = fx.jail(&["--rw", &d, "--", "/bin/sh", "-c", &script]);
+        let landed = std::fs::read_to_string(dir.join("f")).ok();
+        assert!(
+            run.ok(),
+            "--rw under the private /tmp as {who:?}\n{}",
+            run.describe()
+        );
+        assert_eq!(landed.as_deref(), Some("in\n"), "as {who:?}");
+        let script = format!("echo again > {d}/f && echo WROTE");
         let run = fx.jail(&["--tmp", "host", "--rw", &d, "--", "/bin/sh", "-c", &script]);
         let landed = std::fs::read_to_string(dir.join("f")).ok();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(run.ok(), "--tmp host as {who:?}\n{}", run.describe());
-        assert_eq!(landed.as_deref(), Some("in\n"), "as {who:?}");
+        assert_eq!(landed.as_deref(), Some("again\n"), "as {who:?}");
     }
 }
 

@@ -1654,3 +1654,119 @@ fn the_notice_says_what_builds_can_do_under_each_profile() {
         let _ = std::fs::remove_file(fx.repo.join("m.out"));
     }
 }
+
+/// A user profile that forgets `extends`, and a user default.toml, still get the default
+/// protections (a hidden ~/.ssh, secrets out of the environment); leaving them out takes
+/// `base = false`, said on every run. One bad file in the profiles directory costs only the
+/// runs that use it. An unset `${VAR}` that drops a rule is said. `jail profile check` tells a
+/// usable file from a broken one.
+#[test]
+fn base_protections_hold_bad_files_cost_only_their_runs_and_drops_are_said() {
+    if !full_level_or_skip(
+        "base_protections_hold_bad_files_cost_only_their_runs_and_drops_are_said",
+    ) {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "pbase");
+        let key = fx
+            .home
+            .join(".ssh/id_ed25519")
+            .to_string_lossy()
+            .into_owned();
+        let cfg = user_profiles(
+            &fx,
+            &[
+                (
+                    "mine",
+                    "description = \"no extends\"\n[paths]\nrw = [\"${CWD}\"]\n",
+                ),
+                ("default", "description = \"a user default, no extends\"\n"),
+                ("bare", "base = false\n"),
+                (
+                    "unset",
+                    "[paths]\nrw = [\"${JAIL_TEST_SURELY_UNSET}/out\"]\n",
+                ),
+            ],
+        );
+        let env = [
+            ("XDG_CONFIG_HOME", cfg.as_str()),
+            ("GITHUB_TOKEN", "SECRET-TOKEN"),
+        ];
+        let probe = format!("cat {key}; echo \"token=${{GITHUB_TOKEN:-gone}}\"");
+        for profile in ["mine", "default"] {
+            let run = fx.sh_at(&fx.repo, &["--profile", profile], &probe, &env);
+            assert!(
+                !run.stdout.contains("SECRET-SSH-KEY") && run.stdout.contains("token=gone"),
+                "as {who:?}, profile {profile}: a protection of the base was lost\n{}",
+                run.describe()
+            );
+        }
+        // The plain run uses the user's default.toml: the base holds there too.
+        let run = fx.sh_at(&fx.repo, &[], &probe, &env);
+        assert!(!run.stdout.contains("SECRET-SSH-KEY"), "{}", run.describe());
+        // Opting out is explicit, and said: the same read then works (the test can fail).
+        let run = fx.sh_at(&fx.repo, &["--profile", "bare"], &probe, &env);
+        assert!(
+            run.stdout.contains("SECRET-SSH-KEY")
+                && run
+                    .stderr
+                    .contains("base = false (in profile bare) leaves out the default protections"),
+            "as {who:?}\n{}",
+            run.describe()
+        );
+        let run = fx.jail_at(&fx.repo, &["--profile", "unset", "--", "true"], &env);
+        assert!(
+            run.ok()
+                && run
+                    .stderr
+                    .contains("'${JAIL_TEST_SURELY_UNSET}/out' names an unset variable"),
+            "as {who:?}\n{}",
+            run.describe()
+        );
+
+        // Bad files: not UTF-8, a directory named like a profile.
+        let dir = fx.dir.join("cfg/jail/profiles");
+        std::fs::write(dir.join("binary.toml"), b"\xff\xfe\x00").unwrap();
+        std::fs::create_dir_all(dir.join("folder.toml")).unwrap();
+        fx.give_to(who);
+        let run = fx.jail_at(&fx.repo, &["--profile", "mine", "--", "true"], &env);
+        assert_ok(&run, "another profile with bad files beside it");
+        let run = fx.jail_at(&fx.repo, &["profile", "list"], &env);
+        assert_ok(&run, "profile list with bad files");
+        assert!(
+            run.stdout.contains("(unusable: profile binary")
+                && run.stdout.contains("is a directory"),
+            "{}",
+            run.stdout
+        );
+        let run = fx.jail_at(
+            &fx.repo,
+            &["--profile", "binary", "--", "echo", "RAN"],
+            &env,
+        );
+        assert_refused(&run, "the bad profile itself", &["binary", "not UTF-8"]);
+
+        // jail profile check.
+        let good = dir.join("mine.toml").to_string_lossy().into_owned();
+        let run = fx.jail_at(&fx.repo, &["profile", "check", &good], &env);
+        assert!(
+            run.ok()
+                && run
+                    .stdout
+                    .contains("usable; chain default (embedded) -> mine"),
+            "{}",
+            run.describe()
+        );
+        let broken = fx.dir.join("typo.toml");
+        std::fs::write(&broken, "[paths]\nrww = []\n").unwrap();
+        fx.give_to(who);
+        let run = fx.jail_at(
+            &fx.repo,
+            &["profile", "check", &broken.to_string_lossy()],
+            &env,
+        );
+        assert_eq!(run.code, Some(125), "{}", run.describe());
+        assert!(run.stderr.contains("rww"), "{}", run.describe());
+    }
+}

@@ -128,6 +128,9 @@ pub enum ProfileCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Check a profile file before installing it: it parses, what it extends exists, and what
+    /// it would leave out here (unset ${VAR}s, base = false). Exit 0 when usable, 125 when not.
+    Check { file: PathBuf },
 }
 
 #[derive(Debug, Args)]

@@ -15,20 +15,24 @@ pub fn profile_command(command: ProfileCommand) -> Result<i32, JailError> {
     match command {
         ProfileCommand::List => {
             for (name, entry) in &cat.entries {
-                let description = cat
-                    .resolve(name)
-                    .ok()
-                    .and_then(|r| r.description)
-                    .unwrap_or_default();
+                // A profile that cannot be used says why here; the others are listed as ever.
+                let description = match cat.resolve(name) {
+                    Ok(r) => r.description.unwrap_or_default(),
+                    Err(e) => format!("(unusable: {e})"),
+                };
+                let description = crate::text::printable(&description);
+                let name = crate::text::printable(name);
                 let source = match (&entry.source, entry.shadows_embedded) {
                     (profile::Source::File(p), true) => {
                         format!("{} (shadows the embedded one)", p.display())
                     }
                     (src, _) => src.to_string(),
                 };
+                let source = crate::text::printable(&source);
                 println!("{name:<12} {description}\n{:<12} from {source}", "");
             }
         }
+        ProfileCommand::Check { file } => return check(cat, &file),
         ProfileCommand::Show {
             name,
             resolved,
@@ -56,6 +60,64 @@ pub fn profile_command(command: ProfileCommand) -> Result<i32, JailError> {
                 }
             }
         }
+    }
+    Ok(0)
+}
+
+/// `jail profile check FILE`: the file as a profile of the catalog (named by its file name,
+/// shadowing one of that name as it would once installed), resolved, and what it would leave
+/// out here.
+fn check(mut cat: profile::Catalog, file: &std::path::Path) -> Result<i32, JailError> {
+    let shown = crate::text::printable(&file.display().to_string());
+    let name = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let text = std::fs::read(file)
+        .map_err(|e| JailError::BadInput(format!("profile check {shown}: {e}")))?;
+    let text = String::from_utf8(text)
+        .map_err(|_| JailError::BadInput(format!("profile check {shown}: is not UTF-8 text")))?;
+    if !profile::valid_name(&name) {
+        return Err(JailError::BadInput(format!(
+            "profile check {shown}: the file name makes the profile's name, which must be \
+             letters, digits, '-' or '_'"
+        )));
+    }
+    let shadows = cat.entries.contains_key(&name);
+    cat.entries.insert(
+        name.clone(),
+        profile::Entry {
+            name: name.clone(),
+            source: profile::Source::File(file.to_path_buf()),
+            text,
+            shadows_embedded: shadows,
+            unreadable: None,
+        },
+    );
+    let r = cat.resolve(&name)?;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let vars = |n: &str| std::env::var(n).ok();
+    let x = profile::Expansion {
+        home: home.as_deref(),
+        cwd: &cwd,
+        var: &vars,
+    };
+    let warnings = prepare::profile_warnings(&r, &x);
+    println!(
+        "profile {} ({shown}): usable; chain {}; {} path rules, {} environment rules{}",
+        crate::text::printable(&name),
+        crate::text::printable(&r.chain.join(" -> ")),
+        r.paths.len(),
+        r.env.deny.len() + r.env.keep.len() + r.env.set.len(),
+        if shadows {
+            "; shadows the profile of that name"
+        } else {
+            ""
+        }
+    );
+    for w in &warnings {
+        println!("warning: {w}");
     }
     Ok(0)
 }

@@ -33,6 +33,9 @@ pub const EMBEDDED: &[(&str, &str)] = &[
 #[serde(deny_unknown_fields)]
 struct ProfileFile {
     description: Option<String>,
+    /// `base = false`: leave out the embedded default profile's protections, which every
+    /// profile otherwise builds on whether or not it extends it. Said on every run.
+    base: Option<bool>,
     #[serde(default)]
     extends: Vec<Spanned<String>>,
     #[serde(default)]
@@ -134,6 +137,9 @@ pub struct Entry {
     pub text: String,
     /// An embedded profile of the same name that this user file shadows.
     pub shadows_embedded: bool,
+    /// Why the file could not be read (not UTF-8, a directory, a bad name): only a run that
+    /// uses this profile fails; `profile list` shows it.
+    pub unreadable: Option<String>,
 }
 
 /// All profiles known: the embedded ones, then the user's, which may shadow them.
@@ -198,7 +204,14 @@ pub struct Resolved {
     pub options: ProfileOptions,
     /// From `[limits]`: each bound the later profile sets wins.
     pub limits: Limits,
+    /// The profile in the chain that set `base = false` (the embedded default's protections
+    /// left out), if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_left_out_by: Option<String>,
 }
+
+/// The name the embedded default takes in a chain where a user file shadows `default`.
+const EMBEDDED_DEFAULT: &str = "default (embedded)";
 
 /// A guarded JSON file, before `~` and `${…}` are expanded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -220,6 +233,7 @@ impl Catalog {
                     source: Source::Embedded,
                     text: text.to_string(),
                     shadows_embedded: false,
+                    unreadable: None,
                 },
             );
         }
@@ -242,19 +256,32 @@ impl Catalog {
             .filter(|p| p.extension().is_some_and(|x| x == "toml"))
             .collect();
         files.sort();
+        // One bad file costs only the runs that use it: every other profile, and `profile
+        // list`, still work.
         for path in files {
             let name = path
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            if !valid_name(&name) {
-                return Err(JailError::BadInput(format!(
-                    "profile {}: the name must be letters, digits, '-' or '_'",
-                    path.display()
-                )));
-            }
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| JailError::io(format!("profile {}", path.display()), e))?;
+            let (text, unreadable) = if !valid_name(&name) {
+                (
+                    String::new(),
+                    Some("the name must be letters, digits, '-' or '_'".to_string()),
+                )
+            } else if path.is_dir() {
+                (
+                    String::new(),
+                    Some("is a directory, not a file".to_string()),
+                )
+            } else {
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => (text, None),
+                    Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                        (String::new(), Some("is not UTF-8 text".to_string()))
+                    }
+                    Err(e) => (String::new(), Some(e.to_string())),
+                }
+            };
             let shadows = cat.entries.contains_key(&name);
             if shadows {
                 tracing::info!(
@@ -269,6 +296,7 @@ impl Catalog {
                     source: Source::File(path),
                     text,
                     shadows_embedded: shadows,
+                    unreadable,
                 },
             );
         }
@@ -301,6 +329,41 @@ impl Catalog {
         let mut order = Vec::new();
         let mut parsed = BTreeMap::new();
         self.visit(entry, &mut Vec::new(), &mut order, &mut parsed)?;
+        // Every profile builds on the embedded default (hidden credentials, secret variables
+        // out of the environment) unless one in its chain says `base = false`: a profile that
+        // forgets `extends`, or a user default.toml, must not drop them silently.
+        let base_left_out_by = order
+            .iter()
+            .find(|n| parsed[*n].base == Some(false))
+            .cloned();
+        let has_base = |order: &[String]| {
+            order.iter().any(|n| {
+                n == EMBEDDED_DEFAULT
+                    || n == "default"
+                        && self
+                            .entries
+                            .get("default")
+                            .is_some_and(|e| e.source == Source::Embedded)
+            })
+        };
+        if base_left_out_by.is_none() && !has_base(&order) {
+            let text = EMBEDDED
+                .iter()
+                .find(|(n, _)| *n == "default")
+                .map(|(_, t)| *t)
+                .unwrap_or_default();
+            let embedded = Entry {
+                name: EMBEDDED_DEFAULT.into(),
+                source: Source::Embedded,
+                text: text.into(),
+                shadows_embedded: false,
+                unreadable: None,
+            };
+            let mut with_base = Vec::new();
+            self.visit(&embedded, &mut Vec::new(), &mut with_base, &mut parsed)?;
+            with_base.extend(order);
+            order = with_base;
+        }
         let mut out = Resolved {
             name: name.to_string(),
             description: None,
@@ -310,6 +373,7 @@ impl Catalog {
             env: ProfileEnv::default(),
             options: ProfileOptions::default(),
             limits: Limits::default(),
+            base_left_out_by,
         };
         for pname in order {
             let file: &ProfileFile = &parsed[&pname];
@@ -352,6 +416,7 @@ impl Catalog {
                     source: Source::Embedded,
                     text: text.to_string(),
                     shadows_embedded: false,
+                    unreadable: None,
                 };
                 self.visit(&embedded, stack, order, parsed)?;
                 continue;
@@ -376,7 +441,7 @@ impl Catalog {
     }
 }
 
-fn valid_name(name: &str) -> bool {
+pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name
             .chars()
@@ -384,6 +449,12 @@ fn valid_name(name: &str) -> bool {
 }
 
 fn parse(entry: &Entry) -> Result<ProfileFile, JailError> {
+    if let Some(why) = &entry.unreadable {
+        return Err(JailError::BadInput(format!(
+            "profile {} ({}): {why}",
+            entry.name, entry.source
+        )));
+    }
     let mut file = toml::from_str::<ProfileFile>(&entry.text).map_err(|e| {
         let (line, col) = e
             .span()
@@ -552,6 +623,7 @@ mod tests {
                     source: Source::File(PathBuf::from(format!("/p/{name}.toml"))),
                     text: text.to_string(),
                     shadows_embedded: false,
+                    unreadable: None,
                 },
             );
         }
@@ -581,6 +653,41 @@ mod tests {
         assert_eq!(ci.chain, ["default", "workspace", "ci"]);
     }
 
+    #[test]
+    fn every_profile_builds_on_the_embedded_default_unless_it_says_base_false() {
+        let embedded_hides = |r: &Resolved| r.paths.iter().any(|p| p.template == "~/.ssh");
+        let mut cat = Catalog::load(None).unwrap();
+        let user = |name: &str, text: &str| Entry {
+            name: name.into(),
+            source: Source::File(format!("/p/{name}.toml").into()),
+            text: text.into(),
+            shadows_embedded: name == "default",
+            unreadable: None,
+        };
+        // One that extends the embedded default gets it once, where it says.
+        assert_eq!(cat.resolve("review").unwrap().chain, ["default", "review"]);
+        cat.entries
+            .insert("mine".into(), user("mine", "[paths]\nrw = [\"/w\"]"));
+        let r = cat.resolve("mine").unwrap();
+        assert_eq!(r.chain, [EMBEDDED_DEFAULT, "mine"]);
+        assert!(embedded_hides(&r) && !r.env.deny.is_empty() && r.base_left_out_by.is_none());
+        // A user default.toml without extends: the base still holds for every plain run.
+        cat.entries
+            .insert("default".into(), user("default", "[paths]\nro = [\"/d\"]"));
+        let r = cat.resolve("default").unwrap();
+        assert_eq!(r.chain, [EMBEDDED_DEFAULT, "default"]);
+        assert!(embedded_hides(&r));
+        // Opting out is explicit, and named.
+        cat.entries.insert(
+            "bare".into(),
+            user("bare", "base = false\n[paths]\nrw = [\"/w\"]"),
+        );
+        let r = cat.resolve("bare").unwrap();
+        assert_eq!(r.chain, ["bare"]);
+        assert!(!embedded_hides(&r));
+        assert_eq!(r.base_left_out_by.as_deref(), Some("bare"));
+    }
+
     /// Merge semantics, table-driven: (profiles, resolved name, check).
     #[test]
     fn lists_merge_scalars_override_and_the_later_rule_wins() {
@@ -590,7 +697,8 @@ mod tests {
                 &[
                     (
                         "a",
-                        "[paths]\nro = [\"/x\"]\nhide = [\"/s\"]\n[env]\ndeny = [\"A*\"]\nset = { K = \"1\" }",
+                        // Without the embedded base, so that only these lists merge.
+                        "base = false\n[paths]\nro = [\"/x\"]\nhide = [\"/s\"]\n[env]\ndeny = [\"A*\"]\nset = { K = \"1\" }",
                     ),
                     (
                         "b",
@@ -640,7 +748,7 @@ mod tests {
                 ],
                 "top",
                 &|r| {
-                    assert_eq!(r.chain, ["base", "l", "r", "top"]);
+                    assert_eq!(r.chain, [EMBEDDED_DEFAULT, "base", "l", "r", "top"]);
                     let l: Vec<_> = r.paths.iter().filter(|p| p.template == "/l").collect();
                     assert_eq!(
                         (l.len(), l[0].access),
@@ -665,6 +773,7 @@ mod tests {
                 source: Source::File("/p/review.toml".into()),
                 text: "extends = [\"review\"]\n[paths]\nrw = [\"/srv/out\"]".into(),
                 shadows_embedded: true,
+                unreadable: None,
             },
         );
         let r = cat.resolve("review").unwrap();
