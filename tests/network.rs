@@ -504,3 +504,102 @@ fn net_rules_come_from_profiles_and_bad_values_are_refused() {
     let run = fx.jail(&["--net", "none", "--net", "connect=443", "--", "true"]);
     assert_refused(&run, "mixed modes", &["none", "connect=443"]);
 }
+
+/// `--net connect=443` resolves names: glibc's resolver is told `use-vc` (RES_OPTIONS), so a
+/// lookup goes over TCP to the host's nameserver, on the DNS port jail opens with the mode; UDP
+/// stays refused. Measured with a DNS server over TCP only (tests/helpers/dns_tcp.py) on the
+/// loopback as the nameserver (a private mount namespace gives /etc/resolv.conf that line).
+/// Control: the same lookup with the command's own RES_OPTIONS emptied goes over UDP and fails.
+#[test]
+fn connect_mode_resolves_names_over_tcp_and_keeps_udp_closed() {
+    if !full_level_or_skip("connect_mode_resolves_names_over_tcp_and_keeps_udp_closed") {
+        return;
+    }
+    if !common::is_root() {
+        eprintln!(
+            "skipping connect_mode_resolves_names_over_tcp_and_keeps_udp_closed: root only (port 53, a mount namespace)"
+        );
+        return;
+    }
+    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helpers/dns_tcp.py");
+    /// Stopped however the test ends (a server left on port 53 would fail the next run).
+    struct Server(std::process::Child);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut server = Server(
+        std::process::Command::new("python3")
+            .arg(&helper)
+            .args(["127.0.0.1", "53", "10.1.2.3"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut ready = [0u8; 6];
+    server
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_exact(&mut ready)
+        .unwrap();
+    assert_eq!(&ready, b"ready\n");
+    let resolv = common::base_dir().join(format!("resolv-{}.conf", std::process::id()));
+    std::fs::write(&resolv, "nameserver 127.0.0.1\n").unwrap();
+    std::fs::set_permissions(&resolv, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let lookup = "import socket, sys\n\
+        try:\n\
+        \x20   print('RESOLVED', socket.getaddrinfo('some.host.test', 443, socket.AF_INET)[0][4][0])\n\
+        except Exception as e:\n\
+        \x20   print('FAILED', e)\n\
+        try:\n\
+        \x20   socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print('UDP-OPEN')\n\
+        except OSError as e:\n\
+        \x20   print('UDP-REFUSED', e)\n";
+    for who in users() {
+        let fx = Fixture::new(who, "dns-tcp");
+        let run = |inner: &[&str]| {
+            let mut cmd = std::process::Command::new("unshare");
+            cmd.args([
+                "-m",
+                "sh",
+                "-c",
+                "mount --bind \"$0\" /etc/resolv.conf && shift && exec \"$@\"",
+            ])
+            .arg(&resolv)
+            .arg("--");
+            if who == Who::User {
+                cmd.args([
+                    "setpriv",
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                ]);
+            }
+            cmd.arg(common::jail_bin())
+                .args(["--net", "connect=443", "--"])
+                .args(inner)
+                .env("HOME", &fx.home)
+                .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+                .current_dir(&fx.dir);
+            Run::from(cmd.output().unwrap())
+        };
+        let r = run(&["python3", "-c", lookup]);
+        assert!(
+            r.stdout.contains("RESOLVED 10.1.2.3") && r.stdout.contains("UDP-REFUSED"),
+            "as {who:?}\n{}",
+            r.describe()
+        );
+        let r = run(&["env", "RES_OPTIONS=", "python3", "-c", lookup]);
+        assert!(
+            r.stdout.contains("FAILED") && r.stdout.contains("UDP-REFUSED"),
+            "as {who:?}: the control resolved over UDP\n{}",
+            r.describe()
+        );
+    }
+    drop(server);
+    let _ = std::fs::remove_file(&resolv);
+}

@@ -29,7 +29,16 @@ pub struct NetPlan {
     /// UDP, raw and other non-TCP sockets over IP refused (seccomp), because Landlock's TCP
     /// rules in the host's network are all that holds the policy.
     pub tcp_only: bool,
+    /// Names resolve over TCP: `--net connect=` refuses UDP, and a lookup is a UDP datagram to
+    /// the resolver, so `curl https://host` could not even start. glibc's resolver takes
+    /// `use-vc` from RES_OPTIONS (its queries then go over TCP to the same nameservers), and
+    /// Landlock allows TCP to port 53. The cost, named in the plan: TCP port 53 is reachable on
+    /// any host (Landlock's rules are ports, not addresses); UDP stays closed.
+    pub dns_over_tcp: bool,
 }
+
+/// The DNS port opened, over TCP only, with `--net connect=` ([`NetPlan::dns_over_tcp`]).
+pub const DNS_PORT: u16 = 53;
 
 impl NetPlan {
     /// What the seccomp filter adds for this plan.
@@ -59,6 +68,7 @@ pub fn net_plan(
         tcp_connect: None,
         tcp_bind: None,
         tcp_only: false,
+        dns_over_tcp: false,
     };
     let value = policy.net.summary();
     let need_tcp_rules = |plan: &mut NetPlan| -> Result<(), JailError> {
@@ -97,7 +107,17 @@ pub fn net_plan(
         }
         NetPolicy::Ports { connect, bind } => {
             need_tcp_rules(&mut plan)?;
-            plan.tcp_connect = connect.clone();
+            // A list of ports (not "every connect refused") gets the DNS port with it.
+            plan.tcp_connect = connect.clone().map(|mut ports| {
+                if !ports.is_empty() && !ports.contains(&DNS_PORT) {
+                    ports.push(DNS_PORT);
+                }
+                ports
+            });
+            plan.dns_over_tcp = plan
+                .tcp_connect
+                .as_ref()
+                .is_some_and(|p| p.contains(&DNS_PORT));
             plan.tcp_bind = bind.clone();
         }
         NetPolicy::Proxy { .. } if namespace => {
@@ -273,7 +293,11 @@ mod tests {
         );
         // Ports: Landlock TCP rules, in the host's network.
         let plan = net_plan(&policy(&["connect=443"]), &layers(true, true), &f, None).unwrap();
-        assert_eq!(plan.tcp_connect, Some(vec![443]));
+        // With the DNS port over TCP, for lookups (UDP stays refused).
+        assert_eq!(plan.tcp_connect, Some(vec![443, DNS_PORT]));
+        assert!(plan.dns_over_tcp && plan.tcp_only);
+        let plan = net_plan(&policy(&["none"]), &layers(false, true), &f, None).unwrap();
+        assert!(!plan.dns_over_tcp, "none opens no DNS port");
         assert!(plan.tcp_only && !plan.namespace);
         // allow=: the proxy inside the namespace.
         let plan = net_plan(

@@ -167,6 +167,19 @@ fn environment(policy: &Policy, layers: &Layers, net: &NetPlan) -> Result<Vec<CS
     for (k, v) in &proxy_env {
         envp.push(CString::new(format!("{k}={v}")).expect("no NUL"));
     }
+    if net.dns_over_tcp {
+        // The caller's own resolver options, and use-vc: lookups over TCP (see NetPlan).
+        let own = policy
+            .env
+            .vars
+            .iter()
+            .find(|(k, _)| k == "RES_OPTIONS")
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        envp.retain(|kv| !kv.as_bytes().starts_with(b"RES_OPTIONS="));
+        let value = format!("{own} use-vc").trim().to_string();
+        envp.push(CString::new(format!("RES_OPTIONS={value}")).expect("no NUL"));
+    }
     envp.push(CString::new("JAIL=1").expect("no NUL"));
     envp.push(
         CString::new(format!("JAIL_PROFILE={}", policy.profile))
