@@ -146,6 +146,9 @@ pub struct Entry {
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     pub entries: BTreeMap<String, Entry>,
+    /// The user's profile directory could not be listed (why): the embedded profiles still
+    /// work, and asking for any other says so.
+    pub unreadable_dir: Option<String>,
 }
 
 /// A path rule from a profile, before `~` and `${…}` are expanded.
@@ -244,10 +247,8 @@ impl Catalog {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(cat),
             Err(e) => {
-                return Err(JailError::io(
-                    format!("profile directory {}", dir.display()),
-                    e,
-                ));
+                cat.unreadable_dir = Some(format!("profile directory {}: {e}", dir.display()));
+                return Ok(cat);
             }
         };
         let mut files: Vec<PathBuf> = entries
@@ -322,8 +323,13 @@ impl Catalog {
     pub fn resolve(&self, name: &str) -> Result<Resolved, JailError> {
         let entry = self.entries.get(name).ok_or_else(|| {
             JailError::BadInput(format!(
-                "unknown profile '{name}' (known: {})",
-                self.entries.keys().cloned().collect::<Vec<_>>().join(", ")
+                "unknown profile '{}' (known: {}){}",
+                crate::text::printable(name),
+                self.entries.keys().cloned().collect::<Vec<_>>().join(", "),
+                self.unreadable_dir
+                    .as_ref()
+                    .map(|why| format!("; {why}"))
+                    .unwrap_or_default()
             ))
         })?;
         let mut order = Vec::new();
@@ -651,6 +657,22 @@ mod tests {
         let ci = cat.resolve("ci").unwrap();
         assert!(ci.env.clear && ci.options.require == Some(Require::Full));
         assert_eq!(ci.chain, ["default", "workspace", "ci"]);
+    }
+
+    #[test]
+    fn an_unlistable_profile_directory_costs_only_the_users_profiles() {
+        // A file where the directory should be: read_dir fails (as it does without permission).
+        let file = std::env::temp_dir().join(format!("jail-not-a-dir-{}", std::process::id()));
+        std::fs::write(&file, "").unwrap();
+        let cat = Catalog::load(Some(&file)).unwrap();
+        let _ = std::fs::remove_file(&file);
+        assert!(cat.unreadable_dir.is_some());
+        assert!(cat.resolve("review").is_ok());
+        let e = cat.resolve("mine").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown profile 'mine'") && e.contains("profile directory"),
+            "{e}"
+        );
     }
 
     #[test]
