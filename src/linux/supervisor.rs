@@ -326,7 +326,7 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                     let _ = waitpid(pid, None);
                     e
                 };
-                if let Err(e) = write_id_maps(pid) {
+                if let Err(e) = write_id_maps(pid, policy.allow_userns) {
                     // Refused inside another sandbox (an outer jail's Landlock keeps /proc
                     // read-only): the namespaces exist but cannot be used.
                     abandon(io("uid/gid map", &e));
@@ -506,7 +506,7 @@ fn read_all(fd: OwnedFd) -> Vec<u8> {
 /// CAP_SETUID/CAP_SETGID (any unprivileged user, and root inside another jail) may map only itself,
 /// after denying setgroups; real root maps the whole range identically so that file owners look as
 /// they do outside (git refuses repositories it believes are someone else's).
-fn write_id_maps(pid: Pid) -> std::io::Result<()> {
+fn write_id_maps(pid: Pid, root_aside: bool) -> std::io::Result<()> {
     use caps::{CapSet, Capability};
     let uid = nix::unistd::geteuid().as_raw();
     let gid = nix::unistd::getegid().as_raw();
@@ -518,13 +518,14 @@ fn write_id_maps(pid: Pid) -> std::io::Result<()> {
     // rootless podman or `unshare -r`, where a full range cannot be backed).
     let identity = |file: &str| -> Option<String> {
         let text = std::fs::read_to_string(format!("/proc/self/{file}")).ok()?;
-        let lines: Vec<String> = text
+        let ranges: Vec<(u32, u32)> = text
             .lines()
             .filter_map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
-                (f.len() == 3).then(|| format!("{} {} {}", f[0], f[0], f[2]))
+                (f.len() == 3).then(|| Some((f[0].parse().ok()?, f[2].parse().ok()?)))?
             })
             .collect();
+        let lines = id_map_lines(&ranges, root_aside && uid == 0);
         (!lines.is_empty()).then(|| lines.join("\n"))
     };
     if can_map_all {
@@ -538,6 +539,51 @@ fn write_id_maps(pid: Pid) -> std::io::Result<()> {
     super::sys::write_file(&format!("{base}/setgroups"), "deny")?;
     super::sys::write_file(&format!("{base}/uid_map"), &format!("{uid} {uid} 1"))?;
     super::sys::write_file(&format!("{base}/gid_map"), &format!("{gid} {gid} 1"))
+}
+
+/// Where host root (uid and gid 0) shows inside when the command may nest a sandbox of its own
+/// (`--allow-userns` as root): an id no host user has, below 2^31 because bubblewrap prints
+/// ids as signed ints into the nested map (4294967294 became "-2", which the kernel refuses).
+pub const ROOT_INSIDE: u32 = i32::MAX as u32 - 1;
+
+/// The lines of an id map over `ranges` (the parent namespace's inside ids: start, count).
+/// Identity, except with `root_aside`: then id 0 is left out and host 0 shows as
+/// [`ROOT_INSIDE`]. Why: a nested user namespace that maps its parent's id 0 needs
+/// CAP_SETFCAP in the parent (Linux 5.12, against unprivileged file capabilities), and the
+/// command holds no capability; as a non-zero id inside, codex's bubblewrap maps itself freely.
+/// The command is still host root to the kernel (same kuid), with no capability either way.
+pub fn id_map_lines(ranges: &[(u32, u32)], root_aside: bool) -> Vec<String> {
+    let maps_root = ranges.iter().any(|&(start, n)| start == 0 && n > 0);
+    let aside = root_aside && maps_root;
+    let mut out = Vec::new();
+    for &(start, n) in ranges {
+        let end = start as u64 + n as u64; // exclusive
+        let mut pieces = vec![(start as u64, end)];
+        if aside {
+            for cut in [0u64, ROOT_INSIDE as u64] {
+                pieces = pieces
+                    .into_iter()
+                    .flat_map(|(a, b)| {
+                        if cut < a || cut >= b {
+                            vec![(a, b)]
+                        } else {
+                            [(a, cut), (cut + 1, b)]
+                                .into_iter()
+                                .filter(|(x, y)| x < y)
+                                .collect()
+                        }
+                    })
+                    .collect();
+            }
+        }
+        for (a, b) in pieces {
+            out.push(format!("{a} {a} {}", b - a));
+        }
+    }
+    if aside {
+        out.push(format!("{ROOT_INSIDE} 0 1"));
+    }
+    out
 }
 
 /// What the supervisor listens to besides its signals.
@@ -1234,6 +1280,33 @@ fn confine(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn root_is_set_aside_only_when_asked_and_only_where_it_is_mapped() {
+        let host = [(0, u32::MAX)];
+        assert_eq!(id_map_lines(&host, false), ["0 0 4294967295"]);
+        let aside = id_map_lines(&host, true);
+        assert_eq!(
+            aside,
+            [
+                "1 1 2147483645".to_string(),
+                "2147483647 2147483647 2147483648".to_string(),
+                format!("{ROOT_INSIDE} 0 1"),
+            ]
+        );
+        // No inside id is mapped twice, and host root appears once, as ROOT_INSIDE.
+        let total: u64 = aside
+            .iter()
+            .map(|l| l.split(' ').nth(2).unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(
+            total,
+            u32::MAX as u64 - 1,
+            "every id but 0 and the host's ROOT_INSIDE"
+        );
+        // A parent that does not map 0 (rootless podman's subordinate range) stays identity.
+        assert_eq!(id_map_lines(&[(1, 65536)], true), ["1 1 65536"]);
+    }
 
     #[test]
     fn the_policy_file_lands_on_its_number_also_when_the_memfd_is_made_there() {
