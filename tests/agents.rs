@@ -325,8 +325,16 @@ fn codex_sandbox_nests(bin: &str, who: Who) {
         "-c",
         &script,
     ]);
-    assert!(run.stdout.contains("NESTED"), "as {who:?}\n{}", run.describe());
-    assert!(run.stdout.contains("STILL-READ-ONLY"), "as {who:?}\n{}", run.describe());
+    assert!(
+        run.stdout.contains("NESTED"),
+        "as {who:?}\n{}",
+        run.describe()
+    );
+    assert!(
+        run.stdout.contains("STILL-READ-ONLY"),
+        "as {who:?}\n{}",
+        run.describe()
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "original\n");
 }
 

@@ -247,6 +247,20 @@ fn default_profile_variants() -> Vec<(&'static str, Vec<String>)> {
     ]
 }
 
+/// Item 1's configurations under Docker's default profile, and the recommended one as root and
+/// as nobody.
+fn every_configuration() -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = default_profile_variants()
+        .into_iter()
+        .map(|(what, o)| (format!("default profile, {what}"), o))
+        .collect();
+    out.push(("recommended profile, root".into(), recommended()));
+    let mut nobody = recommended();
+    nobody.extend(["--user".into(), NOBODY.into()]);
+    out.push(("recommended profile, nobody".into(), nobody));
+    out
+}
+
 fn level_of(engine: &Engine, options: &[String]) -> String {
     let out = engine.jail(options, &["probe", "--json"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -441,10 +455,7 @@ fn docker_stop_reaches_the_command_and_its_exit_code_comes_back() {
     else {
         return;
     };
-    for (what, options) in [
-        ("default profile", vec![]),
-        ("recommended profile", recommended()),
-    ] {
+    for (what, options) in every_configuration() {
         let name = format!("jail-engine-stop-{}", std::process::id());
         engine.start(
             &name,
@@ -523,21 +534,23 @@ fn jail_as_pid_1_reaps_the_containers_orphans() {
             .parse()
             .unwrap_or(usize::MAX)
     };
-    let cases: [(&str, Vec<String>, &[&str], bool); 3] = [
-        ("jail, default profile", vec![], &["sleep", "30"], false),
-        (
-            "jail, recommended profile",
-            recommended(),
-            &["sleep", "30"],
-            false,
-        ),
-        (
-            "control: sleep as pid 1",
-            vec!["--entrypoint".into(), "/bin/sleep".into()],
-            &["30"],
-            true,
-        ),
-    ];
+    let mut cases: Vec<(String, Vec<String>, &[&str], bool)> = every_configuration()
+        .into_iter()
+        .map(|(what, options)| {
+            (
+                format!("jail, {what}"),
+                options,
+                &["sleep", "30"][..],
+                false,
+            )
+        })
+        .collect();
+    cases.push((
+        "control: sleep as pid 1".into(),
+        vec!["--entrypoint".into(), "/bin/sleep".into()],
+        &["30"],
+        true,
+    ));
     for (what, options, args, expect_zombie) in cases {
         let name = format!("jail-engine-reap-{}", std::process::id());
         engine.start(&name, &options, args);
@@ -827,5 +840,49 @@ fn run_pod_container(
     );
     for dir in dirs.values() {
         let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// The shipped Dockerfile stays within what the legacy builder (DOCKER_BUILDKIT=0) reads: no
+/// syntax directive, no RUN --mount, no COPY --link/--chmod/--parents, no heredocs, and its
+/// ignore file at the context root (the legacy builder reads no Dockerfile-specific one). Its
+/// base images come from a registry, so the engine tests build Dockerfile.scratch instead.
+#[test]
+fn the_shipped_dockerfile_uses_nothing_only_buildkit_reads() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for file in [
+        "platform/container/Dockerfile",
+        "platform/container/Dockerfile.scratch",
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        for line in text.lines().map(str::trim) {
+            let lower = line.to_ascii_lowercase();
+            assert!(!lower.starts_with("# syntax="), "{file}: {line}");
+            for buildkit_only in ["--mount", "--link", "--chmod", "--parents", "<<"] {
+                assert!(
+                    !(lower.starts_with("run ")
+                        || lower.starts_with("copy ")
+                        || lower.starts_with("add "))
+                        || !line.contains(buildkit_only),
+                    "{file}: {line}"
+                );
+            }
+        }
+    }
+    assert!(root.join(".dockerignore").is_file());
+    assert!(
+        !root
+            .join("platform/container/Dockerfile.dockerignore")
+            .exists()
+    );
+    let ignore = std::fs::read_to_string(root.join(".dockerignore")).unwrap();
+    let dockerfile = std::fs::read_to_string(root.join("platform/container/Dockerfile")).unwrap();
+    // Everything the build stage copies is let through.
+    for copied in ["Cargo.toml", "Cargo.lock", "build.rs", "src", "profiles"] {
+        assert!(dockerfile.contains(copied), "{copied}");
+        assert!(
+            ignore.lines().any(|l| l == format!("!{copied}")),
+            ".dockerignore drops {copied}"
+        );
     }
 }
