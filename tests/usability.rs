@@ -1039,3 +1039,38 @@ fn git_config_under_rw_names_the_protection_and_the_way_out() {
         );
     }
 }
+
+/// A writable path named inside a writable tree gets no bind of its own (git could not rename
+/// onto it), except when it is a mount of its own: then it is made writable as named, while an
+/// unnamed submount stays read-only. Root only (it mounts a tmpfs inside the fixture).
+#[test]
+fn a_mount_named_inside_a_writable_tree_is_made_writable() {
+    if !full_level_or_skip("a_mount_named_inside_a_writable_tree_is_made_writable") {
+        return;
+    }
+    if !common::is_root() {
+        eprintln!("skipping a_mount_named_inside_a_writable_tree_is_made_writable: root only");
+        return;
+    }
+    let fx = fixture(Who::Root, "submount");
+    let sub = fx.repo.join("sub");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "tmpfs"])
+        .arg(&sub)
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    let repo = fx.p("repo");
+    let named = fx.sh(
+        &["--rw", &repo, "--rw", &fx.p("repo/sub")],
+        &format!("echo a > {repo}/sub/x"),
+    );
+    let unnamed = fx.sh(&["--rw", &repo], &format!("echo a > {repo}/sub/y"));
+    let _ = Command::new("umount").arg(&sub).status();
+    assert!(named.ok(), "the named submount\n{}", named.describe());
+    assert!(
+        !unnamed.ok(),
+        "an unnamed submount became writable\n{}",
+        unnamed.describe()
+    );
+}

@@ -62,6 +62,13 @@ pub enum Step {
     /// bound with its submounts onto a directory (or file) made for it. Read-only as the rest
     /// of the tree is until its own rule's step, which follows.
     ShowInTmp(PathBuf),
+    /// A writable path inside a plainly writable tree (`--rw . --rw .git/config`): writable with
+    /// the tree already, so nothing is mounted, unless it is a mount of its own (another
+    /// filesystem, left read-only by the tree's step, which makes only its top mount writable);
+    /// then it is made writable like [`Step::BindWritable`]. Never bound otherwise: a bind
+    /// would make it a mount point, and the kernel refuses to rename onto one (EBUSY), which is
+    /// how git writes its config (config.lock, then a rename).
+    WritableInside(PathBuf),
     /// Remove jail's helper file from /dev and make /dev read-only.
     SealDev,
 }
@@ -89,6 +96,7 @@ impl Step {
             | Step::BindReadOnly(_)
             | Step::BindWritable(_)
             | Step::Pin(_)
+            | Step::WritableInside(_)
             | Step::ShowInTmp(_) => None,
             Step::MinimalDev | Step::SealDev => Some(Path::new("/dev")),
             Step::FreshProc => Some(Path::new("/proc")),
@@ -174,9 +182,7 @@ pub fn compile(policy: &Policy) -> MountPlan {
             continue;
         }
         // A writable path inside a plainly writable tree (a protected name named exactly with
-        // --rw, `--rw . --rw .git/config`) is writable with it already. A bind would only make
-        // it a mount point, and the kernel refuses to rename onto one (EBUSY): git writes its
-        // config through config.lock and a rename.
+        // --rw): see Step::WritableInside.
         let plain_rw = |p: &Path| {
             !policy.cow.iter().any(|c| p.starts_with(c))
                 && !policy.caches.iter().any(|c| p.starts_with(c))
@@ -186,6 +192,7 @@ pub fn compile(policy: &Policy) -> MountPlan {
             && enclosing_rule(policy, &rule.path)
                 .is_some_and(|o| o.access == Access::Rw && o.path != Path::new("/"))
         {
+            placed.push((rule.path.clone(), Step::WritableInside(rule.path.clone())));
             continue;
         }
         placed.push((
@@ -412,6 +419,11 @@ fn apply_step(step: &Step, dev_bytes: usize, sizes: &TmpfsSizes) -> Result<(), J
         .map_err(|e| fail("tmpfs", Path::new("/tmp"), e)),
         Step::BindReadOnly(p) => bind_self(p, true),
         Step::BindWritable(p) | Step::Pin(p) => bind_self(p, false),
+        Step::WritableInside(p) => match is_mount_point(p) {
+            Ok(true) => bind_self(p, false),
+            Ok(false) => Ok(()),
+            Err(e) => Err(fail("open", p, e)),
+        },
         Step::HideDir(p) => {
             let target = sys::open_path_nofollow(p).map_err(|e| fail("open", p, e))?;
             mount(
@@ -473,6 +485,26 @@ fn fd_path(fd: i32) -> String {
 }
 
 /// Binds `path` over itself (with its submounts) and sets or clears read-only on the new mount.
+/// Whether `path` is the root of a mount of its own: resolving its name from its parent with
+/// RESOLVE_NO_XDEV crosses into another mount (EXDEV). Symlinks are not followed.
+fn is_mount_point(path: &Path) -> std::io::Result<bool> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok(true); // "/" is a mount
+    };
+    let dir = sys::open_path_nofollow(parent)?;
+    let name = std::ffi::CString::new(name.as_encoded_bytes())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL in a name"))?;
+    match sys::openat2_path(
+        dir.as_raw_fd(),
+        &name,
+        libc::RESOLVE_NO_XDEV | libc::RESOLVE_NO_SYMLINKS,
+    ) {
+        Ok(_) => Ok(false),
+        Err(e) if e.raw_os_error() == Some(libc::EXDEV) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
 fn bind_self(path: &Path, read_only: bool) -> Result<(), JailError> {
     let target = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
     let mode = sys::fstat_mode(target.as_raw_fd()).map_err(|e| fail("stat", path, e))?;
@@ -881,6 +913,7 @@ mod tests {
         );
         let steps = compile(&p).steps;
         assert!(!steps.contains(&Step::BindWritable("/home/u/repo/.git/config".into())));
+        assert!(steps.contains(&Step::WritableInside("/home/u/repo/.git/config".into())));
         assert!(steps.contains(&Step::BindWritable("/home/u/repo".into())));
         assert!(steps.contains(&Step::BindReadOnly("/home/u/repo/.git/hooks".into())));
     }
