@@ -689,14 +689,20 @@ fn open_worktree_git_dirs(
     rules: &mut Rules,
     absent_protected: &mut Vec<PathBuf>,
 ) {
-    let writable_already = |rules: &Rules, p: &Path| {
-        rules.contains_key(p)
-            || rules
-                .values()
-                .filter(|r| r.path != Path::new("/") && p.starts_with(&r.path))
-                .max_by_key(|r| r.path.components().count())
-                .is_some_and(|r| r.access == Access::Rw)
+    let covering = |rules: &Rules, p: &Path| -> Option<Access> {
+        rules
+            .values()
+            .filter(|r| r.path != Path::new("/") && p.starts_with(&r.path))
+            .max_by_key(|r| r.path.components().count())
+            .map(|r| r.access)
     };
+    // Named by a rule, writable already, or hidden (a hidden repository stays hidden).
+    let writable_already = |rules: &Rules, p: &Path| {
+        rules.contains_key(p) || covering(rules, p).is_some_and(|a| a != Access::Ro)
+    };
+    if covering(rules, &linked.common) == Some(Access::Hide) {
+        return;
+    }
     let origin = Origin::GitWorktree(worktree.to_path_buf());
     let add = |rules: &mut Rules, path: PathBuf, kind: Kind, access: Access, origin: Origin| {
         rules.insert(
@@ -709,6 +715,22 @@ fn open_worktree_git_dirs(
             },
         );
     };
+    // A main repository in the private /tmp (no rule shows it there) is shown read-only: git
+    // reads its config (the repository format, extensions), HEAD and info from the common
+    // directory, and the writable parts alone would be all of it in the view.
+    let shared_tmp = rules
+        .get(Path::new("/tmp"))
+        .is_some_and(|r| r.origin == Origin::SharedTmp);
+    if !shared_tmp && linked.common.starts_with("/tmp") && covering(rules, &linked.common).is_none()
+    {
+        add(
+            rules,
+            linked.common.clone(),
+            Kind::Dir,
+            Access::Ro,
+            origin.clone(),
+        );
+    }
     // A symlink at a protected name cannot be kept read-only in a writable directory: then the
     // worktree's git directory is not opened at all.
     let parts: Vec<(PathBuf, Option<bool>)> = PROTECTED_IN_GIT_DIRS
@@ -1407,11 +1429,12 @@ mod tests {
         assert_eq!(p.access_at(&t.p("projects/org/app/.git/index")), Access::Rw);
     }
 
-    /// The test tree's input with a private /tmp: under the host's, all of the tree would be
-    /// writable already.
+    /// The test tree's input with a private /tmp (under the host's, all of the tree would be
+    /// writable already), run from the worktree.
     fn private_tmp(t: &Tree) -> PolicyInput {
         PolicyInput {
             tmp_host: false,
+            cwd: Some(t.p("wt")),
             ..input(t)
         }
     }
@@ -1480,6 +1503,23 @@ mod tests {
         }
         let rule = p.rule_for(&t.p("main/.git/objects")).unwrap();
         assert_eq!(rule.origin, Origin::GitWorktree(t.p("wt")));
+        // The tree is in the private /tmp: the main git directory is shown there, read-only.
+        let rule = p.rule_for(&t.p("main/.git/HEAD")).unwrap();
+        assert_eq!(
+            (rule.path.clone(), rule.access),
+            (t.p("main/.git"), Access::Ro)
+        );
+        // A hidden main repository stays hidden.
+        let mut i = private_tmp(&t);
+        i.rw = vec![t.p("wt")];
+        i.hide = vec![t.p("main")];
+        let p = resolve(&i).unwrap();
+        assert_eq!(p.access_at(&t.p("main/.git/objects/x")), Access::Hide);
+        assert!(
+            p.rules
+                .iter()
+                .all(|r| !matches!(r.origin, Origin::GitWorktree(_)))
+        );
         // Nested a few levels below the writable root, found the same way.
         let mut i = private_tmp(&t);
         i.rw = vec![t.0.clone()];
