@@ -1119,3 +1119,79 @@ fn a_linked_worktree_under_rw_commits_and_the_main_repository_stays_read_only() 
         }
     }
 }
+
+/// A submodule's checkout given with --rw: git add and commit work there (its git directory is
+/// in the superproject's .git/modules), and its config and hooks, the superproject's config and
+/// its work tree stay read-only.
+#[test]
+fn a_submodule_under_rw_commits_and_its_config_and_hooks_stay_read_only() {
+    use common::{Attack, Layer, sh_argv};
+    if !full_level_or_skip("a_submodule_under_rw_commits_and_its_config_and_hooks_stay_read_only") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "submodule");
+        let (lib, sup) = (fx.p("lib"), fx.p("super"));
+        fx.give_to(who);
+        let git = |args: &[&str]| {
+            let out = fx.command("git".as_ref(), args).output().unwrap();
+            assert!(
+                out.status.success(),
+                "as {who:?}: git {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        git(&["init", "-q", &lib]);
+        git(&["-C", &lib, "commit", "-q", "--allow-empty", "-m", "lib"]);
+        git(&["init", "-q", &sup]);
+        let file = ["-c", "protocol.file.allow=always"];
+        git(&[
+            &["-C", &sup][..],
+            &file,
+            &["submodule", "-q", "add", &lib, "x"],
+        ]
+        .concat());
+        git(&["-C", &sup, "commit", "-q", "-m", "add x"]);
+        let x = format!("{sup}/x");
+        std::fs::write(format!("{x}/f"), "x\n").unwrap();
+        fx.give_to(who);
+        for cmd in [
+            &["add", "f"][..],
+            &["commit", "-q", "-m", "in the submodule"],
+        ] {
+            let mut args = vec!["--rw", &x, "--", "git", "-C", &x];
+            args.extend(cmd);
+            let run = fx.jail(&args);
+            assert!(run.ok(), "as {who:?}: git {cmd:?}\n{}", run.describe());
+        }
+        let out = fx
+            .command("git".as_ref(), &["-C", &x, "log", "--format=%s"])
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&out.stdout).contains("in the submodule"));
+        let modules = format!("{sup}/.git/modules/x");
+        for (name, target) in [
+            ("the submodule's config", format!("{modules}/config")),
+            (
+                "a hook of the submodule",
+                format!("{modules}/hooks/pre-commit"),
+            ),
+            ("the superproject's config", format!("{sup}/.git/config")),
+            ("the superproject's work tree", format!("{sup}/.gitmodules")),
+        ] {
+            let script = format!(
+                "if echo '[core]' >> {target}; then echo 'ALLOWED write'; \
+                 else echo 'BLOCKED write'; exit 1; fi"
+            );
+            Attack::new(
+                &format!("write {name} from the submodule"),
+                &["--rw", &x, "--cwd", &x],
+                sh_argv(&script),
+                &[Layer::Mount, Layer::Landlock],
+            )
+            .prove(&fx);
+            common::restore_quarantined(Path::new(&modules));
+            let _ = std::fs::remove_file(format!("{modules}/hooks/pre-commit"));
+        }
+    }
+}

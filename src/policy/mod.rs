@@ -79,6 +79,9 @@ pub enum Origin {
     /// path): its own git directory and the main repository's objects and refs, which git
     /// writes on add, commit and checkout there.
     GitWorktree(PathBuf),
+    /// The git directory of the submodule checked out at this path (beneath a writable path),
+    /// in its superproject's `.git/modules`: git writes its index, objects and refs there.
+    GitSubmodule(PathBuf),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -621,6 +621,8 @@ fn protect_names(
         for worktree in found.worktrees {
             if let Some(linked) = linked_worktree(&worktree) {
                 open_worktree_git_dirs(&worktree, &linked, rules, &mut absent_protected);
+            } else if let Some(git_dir) = submodule_git_dir(&worktree) {
+                open_submodule_git_dir(&worktree, &git_dir, rules, &mut absent_protected);
             }
         }
     }
@@ -676,6 +678,103 @@ fn linked_worktree(worktree: &Path) -> Option<LinkedWorktree> {
         return None;
     }
     Some(LinkedWorktree { git_dir, common })
+}
+
+/// The git directory of the submodule checked out at `dir`, when everything agrees that it is
+/// one, read once before the run (the gitfile stays read-only): the gitfile's `gitdir:` line
+/// names a directory with HEAD, objects, refs and a config, and no commondir (that would make it
+/// a worktree's); it lies beneath the `modules` directory of a git directory (where `git
+/// submodule` puts it); and its `core.worktree` names `dir` back (git sets it there, so a
+/// gitfile alone, which any writable tree can hold, claims nothing). Real paths throughout.
+fn submodule_git_dir(dir: &Path) -> Option<PathBuf> {
+    let text = super::gitconfig::read_small(&dir.join(".git")).ok()?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let git_dir = std::fs::canonicalize(absolute(dir, Path::new(target))).ok()?;
+    let lstat = |p: &Path| std::fs::symlink_metadata(p).ok();
+    let is_file = |p: &Path| lstat(p).is_some_and(|m| m.is_file());
+    let is_dir = |p: &Path| lstat(p).is_some_and(|m| m.is_dir());
+    let git_layout = |g: &Path| {
+        is_file(&g.join("HEAD")) && is_dir(&g.join("objects")) && is_dir(&g.join("refs"))
+    };
+    if !git_layout(&git_dir)
+        || !is_file(&git_dir.join("config"))
+        || lstat(&git_dir.join("commondir")).is_some()
+    {
+        return None;
+    }
+    let in_modules = git_dir.ancestors().skip(1).any(|a| {
+        a.file_name().is_some_and(|n| n == "modules") && a.parent().is_some_and(git_layout)
+    });
+    if !in_modules {
+        return None;
+    }
+    let config = super::gitconfig::read_small(&git_dir.join("config")).ok()?;
+    let entries = super::gitconfig::parse(&config);
+    let worktree = super::gitconfig::last(&entries, "core", "worktree")?;
+    let worktree = std::fs::canonicalize(absolute(&git_dir, Path::new(worktree))).ok()?;
+    (worktree == std::fs::canonicalize(dir).ok()?).then_some(git_dir)
+}
+
+/// A writable rule for the git directory of the submodule at `dir`, as its `.git` would have
+/// were it a directory: writable, but for the names that carry configuration and hooks, in it
+/// and in the git directories of the submodules nested in it. Not opened when one of those is
+/// a symlink, or when a rule names it, makes it writable already, or hides it.
+fn open_submodule_git_dir(
+    dir: &Path,
+    git_dir: &Path,
+    rules: &mut Rules,
+    absent_protected: &mut Vec<PathBuf>,
+) {
+    let covering = rules
+        .values()
+        .filter(|r| r.path != Path::new("/") && git_dir.starts_with(&r.path))
+        .max_by_key(|r| r.path.components().count())
+        .map(|r| r.access);
+    if rules.contains_key(git_dir) || covering.is_some_and(|a| a != Access::Ro) {
+        return;
+    }
+    let mut parts = Vec::new();
+    for g in git_dirs_of(git_dir) {
+        for part in PROTECTED_IN_GIT_DIRS {
+            let path = g.join(part.pattern);
+            match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.file_type().is_symlink() => return,
+                Ok(m) => parts.push((path, Some(m.is_dir()))),
+                Err(_) => parts.push((path, None)),
+            }
+        }
+    }
+    rules.insert(
+        git_dir.to_path_buf(),
+        PathRule {
+            path: git_dir.to_path_buf(),
+            access: Access::Rw,
+            kind: Kind::Dir,
+            origin: Origin::GitSubmodule(dir.to_path_buf()),
+        },
+    );
+    for (path, is_dir) in parts {
+        match is_dir {
+            _ if rules.contains_key(&path) => {}
+            Some(is_dir) => {
+                let kind = if is_dir { Kind::Dir } else { Kind::File };
+                rules.insert(
+                    path.clone(),
+                    PathRule {
+                        path,
+                        access: Access::Ro,
+                        kind,
+                        origin: Origin::Protected(git_dir.to_path_buf()),
+                    },
+                );
+            }
+            // A submodule's git directory is a whole one: git runs its own hooks, so an absent
+            // hooks directory is a gap (reported) as in any .git; an absent config is git's
+            // default.
+            None if path.file_name().is_some_and(|n| n != "config") => absent_protected.push(path),
+            None => {}
+        }
+    }
 }
 
 /// Writable rules for what git writes from the linked worktree at `worktree`: its own git
@@ -1579,7 +1678,8 @@ mod tests {
         assert_eq!(p.access_at(&t.p("main/.git/objects/x")), Access::Rw);
         assert_eq!(p.access_at(&t.p("main/.git/logs/x")), Access::Ro);
         assert_eq!(p.access_at(&t.p("secret/x")), Access::Ro);
-        // A submodule's gitfile leads to a git directory without commondir: left as it was.
+        // A gitfile into a superproject's .git/modules that is not a submodule's git directory
+        // (no config naming this checkout as its core.worktree): left as it was.
         let t = Tree::new("wt-sub");
         worktree_layout(&t);
         let m = t.p("main/.git/modules/x");
@@ -1594,6 +1694,53 @@ mod tests {
         assert_eq!(p.access_at(&m.join("objects/x")), Access::Ro);
         assert_eq!(p.access_at(&t.p("main/x/.git")), Access::Ro);
         assert_eq!(p.access_at(&t.p("main/x/src")), Access::Rw);
+    }
+
+    #[test]
+    fn a_submodule_under_rw_opens_its_git_dir_but_its_config_and_hooks() {
+        let t = Tree::new("submodule");
+        worktree_layout(&t);
+        let m = t.p("main/.git/modules/lib/x");
+        for d in [
+            "objects",
+            "refs/heads",
+            "hooks",
+            "modules/y/objects",
+            "modules/y/refs",
+        ] {
+            fs::create_dir_all(m.join(d)).unwrap();
+        }
+        fs::write(m.join("HEAD"), "").unwrap();
+        fs::write(m.join("modules/y/HEAD"), "").unwrap();
+        fs::write(m.join("modules/y/config"), "").unwrap();
+        fs::write(m.join("config"), "[core]\n\tworktree = ../../../../lib/x\n").unwrap();
+        fs::create_dir_all(t.p("main/lib/x")).unwrap();
+        fs::write(t.p("main/lib/x/.git"), "gitdir: ../../.git/modules/lib/x\n").unwrap();
+        let mut i = private_tmp(&t);
+        i.rw = vec![t.p("main/lib/x")];
+        let p = resolve(&i).unwrap();
+        for rw in ["index", "objects/ab", "refs/heads/x"] {
+            assert_eq!(p.access_at(&m.join(rw)), Access::Rw, "{rw}");
+        }
+        for ro in ["config", "hooks/pre-commit", "modules/y/config"] {
+            assert_eq!(p.access_at(&m.join(ro)), Access::Ro, "{ro}");
+        }
+        assert_eq!(p.access_at(&t.p("main/.git/config")), Access::Ro);
+        assert_eq!(p.access_at(&t.p("main/.git/objects/x")), Access::Ro);
+        assert_eq!(
+            p.rule_for(&m).unwrap().origin,
+            Origin::GitSubmodule(t.p("main/lib/x"))
+        );
+        assert!(p.absent_protected.contains(&m.join("modules/y/hooks")));
+        // Its core.worktree names another directory: the gitfile claims it alone.
+        fs::write(
+            m.join("config"),
+            "[core]\n\tworktree = ../../../../elsewhere\n",
+        )
+        .unwrap();
+        fs::create_dir_all(t.p("main/elsewhere")).unwrap();
+        let p = resolve(&i).unwrap();
+        assert_eq!(p.access_at(&m.join("index")), Access::Ro);
     }
 
     #[test]
