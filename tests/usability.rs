@@ -1074,3 +1074,159 @@ fn a_mount_named_inside_a_writable_tree_is_made_writable() {
         unnamed.describe()
     );
 }
+
+/// A linked worktree (its `.git` a gitfile naming `main/.git/worktrees/wt`) given with --rw:
+/// git add, commit and checkout -b work there, and the commit is the main repository's; its
+/// hooks, config, the worktree's config.worktree and its work tree stay read-only.
+#[test]
+fn a_linked_worktree_under_rw_commits_and_the_main_repository_stays_read_only() {
+    use common::{Attack, Layer, sh_argv};
+    if !full_level_or_skip(
+        "a_linked_worktree_under_rw_commits_and_the_main_repository_stays_read_only",
+    ) {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "worktree");
+        let (main, wt) = (fx.p("main"), fx.p("wt"));
+        std::fs::create_dir_all(&main).unwrap();
+        fx.give_to(who);
+        let git = |args: &[&str]| {
+            let out = fx.command("git".as_ref(), args).output().unwrap();
+            assert!(
+                out.status.success(),
+                "as {who:?}: git {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        git(&["init", "-q", &main]);
+        git(&["-C", &main, "commit", "-q", "--allow-empty", "-m", "init"]);
+        git(&["-C", &main, "worktree", "add", "-q", &wt]);
+        let config_worktree = format!("{main}/.git/worktrees/wt/config.worktree");
+        // Present, so the view keeps it read-only (an absent one is a reported gap).
+        std::fs::write(&config_worktree, "").unwrap();
+        std::fs::write(format!("{main}/tracked"), "main\n").unwrap();
+        std::fs::write(format!("{wt}/f"), "x\n").unwrap();
+        fx.give_to(who);
+        for cmd in [
+            &["add", "f"][..],
+            &["commit", "-q", "-m", "in the worktree"],
+            &["checkout", "-q", "-b", "x"],
+        ] {
+            let mut args = vec!["--rw", &wt, "--", "git", "-C", &wt];
+            args.extend(cmd);
+            let run = fx.jail(&args);
+            assert!(run.ok(), "as {who:?}: git {cmd:?}\n{}", run.describe());
+        }
+        let log = git(&["-C", &main, "log", "--all", "--format=%s %D"]);
+        assert!(
+            log.contains("in the worktree") && log.contains(" x"),
+            "as {who:?}: {log}"
+        );
+        for (name, target) in [
+            (
+                "a hook of the main repository",
+                format!("{main}/.git/hooks/pre-commit"),
+            ),
+            (
+                "the main repository's config",
+                format!("{main}/.git/config"),
+            ),
+            ("the worktree's config.worktree", config_worktree.clone()),
+            ("the main repository's work tree", format!("{main}/tracked")),
+        ] {
+            let script = format!(
+                "if echo '[core]' >> {target}; then echo 'ALLOWED write'; \
+                 else echo 'BLOCKED write'; exit 1; fi"
+            );
+            Attack::new(
+                &format!("write {name} from the worktree"),
+                &["--rw", &wt, "--cwd", &wt],
+                sh_argv(&script),
+                &[Layer::Mount, Layer::Landlock],
+            )
+            .prove(&fx);
+            // The run with both layers off wrote it (and the after-run check may have moved
+            // it aside): the next attack starts from the tree as it was.
+            common::restore_quarantined(Path::new(&format!("{main}/.git/worktrees/wt")));
+            let _ = std::fs::remove_file(format!("{main}/.git/hooks/pre-commit"));
+        }
+    }
+}
+
+/// A submodule's checkout given with --rw: git add and commit work there (its git directory is
+/// in the superproject's .git/modules), and its config and hooks, the superproject's config and
+/// its work tree stay read-only.
+#[test]
+fn a_submodule_under_rw_commits_and_its_config_and_hooks_stay_read_only() {
+    use common::{Attack, Layer, sh_argv};
+    if !full_level_or_skip("a_submodule_under_rw_commits_and_its_config_and_hooks_stay_read_only") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "submodule");
+        let (lib, sup) = (fx.p("lib"), fx.p("super"));
+        fx.give_to(who);
+        let git = |args: &[&str]| {
+            let out = fx.command("git".as_ref(), args).output().unwrap();
+            assert!(
+                out.status.success(),
+                "as {who:?}: git {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        git(&["init", "-q", &lib]);
+        git(&["-C", &lib, "commit", "-q", "--allow-empty", "-m", "lib"]);
+        git(&["init", "-q", &sup]);
+        let file = ["-c", "protocol.file.allow=always"];
+        git(&[
+            &["-C", &sup][..],
+            &file,
+            &["submodule", "-q", "add", &lib, "x"],
+        ]
+        .concat());
+        git(&["-C", &sup, "commit", "-q", "-m", "add x"]);
+        let x = format!("{sup}/x");
+        std::fs::write(format!("{x}/f"), "x\n").unwrap();
+        fx.give_to(who);
+        for cmd in [
+            &["add", "f"][..],
+            &["commit", "-q", "-m", "in the submodule"],
+        ] {
+            let mut args = vec!["--rw", &x, "--", "git", "-C", &x];
+            args.extend(cmd);
+            let run = fx.jail(&args);
+            assert!(run.ok(), "as {who:?}: git {cmd:?}\n{}", run.describe());
+        }
+        let out = fx
+            .command("git".as_ref(), &["-C", &x, "log", "--format=%s"])
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&out.stdout).contains("in the submodule"));
+        let modules = format!("{sup}/.git/modules/x");
+        for (name, target) in [
+            ("the submodule's config", format!("{modules}/config")),
+            (
+                "a hook of the submodule",
+                format!("{modules}/hooks/pre-commit"),
+            ),
+            ("the superproject's config", format!("{sup}/.git/config")),
+            ("the superproject's work tree", format!("{sup}/.gitmodules")),
+        ] {
+            let script = format!(
+                "if echo '[core]' >> {target}; then echo 'ALLOWED write'; \
+                 else echo 'BLOCKED write'; exit 1; fi"
+            );
+            Attack::new(
+                &format!("write {name} from the submodule"),
+                &["--rw", &x, "--cwd", &x],
+                sh_argv(&script),
+                &[Layer::Mount, Layer::Landlock],
+            )
+            .prove(&fx);
+            common::restore_quarantined(Path::new(&modules));
+            let _ = std::fs::remove_file(format!("{modules}/hooks/pre-commit"));
+        }
+    }
+}

@@ -919,6 +919,47 @@ mod tests {
     }
 
     #[test]
+    fn a_linked_worktree_binds_its_git_dir_and_the_shared_parts_not_the_main_repository() {
+        // The rules the resolver makes for `--rw /w/wt`, a linked worktree of /w/main.
+        let g = "/w/main/.git";
+        let wt = format!("{g}/worktrees/wt");
+        let p = policy(
+            vec![
+                rule("/", Access::Ro, Kind::Dir),
+                rule(&format!("{g}/logs"), Access::Rw, Kind::Dir),
+                rule(&format!("{g}/objects"), Access::Rw, Kind::Dir),
+                rule(&format!("{g}/packed-refs"), Access::Rw, Kind::File),
+                rule(&format!("{g}/refs"), Access::Rw, Kind::Dir),
+                rule(&wt, Access::Rw, Kind::Dir),
+                rule(&format!("{wt}/commondir"), Access::Ro, Kind::File),
+                rule(&format!("{wt}/config.worktree"), Access::Ro, Kind::File),
+                rule("/w/wt", Access::Rw, Kind::Dir),
+                rule("/w/wt/.git", Access::Ro, Kind::File),
+            ],
+            TmpMode::Host,
+        );
+        let steps = compile(&p).steps;
+        let pos = |s: Step| steps.iter().position(|x| *x == s).unwrap_or(usize::MAX);
+        for part in ["logs", "objects", "packed-refs", "refs", "worktrees/wt"] {
+            assert!(pos(Step::BindWritable(format!("{g}/{part}").into())) < steps.len());
+        }
+        // The read-only names inside the worktree's git dir come after the writable bind.
+        let dir = pos(Step::BindWritable(wt.clone().into()));
+        for name in ["commondir", "config.worktree"] {
+            let ro = pos(Step::BindReadOnly(format!("{wt}/{name}").into()));
+            assert!(dir < ro && ro < steps.len(), "{name}: {steps:?}");
+        }
+        assert!(pos(Step::BindReadOnly("/w/wt/.git".into())) < steps.len());
+        // Nothing else of the main repository is bound writable: its config, hooks, index and
+        // work tree stay in the read-only tree.
+        let writable: Vec<&Step> = steps
+            .iter()
+            .filter(|s| matches!(s, Step::BindWritable(_)))
+            .collect();
+        assert_eq!(writable.len(), 6, "{steps:?}");
+    }
+
+    #[test]
     fn host_tmp_is_not_replaced() {
         let p = policy(vec![rule("/", Access::Ro, Kind::Dir)], TmpMode::Host);
         assert!(!compile(&p).steps.contains(&Step::PrivateTmp));

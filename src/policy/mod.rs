@@ -75,6 +75,13 @@ pub enum Origin {
     /// The working directory, beneath the private /tmp and named by no rule: shown there
     /// read-only, as it would be elsewhere.
     TmpWorkingDir,
+    /// A part of the git directories of the linked worktree at this path (beneath a writable
+    /// path): its own git directory and the main repository's objects and refs, which git
+    /// writes on add, commit and checkout there.
+    GitWorktree(PathBuf),
+    /// The git directory of the submodule checked out at this path (beneath a writable path),
+    /// in its superproject's `.git/modules`: git writes its index, objects and refs there.
+    GitSubmodule(PathBuf),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -618,8 +618,268 @@ fn protect_names(
                 },
             );
         }
+        for worktree in found.worktrees {
+            if let Some(linked) = linked_worktree(&worktree) {
+                open_worktree_git_dirs(&worktree, &linked, rules, &mut absent_protected);
+            } else if let Some(git_dir) = submodule_git_dir(&worktree) {
+                open_submodule_git_dir(&worktree, &git_dir, rules, &mut absent_protected);
+            }
+        }
     }
     Ok((absent_protected, search_notes))
+}
+
+/// The git directories of a linked worktree, checked (see [`linked_worktree`]), all real paths.
+#[derive(Debug, PartialEq, Eq)]
+struct LinkedWorktree {
+    /// The worktree's own git directory, `<common>/worktrees/<name>`: index, HEAD, logs.
+    git_dir: PathBuf,
+    /// The main repository's git directory: objects and refs shared by all its worktrees.
+    common: PathBuf,
+}
+
+/// The parts of the main repository's git directory a linked worktree's git commands write:
+/// objects (add, commit), refs and their logs (commit, branch, checkout -b), packed-refs and
+/// reftable (the other ref stores). Not config, hooks or info: git reads those from the common
+/// directory for every worktree, and they are the ones that carry commands.
+const SHARED_GIT_PARTS: &[&str] = &["objects", "refs", "logs", "packed-refs", "reftable"];
+
+/// The linked worktree whose gitfile is `worktree/.git`, when everything agrees that it is one,
+/// read once before the run (the gitfile itself stays read-only, so the command cannot point it
+/// elsewhere): the gitfile's `gitdir:` line names a directory holding HEAD and a `commondir`
+/// file; that one names a git directory of which the first is `worktrees/<name>`; and that
+/// directory's `gitdir` file names this gitfile back (git writes it on `worktree add`, so a
+/// gitfile alone, which any writable tree can hold, never claims another repository's
+/// directories). Every path is canonicalized; anything else (a submodule's gitfile, whose git
+/// directory has no commondir; a missing or redirected part) is None, and nothing is opened.
+fn linked_worktree(worktree: &Path) -> Option<LinkedWorktree> {
+    let gitfile = worktree.join(".git");
+    // read_small opens with O_NOFOLLOW and takes regular files only.
+    let text = super::gitconfig::read_small(&gitfile).ok()?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let git_dir = std::fs::canonicalize(absolute(worktree, Path::new(target))).ok()?;
+    let is_file = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
+    let is_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    if !is_file(&git_dir.join("HEAD")) || !is_file(&git_dir.join("commondir")) {
+        return None;
+    }
+    let common_line = super::gitconfig::read_small(&git_dir.join("commondir")).ok()?;
+    let common = std::fs::canonicalize(absolute(&git_dir, Path::new(common_line.trim()))).ok()?;
+    if git_dir.parent()? != common.join("worktrees")
+        || !is_file(&common.join("HEAD"))
+        || !is_dir(&common.join("objects"))
+        || !is_dir(&common.join("refs"))
+    {
+        return None;
+    }
+    let back = super::gitconfig::read_small(&git_dir.join("gitdir")).ok()?;
+    let back = std::fs::canonicalize(absolute(&git_dir, Path::new(back.trim()))).ok()?;
+    if back != std::fs::canonicalize(&gitfile).ok()? {
+        return None;
+    }
+    Some(LinkedWorktree { git_dir, common })
+}
+
+/// The git directory of the submodule checked out at `dir`, when everything agrees that it is
+/// one, read once before the run (the gitfile stays read-only): the gitfile's `gitdir:` line
+/// names a directory with HEAD, objects, refs and a config, and no commondir (that would make it
+/// a worktree's); it lies beneath the `modules` directory of a git directory (where `git
+/// submodule` puts it); and its `core.worktree` names `dir` back (git sets it there, so a
+/// gitfile alone, which any writable tree can hold, claims nothing). Real paths throughout.
+fn submodule_git_dir(dir: &Path) -> Option<PathBuf> {
+    let text = super::gitconfig::read_small(&dir.join(".git")).ok()?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let git_dir = std::fs::canonicalize(absolute(dir, Path::new(target))).ok()?;
+    let lstat = |p: &Path| std::fs::symlink_metadata(p).ok();
+    let is_file = |p: &Path| lstat(p).is_some_and(|m| m.is_file());
+    let is_dir = |p: &Path| lstat(p).is_some_and(|m| m.is_dir());
+    let git_layout = |g: &Path| {
+        is_file(&g.join("HEAD")) && is_dir(&g.join("objects")) && is_dir(&g.join("refs"))
+    };
+    if !git_layout(&git_dir)
+        || !is_file(&git_dir.join("config"))
+        || lstat(&git_dir.join("commondir")).is_some()
+    {
+        return None;
+    }
+    let in_modules = git_dir.ancestors().skip(1).any(|a| {
+        a.file_name().is_some_and(|n| n == "modules") && a.parent().is_some_and(git_layout)
+    });
+    if !in_modules {
+        return None;
+    }
+    let config = super::gitconfig::read_small(&git_dir.join("config")).ok()?;
+    let entries = super::gitconfig::parse(&config);
+    let worktree = super::gitconfig::last(&entries, "core", "worktree")?;
+    let worktree = std::fs::canonicalize(absolute(&git_dir, Path::new(worktree))).ok()?;
+    (worktree == std::fs::canonicalize(dir).ok()?).then_some(git_dir)
+}
+
+/// A writable rule for the git directory of the submodule at `dir`, as its `.git` would have
+/// were it a directory: writable, but for the names that carry configuration and hooks, in it
+/// and in the git directories of the submodules nested in it. Not opened when one of those is
+/// a symlink, or when a rule names it, makes it writable already, or hides it.
+fn open_submodule_git_dir(
+    dir: &Path,
+    git_dir: &Path,
+    rules: &mut Rules,
+    absent_protected: &mut Vec<PathBuf>,
+) {
+    let covering = rules
+        .values()
+        .filter(|r| r.path != Path::new("/") && git_dir.starts_with(&r.path))
+        .max_by_key(|r| r.path.components().count())
+        .map(|r| r.access);
+    if rules.contains_key(git_dir) || covering.is_some_and(|a| a != Access::Ro) {
+        return;
+    }
+    let mut parts = Vec::new();
+    for g in git_dirs_of(git_dir) {
+        for part in PROTECTED_IN_GIT_DIRS {
+            let path = g.join(part.pattern);
+            match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.file_type().is_symlink() => return,
+                Ok(m) => parts.push((path, Some(m.is_dir()))),
+                Err(_) => parts.push((path, None)),
+            }
+        }
+    }
+    rules.insert(
+        git_dir.to_path_buf(),
+        PathRule {
+            path: git_dir.to_path_buf(),
+            access: Access::Rw,
+            kind: Kind::Dir,
+            origin: Origin::GitSubmodule(dir.to_path_buf()),
+        },
+    );
+    for (path, is_dir) in parts {
+        match is_dir {
+            _ if rules.contains_key(&path) => {}
+            Some(is_dir) => {
+                let kind = if is_dir { Kind::Dir } else { Kind::File };
+                rules.insert(
+                    path.clone(),
+                    PathRule {
+                        path,
+                        access: Access::Ro,
+                        kind,
+                        origin: Origin::Protected(git_dir.to_path_buf()),
+                    },
+                );
+            }
+            // A submodule's git directory is a whole one: git runs its own hooks, so an absent
+            // hooks directory is a gap (reported) as in any .git; an absent config is git's
+            // default.
+            None if path.file_name().is_some_and(|n| n != "config") => absent_protected.push(path),
+            None => {}
+        }
+    }
+}
+
+/// Writable rules for what git writes from the linked worktree at `worktree`: its own git
+/// directory, with the names that carry configuration and hooks in it kept read-only, and the
+/// main repository's shared parts ([`SHARED_GIT_PARTS`]), each only a real directory (or
+/// packed-refs, a real file), never through a symlink (one would make its target writable). A
+/// path a rule names already, or that a writable rule holds, is left as it is.
+fn open_worktree_git_dirs(
+    worktree: &Path,
+    linked: &LinkedWorktree,
+    rules: &mut Rules,
+    absent_protected: &mut Vec<PathBuf>,
+) {
+    let covering = |rules: &Rules, p: &Path| -> Option<Access> {
+        rules
+            .values()
+            .filter(|r| r.path != Path::new("/") && p.starts_with(&r.path))
+            .max_by_key(|r| r.path.components().count())
+            .map(|r| r.access)
+    };
+    // Named by a rule, writable already, or hidden (a hidden repository stays hidden).
+    let writable_already = |rules: &Rules, p: &Path| {
+        rules.contains_key(p) || covering(rules, p).is_some_and(|a| a != Access::Ro)
+    };
+    if covering(rules, &linked.common) == Some(Access::Hide) {
+        return;
+    }
+    let origin = Origin::GitWorktree(worktree.to_path_buf());
+    let add = |rules: &mut Rules, path: PathBuf, kind: Kind, access: Access, origin: Origin| {
+        rules.insert(
+            path.clone(),
+            PathRule {
+                path,
+                access,
+                kind,
+                origin,
+            },
+        );
+    };
+    // A main repository in the private /tmp (no rule shows it there) is shown read-only: git
+    // reads its config (the repository format, extensions), HEAD and info from the common
+    // directory, and the writable parts alone would be all of it in the view.
+    let shared_tmp = rules
+        .get(Path::new("/tmp"))
+        .is_some_and(|r| r.origin == Origin::SharedTmp);
+    if !shared_tmp && linked.common.starts_with("/tmp") && covering(rules, &linked.common).is_none()
+    {
+        add(
+            rules,
+            linked.common.clone(),
+            Kind::Dir,
+            Access::Ro,
+            origin.clone(),
+        );
+    }
+    // A symlink at a protected name cannot be kept read-only in a writable directory: then the
+    // worktree's git directory is not opened at all.
+    let parts: Vec<(PathBuf, Option<bool>)> = PROTECTED_IN_GIT_DIRS
+        .iter()
+        .map(|part| {
+            let path = linked.git_dir.join(part.pattern);
+            let meta = std::fs::symlink_metadata(&path).ok();
+            (path, meta.map(|m| m.file_type().is_symlink()))
+        })
+        .collect();
+    if !writable_already(rules, &linked.git_dir) && !parts.iter().any(|(_, s)| *s == Some(true)) {
+        add(
+            rules,
+            linked.git_dir.clone(),
+            Kind::Dir,
+            Access::Rw,
+            origin.clone(),
+        );
+        for (path, present) in parts {
+            if rules.contains_key(&path) {
+                continue;
+            }
+            match present {
+                Some(_) => {
+                    let kind = if path.is_dir() { Kind::Dir } else { Kind::File };
+                    let why = Origin::Protected(linked.git_dir.clone());
+                    add(rules, path, kind, Access::Ro, why);
+                }
+                // Absent: neither layer can keep it from being created (a gap, reported; the
+                // after-run check moves it aside). Only config.worktree: git reads hooks and
+                // config from the common directory for every worktree, never from this one, and
+                // commondir is there (it was checked).
+                None if path.file_name().is_some_and(|n| n == "config.worktree") => {
+                    absent_protected.push(path)
+                }
+                None => {}
+            }
+        }
+    }
+    for part in SHARED_GIT_PARTS {
+        let path = linked.common.join(part);
+        let kind = match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => Kind::Dir,
+            Ok(m) if m.is_file() && *part == "packed-refs" => Kind::File,
+            _ => continue,
+        };
+        if !writable_already(rules, &path) {
+            add(rules, path, kind, Access::Rw, origin.clone());
+        }
+    }
 }
 
 /// How deep below a writable root protected names are looked for, and how many directories at
@@ -647,6 +907,8 @@ struct Protected {
     present: Vec<(PathBuf, bool, Option<PathBuf>)>,
     absent: Vec<PathBuf>,
     truncated: bool,
+    /// Directories whose `.git` is a file (a linked worktree's or a submodule's gitfile).
+    worktrees: Vec<PathBuf>,
 }
 
 /// Protected names under `root`, to keep read-only from the start: directly beneath it (absent
@@ -764,6 +1026,11 @@ fn find_protected(root: &Path) -> Protected {
                     part.pattern != "config",
                 );
             }
+        }
+        // A gitfile: the git directories it leads to may lie outside every writable tree
+        // (a linked worktree's, in its main repository); see linked_worktree.
+        if listing.iter().any(|(n, t)| n == ".git" && t.is_file()) {
+            out.worktrees.push(dir.clone());
         }
         if depth == SEARCH_DEPTH {
             continue;
@@ -1259,6 +1526,221 @@ mod tests {
             Access::Ro
         );
         assert_eq!(p.access_at(&t.p("projects/org/app/.git/index")), Access::Rw);
+    }
+
+    /// The test tree's input with a private /tmp (under the host's, all of the tree would be
+    /// writable already), run from the worktree.
+    fn private_tmp(t: &Tree) -> PolicyInput {
+        PolicyInput {
+            tmp_host: false,
+            cwd: Some(t.p("wt")),
+            ..input(t)
+        }
+    }
+
+    /// A main repository at `main` and its linked worktree at `wt`, laid out as `git worktree
+    /// add` leaves them (without git: the resolver reads only the files).
+    fn worktree_layout(t: &Tree) {
+        for d in [
+            "main/.git/objects/pack",
+            "main/.git/refs/heads",
+            "main/.git/hooks",
+        ] {
+            fs::create_dir_all(t.p(d)).unwrap();
+        }
+        fs::create_dir_all(t.p("main/.git/info")).unwrap();
+        fs::create_dir_all(t.p("main/.git/logs/refs/heads")).unwrap();
+        fs::write(t.p("main/.git/HEAD"), "ref: refs/heads/master\n").unwrap();
+        fs::write(t.p("main/.git/config"), "").unwrap();
+        fs::write(t.p("main/.git/packed-refs"), "").unwrap();
+        fs::write(t.p("main/file"), "").unwrap();
+        let wtd = t.p("main/.git/worktrees/wt");
+        fs::create_dir_all(&wtd).unwrap();
+        fs::write(wtd.join("HEAD"), "ref: refs/heads/wt\n").unwrap();
+        fs::write(wtd.join("commondir"), "../..\n").unwrap();
+        fs::write(wtd.join("config.worktree"), "").unwrap();
+        fs::write(
+            wtd.join("gitdir"),
+            format!("{}\n", t.p("wt/.git").display()),
+        )
+        .unwrap();
+        fs::create_dir_all(t.p("wt")).unwrap();
+        fs::write(t.p("wt/.git"), format!("gitdir: {}\n", wtd.display())).unwrap();
+    }
+
+    #[test]
+    fn a_linked_worktree_under_rw_opens_its_git_dir_and_the_shared_parts_only() {
+        let t = Tree::new("worktree");
+        worktree_layout(&t);
+        let mut i = private_tmp(&t);
+        i.rw = vec![t.p("wt")];
+        let p = resolve(&i).unwrap();
+        for rw in [
+            "main/.git/worktrees/wt/index",
+            "main/.git/worktrees/wt/logs/HEAD",
+            "main/.git/objects/ab",
+            "main/.git/refs/heads/x",
+            "main/.git/logs/refs/heads/x",
+            "main/.git/packed-refs",
+            "wt/f",
+        ] {
+            assert_eq!(p.access_at(&t.p(rw)), Access::Rw, "{rw}");
+        }
+        for ro in [
+            "main/.git/worktrees/wt/config.worktree",
+            "main/.git/worktrees/wt/commondir",
+            "main/.git/worktrees/other",
+            "main/.git/hooks/pre-commit",
+            "main/.git/config",
+            "main/.git/info/exclude",
+            "main/.git/HEAD",
+            "main/.git/index",
+            "main/file",
+            "wt/.git",
+        ] {
+            assert_eq!(p.access_at(&t.p(ro)), Access::Ro, "{ro}");
+        }
+        let rule = p.rule_for(&t.p("main/.git/objects")).unwrap();
+        assert_eq!(rule.origin, Origin::GitWorktree(t.p("wt")));
+        // The tree is in the private /tmp: the main git directory is shown there, read-only.
+        let rule = p.rule_for(&t.p("main/.git/HEAD")).unwrap();
+        assert_eq!(
+            (rule.path.clone(), rule.access),
+            (t.p("main/.git"), Access::Ro)
+        );
+        // A hidden main repository stays hidden.
+        let mut i = private_tmp(&t);
+        i.rw = vec![t.p("wt")];
+        i.hide = vec![t.p("main")];
+        let p = resolve(&i).unwrap();
+        assert_eq!(p.access_at(&t.p("main/.git/objects/x")), Access::Hide);
+        assert!(
+            p.rules
+                .iter()
+                .all(|r| !matches!(r.origin, Origin::GitWorktree(_)))
+        );
+        // Nested a few levels below the writable root, found the same way.
+        let mut i = private_tmp(&t);
+        i.rw = vec![t.0.clone()];
+        let p = resolve(&i).unwrap();
+        assert_eq!(p.access_at(&t.p("main/.git/config")), Access::Ro);
+        assert_eq!(
+            p.access_at(&t.p("main/.git/worktrees/wt/config.worktree")),
+            Access::Ro
+        );
+    }
+
+    #[test]
+    fn a_gitfile_that_does_not_lead_to_a_real_worktree_opens_nothing() {
+        let outside = |p: &Policy, t: &Tree| {
+            ["main/.git/worktrees/wt/index", "main/.git/objects/x"]
+                .iter()
+                .all(|rel| p.access_at(&t.p(rel)) == Access::Ro)
+        };
+        // The worktree's git dir does not name this gitfile back (a gitfile alone claims it).
+        let t = Tree::new("wt-claim");
+        worktree_layout(&t);
+        fs::write(t.p("main/.git/worktrees/wt/gitdir"), "/elsewhere/.git\n").unwrap();
+        let mut i = private_tmp(&t);
+        i.rw = vec![t.p("wt")];
+        assert!(outside(&resolve(&i).unwrap(), &t));
+        // commondir names a directory that does not hold this one in its worktrees/.
+        let t = Tree::new("wt-common");
+        worktree_layout(&t);
+        fs::create_dir_all(t.p("other/.git/objects")).unwrap();
+        fs::create_dir_all(t.p("other/.git/refs")).unwrap();
+        fs::write(t.p("other/.git/HEAD"), "").unwrap();
+        let common = t.p("other/.git");
+        fs::write(
+            t.p("main/.git/worktrees/wt/commondir"),
+            common.to_str().unwrap(),
+        )
+        .unwrap();
+        let mut i = private_tmp(&t);
+        i.rw = vec![t.p("wt")];
+        let p = resolve(&i).unwrap();
+        assert!(outside(&p, &t));
+        assert_eq!(p.access_at(&t.p("other/.git/objects/x")), Access::Ro);
+        // A shared part that is a symlink would make its target writable: it stays as it is.
+        let t = Tree::new("wt-link");
+        worktree_layout(&t);
+        fs::create_dir_all(t.p("secret")).unwrap();
+        fs::remove_dir_all(t.p("main/.git/refs")).unwrap();
+        fs::create_dir_all(t.p("main/.git/refs2")).unwrap();
+        fs::remove_dir_all(t.p("main/.git/logs")).unwrap();
+        std::os::unix::fs::symlink(t.p("secret"), t.p("main/.git/logs")).unwrap();
+        let mut i = private_tmp(&t);
+        i.rw = vec![t.p("wt")];
+        // (refs is missing: no git directory, nothing opened.)
+        assert!(outside(&resolve(&i).unwrap(), &t));
+        fs::rename(t.p("main/.git/refs2"), t.p("main/.git/refs")).unwrap();
+        let p = resolve(&i).unwrap();
+        assert_eq!(p.access_at(&t.p("main/.git/objects/x")), Access::Rw);
+        assert_eq!(p.access_at(&t.p("main/.git/logs/x")), Access::Ro);
+        assert_eq!(p.access_at(&t.p("secret/x")), Access::Ro);
+        // A gitfile into a superproject's .git/modules that is not a submodule's git directory
+        // (no config naming this checkout as its core.worktree): left as it was.
+        let t = Tree::new("wt-sub");
+        worktree_layout(&t);
+        let m = t.p("main/.git/modules/x");
+        fs::create_dir_all(m.join("objects")).unwrap();
+        fs::create_dir_all(m.join("refs")).unwrap();
+        fs::write(m.join("HEAD"), "").unwrap();
+        fs::create_dir_all(t.p("main/x")).unwrap();
+        fs::write(t.p("main/x/.git"), "gitdir: ../.git/modules/x\n").unwrap();
+        let mut i = private_tmp(&t);
+        i.rw = vec![t.p("main/x")];
+        let p = resolve(&i).unwrap();
+        assert_eq!(p.access_at(&m.join("objects/x")), Access::Ro);
+        assert_eq!(p.access_at(&t.p("main/x/.git")), Access::Ro);
+        assert_eq!(p.access_at(&t.p("main/x/src")), Access::Rw);
+    }
+
+    #[test]
+    fn a_submodule_under_rw_opens_its_git_dir_but_its_config_and_hooks() {
+        let t = Tree::new("submodule");
+        worktree_layout(&t);
+        let m = t.p("main/.git/modules/lib/x");
+        for d in [
+            "objects",
+            "refs/heads",
+            "hooks",
+            "modules/y/objects",
+            "modules/y/refs",
+        ] {
+            fs::create_dir_all(m.join(d)).unwrap();
+        }
+        fs::write(m.join("HEAD"), "").unwrap();
+        fs::write(m.join("modules/y/HEAD"), "").unwrap();
+        fs::write(m.join("modules/y/config"), "").unwrap();
+        fs::write(m.join("config"), "[core]\n\tworktree = ../../../../lib/x\n").unwrap();
+        fs::create_dir_all(t.p("main/lib/x")).unwrap();
+        fs::write(t.p("main/lib/x/.git"), "gitdir: ../../.git/modules/lib/x\n").unwrap();
+        let mut i = private_tmp(&t);
+        i.rw = vec![t.p("main/lib/x")];
+        let p = resolve(&i).unwrap();
+        for rw in ["index", "objects/ab", "refs/heads/x"] {
+            assert_eq!(p.access_at(&m.join(rw)), Access::Rw, "{rw}");
+        }
+        for ro in ["config", "hooks/pre-commit", "modules/y/config"] {
+            assert_eq!(p.access_at(&m.join(ro)), Access::Ro, "{ro}");
+        }
+        assert_eq!(p.access_at(&t.p("main/.git/config")), Access::Ro);
+        assert_eq!(p.access_at(&t.p("main/.git/objects/x")), Access::Ro);
+        assert_eq!(
+            p.rule_for(&m).unwrap().origin,
+            Origin::GitSubmodule(t.p("main/lib/x"))
+        );
+        assert!(p.absent_protected.contains(&m.join("modules/y/hooks")));
+        // Its core.worktree names another directory: the gitfile claims it alone.
+        fs::write(
+            m.join("config"),
+            "[core]\n\tworktree = ../../../../elsewhere\n",
+        )
+        .unwrap();
+        fs::create_dir_all(t.p("main/elsewhere")).unwrap();
+        let p = resolve(&i).unwrap();
+        assert_eq!(p.access_at(&m.join("index")), Access::Ro);
     }
 
     #[test]
