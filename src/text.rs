@@ -28,6 +28,19 @@ pub fn say(line: impl AsRef<str>) {
     eprintln!("{}", printable(line.as_ref()));
 }
 
+/// `s` as one shell word: as it is when it holds only characters no shell treats specially,
+/// else in single quotes (a path a command chose, shown in a flag the user may paste).
+pub fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// A JSON output of jail's (`probe --json`, `status --json`, `profile show --json`,
 /// `--dry-run`): `value`'s fields after a first `"jail_version"`, so that a consumer can tell
 /// which jail wrote what it reads.

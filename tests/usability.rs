@@ -984,6 +984,25 @@ fn a_project_under_tmp_is_shown_in_the_private_tmp() {
             "before\nafter\n"
         );
         assert!(project.join("g").exists());
+        // A credential file a variable names inside the shown tree stays hidden, also when the
+        // working directory reaches the tree through a symlink.
+        std::fs::write(project.join("creds"), "SECRET-CREDS\n").unwrap();
+        let link = fx.dir.join("to-tmp-project");
+        std::os::unix::fs::symlink(&project, &link).unwrap();
+        let creds = format!("{dir}/creds");
+        for cwd in [dir.to_string(), link.to_string_lossy().into_owned()] {
+            let run = fx.sh_at(
+                &fx.dir,
+                &["--cwd", &cwd],
+                &format!("cat {creds}"),
+                &[("AWS_SHARED_CREDENTIALS_FILE", &creds)],
+            );
+            assert!(
+                !run.stdout.contains("SECRET-CREDS"),
+                "--cwd {cwd} as {who:?}\n{}",
+                run.describe()
+            );
+        }
         let _ = std::fs::remove_dir_all(&project);
         let _ = std::fs::remove_file(&neighbour);
     }
@@ -1015,7 +1034,7 @@ fn git_config_under_rw_names_the_protection_and_the_way_out() {
         );
         assert!(
             run.stderr.contains(&format!("jail: {config} is protected"))
-                && run.stderr.contains(&format!("To allow it: --rw {config}")),
+                && run.stderr.contains(&format!("write there: --rw {config}")),
             "as {who:?}\n{}",
             run.describe()
         );
@@ -1228,5 +1247,34 @@ fn a_submodule_under_rw_commits_and_its_config_and_hooks_stay_read_only() {
             common::restore_quarantined(Path::new(&modules));
             let _ = std::fs::remove_file(format!("{modules}/hooks/pre-commit"));
         }
+    }
+}
+
+/// A writable path named inside a writable tree with a protected name beneath it stays a mount
+/// point (pinned): renaming it away from its carve-out, then planting a fresh one in its place,
+/// is refused by the mount view alone (EBUSY), and by Landlock alone (without the view the tree
+/// is split, so no new entry can be made beside the carve-out).
+#[test]
+fn a_named_writable_directory_with_a_carve_out_beneath_cannot_be_renamed() {
+    if !full_level_or_skip("a_named_writable_directory_with_a_carve_out_beneath_cannot_be_renamed")
+    {
+        return;
+    }
+    use common::{Attack, Layer, sh_argv};
+    for who in users() {
+        let fx = fixture(who, "pinned-named");
+        std::fs::create_dir_all(fx.repo.join("a/.vscode")).unwrap();
+        std::fs::write(fx.repo.join("a/.vscode/settings.json"), "{}\n").unwrap();
+        fx.give_to(who);
+        let (repo, a) = (fx.p("repo"), fx.p("repo/a"));
+        Attack::new(
+            "rename a named writable directory away from its carve-out",
+            &["--rw", &repo, "--rw", &a],
+            sh_argv(&format!(
+                "if mv {a} {a}2; then mv {a}2 {a}; echo 'ALLOWED rename'; else echo 'BLOCKED rename'; exit 1; fi"
+            )),
+            &[Layer::Mount, Layer::Landlock],
+        )
+        .prove(&fx);
     }
 }

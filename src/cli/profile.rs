@@ -14,11 +14,6 @@ pub fn profile_command(command: ProfileCommand) -> Result<i32, JailError> {
     let cat = prepare::catalog()?;
     match command {
         ProfileCommand::List => {
-            if let Some(why) = &cat.unreadable_dir {
-                crate::text::say(format!(
-                    "jail: warning: {why}; your profiles are not listed"
-                ));
-            }
             for (name, entry) in &cat.entries {
                 // A profile that cannot be used says why here; the others are listed as ever.
                 let description = match cat.resolve(name) {

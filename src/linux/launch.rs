@@ -490,17 +490,7 @@ fn unix_mediation(
 /// The command line as a shell would show it: each argument quoted only when it needs it.
 fn shown_command(argv: &[std::ffi::OsString]) -> String {
     argv.iter()
-        .map(|a| {
-            let a = a.to_string_lossy();
-            let plain = !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
-            if plain {
-                a.into_owned()
-            } else {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            }
-        })
+        .map(|a| crate::text::shell_word(&a.to_string_lossy()))
         .collect::<Vec<_>>()
         .join(" ")
 }

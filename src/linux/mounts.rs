@@ -187,8 +187,14 @@ pub fn compile(policy: &Policy) -> MountPlan {
             !policy.cow.iter().any(|c| p.starts_with(c))
                 && !policy.caches.iter().any(|c| p.starts_with(c))
         };
+        // Not where a carve-out lies beneath: the directories between a writable root and a
+        // carve-out must be mount points (pinned), or `mv a a2 && mkdir a` walks away from it.
+        let narrower_beneath = policy.rules.iter().any(|o| {
+            o.path != rule.path && o.path.starts_with(&rule.path) && o.access != Access::Rw
+        });
         if rule.access == Access::Rw
             && plain_rw(&rule.path)
+            && !narrower_beneath
             && enclosing_rule(policy, &rule.path)
                 .is_some_and(|o| o.access == Access::Rw && o.path != Path::new("/"))
         {
@@ -322,9 +328,18 @@ pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<(), MountError> {
     // Sockets and trees to show in the private /tmp, held before it covers them.
     let mut held = Vec::new();
     for step in &plan.steps {
-        if let Step::ShowSocket(p) | Step::ShowInTmp(p) = step {
+        if let Step::ShowSocket(p) = step {
             let fd =
                 sys::open_path_nofollow(p).map_err(|e| MountError::Failed(fail("open", p, e)))?;
+            held.push((p, fd));
+        }
+        // A tree shown in the private /tmp: no symlink anywhere on the way (the policy named it
+        // by its real path). The host's /tmp is shared, so a component there could be swapped
+        // for a symlink between resolution and this open, and what is bound here is what every
+        // later step (its rule, Landlock) then works on.
+        if let Step::ShowInTmp(p) = step {
+            let fd = sys::open_path_no_symlinks(p)
+                .map_err(|e| MountError::Failed(fail("open", p, e)))?;
             held.push((p, fd));
         }
     }

@@ -101,14 +101,17 @@ impl ProtectedWrites {
     }
 }
 
-/// The line jail prints for one of them.
+/// The line jail prints for one of them. The command chose the path's names and can start a
+/// replacement on purpose, so the line says what allowing it means, and the flag it shows is
+/// quoted for a shell: a directory named `x;$(id)` must not become a command when pasted.
 pub fn hint(path: &std::path::Path) -> String {
+    let shown = crate::text::printable(&path.display().to_string());
     format!(
-        "jail: {} is protected (kept read-only inside the writable tree: what it names can run \
-         commands), so the command's change to it was refused; the error it saw, \"Device or \
-         resource busy\", is the kernel refusing to replace a read-only mount. To allow it: --rw {}",
-        path.display(),
-        path.display()
+        "jail: {shown} is protected (kept read-only inside the writable tree: what it names can \
+         run commands on the host), so the command's change to it was refused; the error it saw, \
+         \"Device or resource busy\", is the kernel refusing to replace a read-only mount. To allow \
+         it, if you trust what the command would write there: --rw {}",
+        crate::text::printable(&crate::text::shell_word(&path.display().to_string()))
     )
 }
 
@@ -125,5 +128,14 @@ mod tests {
         assert!(!is("config.", "config"));
         assert!(!is("configure", "config"));
         assert!(!is("index.lock", "config"));
+    }
+
+    #[test]
+    fn the_flag_in_the_hint_is_one_shell_word() {
+        let h = hint(std::path::Path::new("/w/x;$(id)/.git/config"));
+        assert!(h.ends_with("--rw '/w/x;$(id)/.git/config'"), "{h}");
+        let h = hint(std::path::Path::new("/w/it's/.git/config"));
+        assert!(h.ends_with("--rw '/w/it'\\''s/.git/config'"), "{h}");
+        assert!(hint(std::path::Path::new("/w/r/.git/config")).ends_with("--rw /w/r/.git/config"));
     }
 }

@@ -146,9 +146,6 @@ pub struct Entry {
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     pub entries: BTreeMap<String, Entry>,
-    /// The user's profile directory could not be listed (why): the embedded profiles still
-    /// work, and asking for any other says so.
-    pub unreadable_dir: Option<String>,
 }
 
 /// A path rule from a profile, before `~` and `${…}` are expanded.
@@ -246,9 +243,15 @@ impl Catalog {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(cat),
+            // Unlike one bad file, a directory that cannot be listed may hold a default.toml
+            // with protections of the user's own: running without them would drop them
+            // silently, so every run stops and says where.
             Err(e) => {
-                cat.unreadable_dir = Some(format!("profile directory {}: {e}", dir.display()));
-                return Ok(cat);
+                return Err(JailError::BadInput(format!(
+                    "profile directory {}: {e}; jail reads your profiles there (point \
+                     XDG_CONFIG_HOME, or HOME, at a directory this user can read)",
+                    dir.display()
+                )));
             }
         };
         let mut files: Vec<PathBuf> = entries
@@ -323,13 +326,9 @@ impl Catalog {
     pub fn resolve(&self, name: &str) -> Result<Resolved, JailError> {
         let entry = self.entries.get(name).ok_or_else(|| {
             JailError::BadInput(format!(
-                "unknown profile '{}' (known: {}){}",
+                "unknown profile '{}' (known: {})",
                 crate::text::printable(name),
                 self.entries.keys().cloned().collect::<Vec<_>>().join(", "),
-                self.unreadable_dir
-                    .as_ref()
-                    .map(|why| format!("; {why}"))
-                    .unwrap_or_default()
             ))
         })?;
         let mut order = Vec::new();
@@ -338,10 +337,6 @@ impl Catalog {
         // Every profile builds on the embedded default (hidden credentials, secret variables
         // out of the environment) unless one in its chain says `base = false`: a profile that
         // forgets `extends`, or a user default.toml, must not drop them silently.
-        let base_left_out_by = order
-            .iter()
-            .find(|n| parsed[*n].base == Some(false))
-            .cloned();
         let has_base = |order: &[String]| {
             order.iter().any(|n| {
                 n == EMBEDDED_DEFAULT
@@ -352,6 +347,16 @@ impl Catalog {
                             .is_some_and(|e| e.source == Source::Embedded)
             })
         };
+        // Named only when the base really is missing (another profile of the chain may still
+        // extend the embedded default).
+        let base_left_out_by = (!has_base(&order))
+            .then(|| {
+                order
+                    .iter()
+                    .find(|n| parsed[*n].base == Some(false))
+                    .cloned()
+            })
+            .flatten();
         if base_left_out_by.is_none() && !has_base(&order) {
             let text = EMBEDDED
                 .iter()
@@ -660,17 +665,14 @@ mod tests {
     }
 
     #[test]
-    fn an_unlistable_profile_directory_costs_only_the_users_profiles() {
+    fn an_unlistable_profile_directory_stops_the_run_naming_it() {
         // A file where the directory should be: read_dir fails (as it does without permission).
         let file = std::env::temp_dir().join(format!("jail-not-a-dir-{}", std::process::id()));
         std::fs::write(&file, "").unwrap();
-        let cat = Catalog::load(Some(&file)).unwrap();
+        let e = Catalog::load(Some(&file)).unwrap_err().to_string();
         let _ = std::fs::remove_file(&file);
-        assert!(cat.unreadable_dir.is_some());
-        assert!(cat.resolve("review").is_ok());
-        let e = cat.resolve("mine").unwrap_err().to_string();
         assert!(
-            e.contains("unknown profile 'mine'") && e.contains("profile directory"),
+            e.contains("profile directory") && e.contains("XDG_CONFIG_HOME"),
             "{e}"
         );
     }

@@ -449,7 +449,13 @@ fn add_credential_hides(
         // (A path the view shows in it, the working directory or a flag's tree, still holds
         // the host's files.)
         let cwd = input.cwd.as_deref().map(|c| absolute(&input.base_dir, c));
-        let work = cwd.as_deref().unwrap_or(&input.base_dir);
+        // The tree shown is the working directory's real path (a symlink to /tmp/x shows
+        // /tmp/x), so that is what is compared.
+        let work = cwd
+            .as_deref()
+            .map(|c| std::fs::canonicalize(c).unwrap_or_else(|_| c.to_path_buf()))
+            .unwrap_or_else(|| input.base_dir.clone());
+        let work = work.as_path();
         let shown_in_tmp = [work]
             .into_iter()
             .chain(
