@@ -180,6 +180,16 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
             });
         }
     }
+    // jail's own profiles decide every later run's confinement: inside a writable tree
+    // (`--rw ~/.config`) they stay read-only, and one created during the run is moved aside.
+    if let Some(dir) = user_profile_dir().filter(|d| !d.starts_with("/tmp")) {
+        profile_paths.push(ProfilePathRule {
+            path: dir,
+            access: Access::Ro,
+            profile: "jail".into(),
+            protect: true,
+        });
+    }
     // A protected config may name a script inside the agent's writable state (a status line,
     // a hook, a notify command): the host's agent runs it, so it is protected too.
     let named = named_in_protected(&profile_paths, home.as_deref());

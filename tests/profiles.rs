@@ -1770,3 +1770,33 @@ fn base_protections_hold_bad_files_cost_only_their_runs_and_drops_are_said() {
         assert!(run.stderr.contains("rww"), "{}", run.describe());
     }
 }
+
+/// jail's own profiles decide every later run: inside a writable tree (`--rw ~/.config`) a
+/// command cannot rewrite them (a default.toml with `base = false` would weaken every run
+/// after), by each of the mount view and Landlock alone.
+#[test]
+fn jails_own_profiles_stay_read_only_inside_a_writable_config_tree() {
+    if !full_level_or_skip("jails_own_profiles_stay_read_only_inside_a_writable_config_tree") {
+        return;
+    }
+    use common::{Attack, Layer};
+    for who in users() {
+        let fx = fixture(who, "pown");
+        let cfg = user_profiles(&fx, &[("default", "description = \"mine\"\n")]);
+        let file = format!("{cfg}/jail/profiles/default.toml");
+        Attack::new(
+            "rewrite jail's own default profile from inside",
+            &["--rw", &cfg],
+            vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                format!(
+                    "if echo 'base = false' > {file}; then echo 'ALLOWED write'; else echo 'BLOCKED write'; exit 1; fi"
+                ),
+            ],
+            &[Layer::Mount, Layer::Landlock],
+        )
+        .with_env("XDG_CONFIG_HOME", &cfg)
+        .prove(&fx);
+    }
+}
