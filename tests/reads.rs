@@ -795,3 +795,41 @@ fn a_path_entrys_widened_installation_does_not_show_its_credentials() {
         }
     }
 }
+
+/// A credential file a variable names in /tmp is hidden whatever /tmp is: the private /tmp
+/// does not hold it (mount view), and without the view, where /tmp is the host's, Landlock
+/// refuses it.
+#[test]
+fn a_credential_file_in_tmp_is_hidden_with_or_without_the_private_tmp() {
+    if !full_level_or_skip("a_credential_file_in_tmp_is_hidden_with_or_without_the_private_tmp") {
+        return;
+    }
+    use common::{Attack, Layer};
+    let dir = std::path::Path::new("/tmp").join(format!("jail-test-creds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let creds = dir.join("credentials");
+    std::fs::write(&creds, "SECRET-IN-TMP\n").unwrap();
+    for p in [&dir, &creds] {
+        let mode = if p.is_dir() { 0o755 } else { 0o644 };
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+    }
+    let c = creds.to_string_lossy().into_owned();
+    for who in common::users() {
+        let fx = common::Fixture::new(who, "tmp-creds");
+        Attack::new(
+            "read a credential file in /tmp that AWS_SHARED_CREDENTIALS_FILE names",
+            &[],
+            vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                format!(
+                    "if cat {c}; then echo 'ALLOWED read'; else echo 'BLOCKED read'; exit 1; fi"
+                ),
+            ],
+            &[Layer::Mount, Layer::Landlock],
+        )
+        .with_env("AWS_SHARED_CREDENTIALS_FILE", &c)
+        .prove(&fx);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -181,6 +181,17 @@ pub fn compile(policy: &Policy) -> MountPlan {
         {
             continue;
         }
+        // A hidden path in the private /tmp that no shown tree holds is not there to hide (the
+        // rule is for Landlock, where /tmp is the host's without the view).
+        if rule.access == Access::Hide
+            && policy.tmp == TmpMode::Private
+            && rule.path.starts_with("/tmp")
+            && !shown_in_tmp(policy)
+                .iter()
+                .any(|t| rule.path.starts_with(t))
+        {
+            continue;
+        }
         // A writable path inside a plainly writable tree (a protected name named exactly with
         // --rw): see Step::WritableInside.
         let plain_rw = |p: &Path| {

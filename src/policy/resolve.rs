@@ -445,29 +445,13 @@ fn add_credential_hides(
             .keys()
             .any(|u| *u == path || path.starts_with(u) && user[u].0 == Access::Hide);
         // A device, /proc or /sys entry (`AWS_CONFIG_FILE=/dev/null` turns a tool's config off)
-        // or a socket is no credential store, and the private /tmp holds nothing of the host's.
-        // (A path the view shows in it, the working directory or a flag's tree, still holds
-        // the host's files.)
+        // or a socket is no credential store. One in /tmp is hidden too: without the mount view
+        // (known only at launch) the jail's /tmp is the host's and Landlock hides it there; with
+        // the view the private /tmp does not hold it, and the mount plan places nothing for it
+        // (unless a tree shown in the private /tmp holds it).
         let cwd = input.cwd.as_deref().map(|c| absolute(&input.base_dir, c));
-        // The tree shown is the working directory's real path (a symlink to /tmp/x shows
-        // /tmp/x), so that is what is compared.
-        let work = cwd
-            .as_deref()
-            .map(|c| std::fs::canonicalize(c).unwrap_or_else(|_| c.to_path_buf()))
-            .unwrap_or_else(|| input.base_dir.clone());
-        let work = work.as_path();
-        let shown_in_tmp = [work]
-            .into_iter()
-            .chain(
-                user.iter()
-                    .filter(|(_, r)| r.0 != Access::Hide)
-                    .map(|(p, _)| p.as_path()),
-            )
-            .any(|s| s.starts_with("/tmp") && path.starts_with(s));
-        let private_tmp = !input.tmp_host && path.starts_with("/tmp") && !shown_in_tmp;
         let store = std::fs::metadata(&path).is_ok_and(|m| m.is_file() || m.is_dir());
-        if !store || named_by_flag || private_tmp || VIEW_OWNED.iter().any(|v| path.starts_with(v))
-        {
+        if !store || named_by_flag || VIEW_OWNED.iter().any(|v| path.starts_with(v)) {
             continue;
         }
         let holds = |p: &Path| p.starts_with(&path);
