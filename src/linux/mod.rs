@@ -2,6 +2,7 @@
 //! `apply` (the only place with syscalls).
 
 pub mod audit;
+pub mod bpf_tree;
 pub mod changes;
 pub mod cow_run;
 pub mod events;

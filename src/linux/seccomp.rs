@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::bpf_tree::Refusal;
 use crate::error::JailError;
 use crate::policy::Policy;
 
@@ -604,61 +605,41 @@ pub fn syscall_number(name: &str) -> Option<i64> {
     )
 }
 
-/// Builds the BPF program for the running architecture.
+/// Builds the BPF program for the running architecture: the prelude, then a search tree over
+/// the refused numbers ([`super::bpf_tree`]).
 pub fn build(plan: &SeccompPlan) -> Result<Vec<seccompiler::sock_filter>, JailError> {
-    use seccompiler::{
-        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-        SeccompRule, TargetArch,
-    };
     let err = |step: &str, e: &dyn std::fmt::Display| JailError::layer("seccomp", step, e);
-    let arch = TargetArch::try_from(plan.arch).map_err(|e| err("architecture", &e))?;
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    let mut refused: BTreeMap<u32, Refusal> = BTreeMap::new();
     for deny in &plan.deny {
         let nr = syscall_number(deny.syscall).ok_or_else(|| {
             err(
                 "syscall table",
                 &format!("unknown syscall {}", deny.syscall),
             )
-        })?;
-        let entry = rules.entry(nr).or_default();
-        match &deny.when {
-            // An empty rule list matches the syscall unconditionally.
-            When::Always => entry.clear(),
-            &When::ArgMasked { arg, mask, value } => {
-                let op = if mask == u32::MAX {
-                    SeccompCmpOp::Eq
-                } else {
-                    SeccompCmpOp::MaskedEq(mask as u64)
-                };
-                let cond = SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value as u64)
-                    .map_err(|e| err("condition", &e))?;
-                entry.push(SeccompRule::new(vec![cond]).map_err(|e| err("rule", &e))?);
-            }
-            When::All(conds) => {
-                let conds = conds
-                    .iter()
-                    .map(|c| {
-                        let op = match (c.ne, c.mask) {
-                            (true, _) => SeccompCmpOp::Ne,
-                            (false, u32::MAX) => SeccompCmpOp::Eq,
-                            (false, m) => SeccompCmpOp::MaskedEq(m as u64),
-                        };
-                        SeccompCondition::new(c.arg, SeccompCmpArgLen::Dword, op, c.value as u64)
-                            .map_err(|e| err("condition", &e))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                entry.push(SeccompRule::new(conds).map_err(|e| err("rule", &e))?);
-            }
+        })? as u32;
+        let conds = match &deny.when {
+            When::Always => None,
+            &When::ArgMasked { arg, mask, value } => Some(vec![Cond {
+                arg,
+                mask,
+                value,
+                ne: false,
+            }]),
+            When::All(conds) => Some(conds.clone()),
+        };
+        // Refused always wins over any condition the same syscall also has.
+        match (
+            refused.entry(nr).or_insert(Refusal::AnyOf(Vec::new())),
+            conds,
+        ) {
+            (entry, None) => *entry = Refusal::Always,
+            (Refusal::AnyOf(rules), Some(conds)) => rules.push(conds),
+            (Refusal::Always, Some(_)) => {}
         }
     }
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )
-    .map_err(|e| err("filter", &e))?;
-    let body: seccompiler::BpfProgram = filter.try_into().map_err(|e| err("compile", &e))?;
+    let refuse = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+    let body = super::bpf_tree::compile(&refused, refuse, libc::SECCOMP_RET_ALLOW)
+        .map_err(|e| err("compile", &e))?;
     let mut program = prelude(plan)?;
     program.extend(body);
     Ok(program)
@@ -746,6 +727,170 @@ mod tests {
 
     fn denies(plan: &SeccompPlan, name: &str) -> bool {
         plan.deny.iter().any(|d| d.syscall == name)
+    }
+
+    /// The body as seccompiler compiles it (one comparison after another): the oracle the
+    /// search tree must agree with.
+    fn seccompiler_program(plan: &SeccompPlan) -> Vec<seccompiler::sock_filter> {
+        use seccompiler::{
+            SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+            SeccompRule, TargetArch,
+        };
+        let mut rules: BTreeMap<i64, Option<Vec<SeccompRule>>> = BTreeMap::new();
+        for deny in &plan.deny {
+            let conds = match &deny.when {
+                When::Always => None,
+                &When::ArgMasked { arg, mask, value } => Some(vec![Cond {
+                    arg,
+                    mask,
+                    value,
+                    ne: false,
+                }]),
+                When::All(conds) => Some(conds.clone()),
+            };
+            let entry = rules
+                .entry(syscall_number(deny.syscall).unwrap())
+                .or_insert(Some(Vec::new()));
+            match (entry.as_mut(), conds) {
+                (_, None) => *entry = None,
+                (Some(list), Some(conds)) => {
+                    let conds = conds
+                        .iter()
+                        .map(|c| {
+                            let op = match (c.ne, c.mask) {
+                                (true, _) => SeccompCmpOp::Ne,
+                                (false, u32::MAX) => SeccompCmpOp::Eq,
+                                (false, m) => SeccompCmpOp::MaskedEq(m as u64),
+                            };
+                            SeccompCondition::new(
+                                c.arg,
+                                SeccompCmpArgLen::Dword,
+                                op,
+                                c.value as u64,
+                            )
+                            .unwrap()
+                        })
+                        .collect();
+                    list.push(SeccompRule::new(conds).unwrap());
+                }
+                (None, Some(_)) => {}
+            }
+        }
+        // seccompiler: an empty rule list refuses the syscall whatever its arguments.
+        let rules = rules
+            .into_iter()
+            .map(|(nr, r)| (nr, r.unwrap_or_default()))
+            .collect();
+        let filter = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(libc::EPERM as u32),
+            TargetArch::try_from(plan.arch).unwrap(),
+        )
+        .unwrap();
+        let body: seccompiler::BpfProgram = filter.try_into().unwrap();
+        let mut program = prelude(plan).unwrap();
+        program.extend(body);
+        program
+    }
+
+    /// Every plan jail makes, every syscall number (and x32's, and past the table), with
+    /// arguments made from each condition's own values (equal, one off, other bits set, the
+    /// high half set): the tree and seccompiler's chain give the same answer.
+    #[test]
+    fn search_tree_decides_as_seccompilers_chain_on_every_plan() {
+        use super::super::bpf_tree::tests::run;
+        let arch = match std::env::consts::ARCH {
+            "x86_64" => 0xC000_003E,
+            _ => 0xC000_00B7,
+        };
+        let mut plans = Vec::new();
+        for (userns, unix) in [(false, false), (true, false), (false, true), (true, true)] {
+            for tcp_only in [false, true] {
+                for no_listen in [false, true] {
+                    for shared_host in [false, true] {
+                        let net = NetFilter {
+                            tcp_only,
+                            no_listen,
+                        };
+                        plans.push(compile(&policy(userns, unix), net, shared_host));
+                    }
+                }
+            }
+        }
+        let mut values: Vec<u32> = vec![0, 1, u32::MAX];
+        for plan in &plans {
+            for d in &plan.deny {
+                let conds = match &d.when {
+                    When::Always => vec![],
+                    &When::ArgMasked { arg, mask, value } => vec![Cond {
+                        arg,
+                        mask,
+                        value,
+                        ne: false,
+                    }],
+                    When::All(c) => c.clone(),
+                };
+                for c in conds {
+                    for v in [
+                        c.value,
+                        c.value ^ 1,
+                        c.value | !c.mask,
+                        c.value & c.mask,
+                        c.mask,
+                    ] {
+                        values.extend([v, v.wrapping_add(1), v.wrapping_sub(1)]);
+                    }
+                }
+            }
+        }
+        values.sort_unstable();
+        values.dedup();
+        let mut checked = 0u64;
+        for plan in &plans {
+            let tree = build(plan).unwrap();
+            let chain = seccompiler_program(plan);
+            assert!(
+                tree.len() < chain.len(),
+                "{} vs {}",
+                tree.len(),
+                chain.len()
+            );
+            let numbers = (0..600u32).chain([0x4000_0000, 0x4000_0101, u32::MAX]);
+            for nr in numbers {
+                let refusable = plan
+                    .deny
+                    .iter()
+                    .any(|d| syscall_number(d.syscall) == Some(nr as i64));
+                let arg_sets: Vec<[u64; 6]> = if refusable {
+                    (0..6)
+                        .flat_map(|i| {
+                            values.iter().flat_map(move |&v| {
+                                let mut lo = [0u64; 6];
+                                lo[i] = v as u64;
+                                let mut hi = lo;
+                                hi[i] |= 0xdead_0000_0000_0000;
+                                [lo, hi]
+                            })
+                        })
+                        .chain(values.iter().map(|&v| [v as u64; 6]))
+                        .collect()
+                } else {
+                    vec![[0; 6], [u64::MAX; 6]]
+                };
+                for args in arg_sets {
+                    for a in [arch, 0x4000_0003] {
+                        assert_eq!(
+                            run(&tree, nr, a, args),
+                            run(&chain, nr, a, args),
+                            "nr {nr} arch {a:#x} args {args:x?}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
     }
 
     #[test]
