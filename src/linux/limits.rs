@@ -666,8 +666,8 @@ struct Made {
 
 impl Prepared {
     /// Removes what earlier runs killed with SIGKILL left next to this run's cgroups. Called by
-    /// the supervisor while init builds the mount view (it would wait for init otherwise), so
-    /// the directory listings cost the start-up nothing.
+    /// the supervisor once the command is on its way (it would wait for it otherwise), so the
+    /// directory listings cost the start-up nothing.
     pub fn sweep_left_behind(&self) {
         for m in &self.cgroups {
             if let Some(parent) = m.dir.parent() {

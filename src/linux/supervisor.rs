@@ -339,7 +339,6 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                 nix::unistd::write(&release_write, b"1")
                     .map_err(|e| abandon(io("release child", &e)))?;
                 drop(release_write);
-                conf.limits.sweep_left_behind();
                 let mut report = [0u8; 2];
                 let got = read_full(&ready_read, &mut report);
                 if got != 2 || &report != b"ok" {
@@ -357,6 +356,10 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                     };
                 }
                 crate::timing::mark("supervisor: mount view ready");
+                // Now, not while init mounts: with two CPUs, init and the command (which drops
+                // its privileges and loads its filter meanwhile) need both, and the command
+                // started ~0.4 ms later when this ran beside them.
+                conf.limits.sweep_left_behind();
                 if let NetSetup::Proxy { serve, .. } = &conf.net {
                     let listener = super::sys::recv_fd(std::os::fd::AsRawFd::as_raw_fd(&fd_parent))
                         .ok()
@@ -937,8 +940,6 @@ fn init_main(
     }
     drop(sync);
     crate::timing::mark("init: released");
-    // With the id maps written and before /proc/sys is read-only in the view.
-    super::limits::share_kernel_pools();
     // A group of our own (see the module notes); the command inherits it.
     let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
     if let Some(tty) = tty {
@@ -956,6 +957,7 @@ fn init_main(
     // SAFETY: init is single-threaded.
     let command = match unsafe { nix::unistd::fork() } {
         Ok(nix::unistd::ForkResult::Child) => {
+            crate::timing::mark("command: forked");
             drop(fd_channel);
             drop(ready);
             drop(gate);
@@ -965,6 +967,9 @@ fn init_main(
         Err(e) => die(EXIT_JAIL_ERROR, &format!("init: fork: {e}")),
     };
     drop(command_gate);
+    // With the id maps written and before /proc/sys is read-only in the view; after the fork,
+    // so that the command does not wait for these four sysctl accesses to start.
+    super::limits::share_kernel_pools();
     let mut report = match entered.map(|_| mounts::apply(mount_plan, &conf.policy_json)) {
         Err(e) => format!("E{e}"),
         Ok(Ok(())) => "ok".to_string(),
