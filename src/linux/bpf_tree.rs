@@ -274,7 +274,13 @@ pub mod tests {
         )]);
         let p = program(&refused, 1, 2);
         assert_eq!(p.iter().filter(|i| i.code == JSET_K).count(), 1);
-        for (mode, want) in [(0o4755, 1), (0o2755, 1), (0o6755, 1), (0o1777, 2), (0o755, 2)] {
+        for (mode, want) in [
+            (0o4755, 1),
+            (0o2755, 1),
+            (0o6755, 1),
+            (0o1777, 2),
+            (0o755, 2),
+        ] {
             assert_eq!(run(&p, 90, 0, [0, mode, 0, 0, 0, 0]), want, "{mode:o}");
         }
         assert_eq!(run(&p, 90, 0, [3, 0, 0, 0, 0, 0]), 1);

@@ -1256,7 +1256,7 @@ fn existing_target(path: &Path, listed: &Listings) -> Option<PathBuf> {
 /// lookups (ext4 builds its hash-order tree for the first `getdents`), so a directory is read
 /// only once it has been asked about [`Listings::LIST_AFTER`] times.
 #[derive(Default)]
-struct Listings(std::cell::RefCell<HashMap<PathBuf, Listing>>);
+struct Listings(std::cell::RefCell<HashMap<OsString, Listing>>);
 
 enum Listing {
     /// Asked about this many times; not read yet.
@@ -1273,22 +1273,31 @@ impl Listings {
     /// read), or whose names may match in another case, answers nothing, and the caller looks
     /// the path up as before.
     fn surely_absent(&self, path: &Path) -> bool {
+        // Only plain absolute paths: `..` or `.` would make the parent a different directory.
+        path.is_absolute()
+            && path
+                .components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+            && self.plain_surely_absent(path)
+    }
+
+    /// [`Listings::surely_absent`] for a path already known to be plain. Keyed by the
+    /// directory's bytes: hashing a `PathBuf` walks its components, and this runs for each of
+    /// a profile's ~150 paths and their parents at every start.
+    fn plain_surely_absent(&self, path: &Path) -> bool {
         let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
             return false;
         };
-        // Only plain absolute paths: `..` or `.` would make the parent a different directory.
-        if !path.is_absolute()
-            || path
-                .components()
-                .any(|c| !matches!(c, Component::RootDir | Component::Normal(_)))
-        {
-            return false;
-        }
-        if dir.parent().is_some() && self.surely_absent(dir) {
+        if dir.parent().is_some() && self.plain_surely_absent(dir) {
             return true;
         }
         let mut cache = self.0.borrow_mut();
-        let listing = cache.entry(dir.to_path_buf()).or_insert(Listing::Asked(0));
+        let listing = match cache.get_mut(dir.as_os_str()) {
+            Some(listing) => listing,
+            None => cache
+                .entry(dir.as_os_str().to_owned())
+                .or_insert(Listing::Asked(0)),
+        };
         if let Listing::Asked(n) = listing {
             *n += 1;
             if *n < Self::LIST_AFTER {
