@@ -15,8 +15,18 @@
 use std::collections::BTreeMap;
 
 use seccompiler::sock_filter;
+use serde::Serialize;
 
-use super::seccomp::Cond;
+/// One test of a syscall's argument (its low 32 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Cond {
+    pub arg: u8,
+    /// Compared as (arg & mask) == (value & mask); with `ne`, arg != value (mask must be all
+    /// ones).
+    pub mask: u32,
+    pub value: u32,
+    pub ne: bool,
+}
 
 const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
 const ALU_AND_K: u16 = 0x04 | 0x50; // BPF_ALU | BPF_AND | BPF_K
@@ -38,13 +48,24 @@ pub enum Refusal {
     AnyOf(Vec<Vec<Cond>>),
 }
 
-/// What went wrong: a block too long for a conditional jump, which no plan of jail's makes.
-#[derive(Debug, thiserror::Error)]
-#[error("a rule of syscall {nr} has {len} instructions, more than a jump can skip")]
-pub struct TooLong {
-    nr: u32,
-    len: usize,
+/// A plan the tree cannot express as seccompiler would have: each is refused rather than
+/// compiled into something that decides differently. No plan of jail's makes any of them.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CompileError {
+    #[error("a rule of syscall {nr} has {len} instructions, more than a jump can skip")]
+    TooLong { nr: u32, len: usize },
+    #[error("a rule of syscall {nr} names argument {arg}; there are six")]
+    NoSuchArgument { nr: u32, arg: u8 },
+    #[error("a rule of syscall {nr} has no condition")]
+    EmptyRule { nr: u32 },
+    #[error("a rule of syscall {nr} masks an inequality, which has no agreed meaning")]
+    MaskedInequality { nr: u32 },
+    #[error("the program has {0} instructions; the kernel takes at most 4096")]
+    TooBig(usize),
 }
+
+/// BPF_MAXINSNS: seccomp refuses a longer program.
+const MAX_INSTRUCTIONS: usize = 4096;
 
 fn stmt(code: u16, k: u32) -> sock_filter {
     sock_filter {
@@ -65,12 +86,16 @@ pub fn compile(
     refused: &BTreeMap<u32, Refusal>,
     refuse: u32,
     allow: u32,
-) -> Result<Vec<sock_filter>, TooLong> {
+) -> Result<Vec<sock_filter>, CompileError> {
     let entries: Vec<(u32, &Refusal)> = refused.iter().map(|(&nr, r)| (nr, r)).collect();
     if entries.is_empty() {
         return Ok(vec![stmt(RET_K, allow)]);
     }
-    subtree(&entries, refuse, allow)
+    let program = subtree(&entries, refuse, allow)?;
+    if program.len() > MAX_INSTRUCTIONS {
+        return Err(CompileError::TooBig(program.len()));
+    }
+    Ok(program)
 }
 
 /// Numbers below the middle entry's go left, the rest right.
@@ -78,7 +103,7 @@ fn subtree(
     entries: &[(u32, &Refusal)],
     refuse: u32,
     allow: u32,
-) -> Result<Vec<sock_filter>, TooLong> {
+) -> Result<Vec<sock_filter>, CompileError> {
     if let [(nr, refusal)] = entries {
         return leaf(*nr, refusal, refuse, allow);
     }
@@ -101,7 +126,12 @@ fn subtree(
 }
 
 /// `nr`'s block, behind a comparison that allows every other number that reached it.
-fn leaf(nr: u32, refusal: &Refusal, refuse: u32, allow: u32) -> Result<Vec<sock_filter>, TooLong> {
+fn leaf(
+    nr: u32,
+    refusal: &Refusal,
+    refuse: u32,
+    allow: u32,
+) -> Result<Vec<sock_filter>, CompileError> {
     let mut out = vec![jump(JEQ_K, nr, 1, 0), stmt(RET_K, allow)];
     let rules = match refusal {
         Refusal::Always => {
@@ -110,6 +140,19 @@ fn leaf(nr: u32, refusal: &Refusal, refuse: u32, allow: u32) -> Result<Vec<sock_
         }
         Refusal::AnyOf(rules) => rules,
     };
+    for conds in rules {
+        if conds.is_empty() {
+            return Err(CompileError::EmptyRule { nr });
+        }
+        for c in conds {
+            if c.arg > 5 {
+                return Err(CompileError::NoSuchArgument { nr, arg: c.arg });
+            }
+            if c.ne && c.mask != u32::MAX {
+                return Err(CompileError::MaskedInequality { nr });
+            }
+        }
+    }
     // Rules that each test one bit of one argument (S_ISUID, then S_ISGID, of a mode) are one
     // test of all those bits: three instructions instead of four a bit.
     let one_bit = |conds: &Vec<Cond>| match conds.as_slice() {
@@ -141,11 +184,15 @@ fn leaf(nr: u32, refusal: &Refusal, refuse: u32, allow: u32) -> Result<Vec<sock_
                 left -= 1;
             }
             left -= 1;
-            let miss = u8::try_from(left).map_err(|_| TooLong { nr, len: block_len })?;
+            let miss =
+                u8::try_from(left).map_err(|_| CompileError::TooLong { nr, len: block_len })?;
+            // As seccompiler: a masked argument is compared with the masked value, so bits of
+            // the value outside the mask never decide.
+            let value = c.value & c.mask;
             out.push(if c.ne {
-                jump(JEQ_K, c.value, miss, 0)
+                jump(JEQ_K, value, miss, 0)
             } else {
-                jump(JEQ_K, c.value, 0, miss)
+                jump(JEQ_K, value, 0, miss)
             });
         }
         out.push(stmt(RET_K, refuse));
@@ -249,14 +296,14 @@ pub mod tests {
             7,
             Refusal::AnyOf(vec![
                 vec![c(1, 0x800, 0x800, false)],
-                vec![c(0, u32::MAX, 2, false), c(1, 0xf, 1, true)],
+                vec![c(0, u32::MAX, 2, false), c(1, u32::MAX, 1, true)],
             ]),
         )]);
         let p = program(&refused, 1, 2);
         assert_eq!(run(&p, 7, 0, [0, 0x800, 0, 0, 0, 0]), 1);
         assert_eq!(run(&p, 7, 0, [0, 0x7ff, 0, 0, 0, 0]), 2);
         assert_eq!(run(&p, 7, 0, [2, 5, 0, 0, 0, 0]), 1);
-        assert_eq!(run(&p, 7, 0, [2, 0x11, 0, 0, 0, 0]), 2);
+        assert_eq!(run(&p, 7, 0, [2, 1, 0, 0, 0, 0]), 2);
         // The low 32 bits only, as seccompiler's Dword comparisons.
         assert_eq!(run(&p, 7, 0, [(1 << 32) | 2, 5, 0, 0, 0, 0]), 1);
         assert_eq!(run(&p, 8, 0, [0, 0x800, 0, 0, 0, 0]), 2);
@@ -285,6 +332,29 @@ pub mod tests {
         }
         assert_eq!(run(&p, 90, 0, [3, 0, 0, 0, 0, 0]), 1);
         assert_eq!(run(&p, 90, 0, [1, 0, 0, 0, 0, 0]), 2);
+    }
+
+    #[test]
+    fn a_masked_value_is_compared_masked_and_odd_rules_are_refused() {
+        let refused = BTreeMap::from([(5, Refusal::AnyOf(vec![vec![c(0, 0xf, 0x12, false)]]))]);
+        let p = program(&refused, 1, 2);
+        // As seccompiler: (arg & 0xf) == (0x12 & 0xf).
+        assert_eq!(run(&p, 5, 0, [2, 0, 0, 0, 0, 0]), 1);
+        assert_eq!(run(&p, 5, 0, [0x12, 0, 0, 0, 0, 0]), 1);
+        assert_eq!(run(&p, 5, 0, [3, 0, 0, 0, 0, 0]), 2);
+        let one = |conds: Vec<Cond>| BTreeMap::from([(9, Refusal::AnyOf(vec![conds]))]);
+        assert_eq!(
+            compile(&one(vec![]), 1, 2).unwrap_err(),
+            CompileError::EmptyRule { nr: 9 }
+        );
+        assert_eq!(
+            compile(&one(vec![c(6, u32::MAX, 0, false)]), 1, 2).unwrap_err(),
+            CompileError::NoSuchArgument { nr: 9, arg: 6 }
+        );
+        assert_eq!(
+            compile(&one(vec![c(0, 0xf, 1, true)]), 1, 2).unwrap_err(),
+            CompileError::MaskedInequality { nr: 9 }
+        );
     }
 
     #[test]

@@ -34,15 +34,8 @@ pub enum When {
     All(Vec<Cond>),
 }
 
-/// One argument test of [`When::All`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Cond {
-    pub arg: u8,
-    /// Compared as (arg & mask) == value; with `ne`, arg != value (mask must be all ones).
-    pub mask: u32,
-    pub value: u32,
-    pub ne: bool,
-}
+/// One argument test of [`When::All`], as the program compiles it.
+pub use super::bpf_tree::Cond;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Deny {
@@ -794,6 +787,56 @@ mod tests {
         program
     }
 
+    /// Every combination, across the arguments any rule of syscall `nr` tests, of values near
+    /// each condition on them: a rule that decides only when several arguments hold at once
+    /// (`socket(AF_INET, SOCK_STREAM, 132)`, which no type or family rule refuses) is tried.
+    fn rule_combinations(plan: &SeccompPlan, nr: u32) -> Vec<[u64; 6]> {
+        let mut per_arg: BTreeMap<u8, Vec<u32>> = BTreeMap::new();
+        for d in plan.deny.iter() {
+            if syscall_number(d.syscall) != Some(nr as i64) {
+                continue;
+            }
+            let conds = match &d.when {
+                When::Always => continue,
+                &When::ArgMasked { arg, mask, value } => vec![Cond {
+                    arg,
+                    mask,
+                    value,
+                    ne: false,
+                }],
+                When::All(c) => c.clone(),
+            };
+            for c in &conds {
+                let near = [
+                    c.value,
+                    c.value ^ 1,
+                    c.value.wrapping_add(1),
+                    c.value.wrapping_sub(1),
+                    c.value | !c.mask,
+                    c.mask,
+                    0,
+                ];
+                per_arg.entry(c.arg).or_default().extend(near);
+            }
+        }
+        let mut combos = vec![[0u64; 6]];
+        for (&arg, list) in per_arg.iter_mut() {
+            list.sort_unstable();
+            list.dedup();
+            combos = combos
+                .iter()
+                .flat_map(|base| {
+                    list.iter().map(move |&v| {
+                        let mut next = *base;
+                        next[arg as usize] = v as u64;
+                        next
+                    })
+                })
+                .collect();
+        }
+        combos
+    }
+
     /// Every plan jail makes, every syscall number (and x32's, and past the table), with
     /// arguments made from each condition's own values (equal, one off, other bits set, the
     /// high half set): the tree and seccompiler's chain give the same answer.
@@ -874,6 +917,7 @@ mod tests {
                             })
                         })
                         .chain(values.iter().map(|&v| [v as u64; 6]))
+                        .chain(rule_combinations(plan, nr))
                         .collect()
                 } else {
                     vec![[0; 6], [u64::MAX; 6]]
