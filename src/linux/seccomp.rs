@@ -34,6 +34,23 @@ pub enum When {
     All(Vec<Cond>),
 }
 
+impl When {
+    /// The conditions that must all hold, or None when the syscall is refused whatever its
+    /// arguments.
+    pub fn conditions(&self) -> Option<Vec<Cond>> {
+        match self {
+            When::Always => None,
+            &When::ArgMasked { arg, mask, value } => Some(vec![Cond {
+                arg,
+                mask,
+                value,
+                ne: false,
+            }]),
+            When::All(conds) => Some(conds.clone()),
+        }
+    }
+}
+
 /// One argument test of [`When::All`], as the program compiles it.
 pub use super::bpf_tree::Cond;
 
@@ -610,16 +627,7 @@ pub fn build(plan: &SeccompPlan) -> Result<Vec<seccompiler::sock_filter>, JailEr
                 &format!("unknown syscall {}", deny.syscall),
             )
         })? as u32;
-        let conds = match &deny.when {
-            When::Always => None,
-            &When::ArgMasked { arg, mask, value } => Some(vec![Cond {
-                arg,
-                mask,
-                value,
-                ne: false,
-            }]),
-            When::All(conds) => Some(conds.clone()),
-        };
+        let conds = deny.when.conditions();
         // Refused always wins over any condition the same syscall also has.
         match (
             refused.entry(nr).or_insert(Refusal::AnyOf(Vec::new())),
@@ -731,16 +739,7 @@ mod tests {
         };
         let mut rules: BTreeMap<i64, Option<Vec<SeccompRule>>> = BTreeMap::new();
         for deny in &plan.deny {
-            let conds = match &deny.when {
-                When::Always => None,
-                &When::ArgMasked { arg, mask, value } => Some(vec![Cond {
-                    arg,
-                    mask,
-                    value,
-                    ne: false,
-                }]),
-                When::All(conds) => Some(conds.clone()),
-            };
+            let conds = deny.when.conditions();
             let entry = rules
                 .entry(syscall_number(deny.syscall).unwrap())
                 .or_insert(Some(Vec::new()));
@@ -796,15 +795,8 @@ mod tests {
             if syscall_number(d.syscall) != Some(nr as i64) {
                 continue;
             }
-            let conds = match &d.when {
-                When::Always => continue,
-                &When::ArgMasked { arg, mask, value } => vec![Cond {
-                    arg,
-                    mask,
-                    value,
-                    ne: false,
-                }],
-                When::All(c) => c.clone(),
+            let Some(conds) = d.when.conditions() else {
+                continue;
             };
             for c in &conds {
                 let near = [
@@ -864,16 +856,7 @@ mod tests {
         let mut values: Vec<u32> = vec![0, 1, u32::MAX];
         for plan in &plans {
             for d in &plan.deny {
-                let conds = match &d.when {
-                    When::Always => vec![],
-                    &When::ArgMasked { arg, mask, value } => vec![Cond {
-                        arg,
-                        mask,
-                        value,
-                        ne: false,
-                    }],
-                    When::All(c) => c.clone(),
-                };
+                let conds = d.when.conditions().unwrap_or_default();
                 for c in conds {
                     for v in [
                         c.value,
