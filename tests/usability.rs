@@ -1099,7 +1099,6 @@ fn a_mount_named_inside_a_writable_tree_is_made_writable() {
 /// hooks, config, the worktree's config.worktree and its work tree stay read-only.
 #[test]
 fn a_linked_worktree_under_rw_commits_and_the_main_repository_stays_read_only() {
-    use common::{Attack, Layer, sh_argv};
     if !full_level_or_skip(
         "a_linked_worktree_under_rw_commits_and_the_main_repository_stays_read_only",
     ) {
@@ -1155,17 +1154,7 @@ fn a_linked_worktree_under_rw_commits_and_the_main_repository_stays_read_only() 
             ("the worktree's config.worktree", config_worktree.clone()),
             ("the main repository's work tree", format!("{main}/tracked")),
         ] {
-            let script = format!(
-                "if echo '[core]' >> {target}; then echo 'ALLOWED write'; \
-                 else echo 'BLOCKED write'; exit 1; fi"
-            );
-            Attack::new(
-                &format!("write {name} from the worktree"),
-                &["--rw", &wt, "--cwd", &wt],
-                sh_argv(&script),
-                &[Layer::Mount, Layer::Landlock],
-            )
-            .prove(&fx);
+            prove_append_refused(&fx, &format!("{name} from the worktree"), &wt, &target);
             // The run with both layers off wrote it (and the after-run check may have moved
             // it aside): the next attack starts from the tree as it was.
             common::restore_quarantined(Path::new(&format!("{main}/.git/worktrees/wt")));
@@ -1174,12 +1163,28 @@ fn a_linked_worktree_under_rw_commits_and_the_main_repository_stays_read_only() 
     }
 }
 
+/// Appending to `target` from a shell in `dir` (given with --rw) is refused by the mount view
+/// alone and by Landlock alone, and works with both off.
+fn prove_append_refused(fx: &Fixture, what: &str, dir: &str, target: &str) {
+    use common::{Attack, Layer, sh_argv};
+    let script = format!(
+        "if echo '[core]' >> {target}; then echo 'ALLOWED write'; \
+         else echo 'BLOCKED write'; exit 1; fi"
+    );
+    Attack::new(
+        &format!("write {what}"),
+        &["--rw", dir, "--cwd", dir],
+        sh_argv(&script),
+        &[Layer::Mount, Layer::Landlock],
+    )
+    .prove(fx);
+}
+
 /// A submodule's checkout given with --rw: git add and commit work there (its git directory is
 /// in the superproject's .git/modules), and its config and hooks, the superproject's config and
 /// its work tree stay read-only.
 #[test]
 fn a_submodule_under_rw_commits_and_its_config_and_hooks_stay_read_only() {
-    use common::{Attack, Layer, sh_argv};
     if !full_level_or_skip("a_submodule_under_rw_commits_and_its_config_and_hooks_stay_read_only") {
         return;
     }
@@ -1233,17 +1238,7 @@ fn a_submodule_under_rw_commits_and_its_config_and_hooks_stay_read_only() {
             ("the superproject's config", format!("{sup}/.git/config")),
             ("the superproject's work tree", format!("{sup}/.gitmodules")),
         ] {
-            let script = format!(
-                "if echo '[core]' >> {target}; then echo 'ALLOWED write'; \
-                 else echo 'BLOCKED write'; exit 1; fi"
-            );
-            Attack::new(
-                &format!("write {name} from the submodule"),
-                &["--rw", &x, "--cwd", &x],
-                sh_argv(&script),
-                &[Layer::Mount, Layer::Landlock],
-            )
-            .prove(&fx);
+            prove_append_refused(&fx, &format!("{name} from the submodule"), &x, &target);
             common::restore_quarantined(Path::new(&modules));
             let _ = std::fs::remove_file(format!("{modules}/hooks/pre-commit"));
         }
