@@ -20,6 +20,7 @@
 //! # Ok::<(), jail::JailError>(())
 //! ```
 
+pub mod byte_path;
 pub mod claims;
 pub mod cli;
 pub mod command;

@@ -23,6 +23,30 @@ fn is_invisible_format(c: char) -> bool {
     matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}' | '\u{ad}' | '\u{61c}')
 }
 
+/// Bytes bound for a terminal (a patch a person reads): every control character but newline
+/// and tab, every C1 control (U+0080..U+009F, and the raw bytes 0x80..0x9F that some
+/// terminals take as C1), and every invisible or bidirectional format character shown escaped;
+/// bytes that are not UTF-8 shown as `\xNN`. A file's content and a symlink's target are the
+/// command's choice: raw, an OSC 52 sequence writes the reader's clipboard, a CSI one rewrites
+/// what the reader sees.
+pub fn terminal_safe(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if (c.is_control() && c != '\n' && c != '\t') || is_invisible_format(c) {
+                out.extend(c.escape_default().to_string().bytes());
+            } else {
+                let mut buf = [0u8; 4];
+                out.extend(c.encode_utf8(&mut buf).bytes());
+            }
+        }
+        for b in chunk.invalid() {
+            out.extend(format!("\\x{b:02x}").bytes());
+        }
+    }
+    out
+}
+
 /// Prints one line on stderr, escaped.
 pub fn say(line: impl AsRef<str>) {
     eprintln!("{}", printable(line.as_ref()));
@@ -73,5 +97,16 @@ mod tests {
         assert_eq!(printable("\u{9b}31m"), "\\u{9b}31m");
         assert_eq!(printable("evil\u{202e}txt.sh"), "evil\\u{202e}txt.sh");
         assert_eq!(printable("plain /path/ü"), "plain /path/ü");
+    }
+
+    #[test]
+    fn terminal_bytes_keep_lines_and_escape_the_rest() {
+        let raw = b"+x\x1b]52;c;aGk=\x07\x1b[2J\ttab\n+\xc2\x9b31m \x9b31m caf\xc3\xa9 \xff\n";
+        let shown = String::from_utf8(terminal_safe(raw)).unwrap();
+        assert_eq!(
+            shown,
+            "+x\\u{1b}]52;c;aGk=\\u{7}\\u{1b}[2J\ttab\n+\\u{9b}31m \\x9b31m café \\xff\n"
+        );
+        assert!(!shown.bytes().any(|b| b == 0x1b || b == 0x07 || b == 0x9b));
     }
 }

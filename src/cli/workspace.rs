@@ -83,10 +83,21 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
             let run = store.find(&id)?;
             workspace::recover(&store, &run)?;
             let changes = workspace::changes(&run)?;
+            use std::io::{IsTerminal, Write};
             let stdout = std::io::stdout();
+            let terminal = stdout.is_terminal();
             let mut out = std::io::BufWriter::new(stdout.lock());
-            workspace::write_patch(&run, &changes, &mut out)
-                .and_then(|()| std::io::Write::flush(&mut out))
+            // To a file or a pipe the patch goes byte for byte (git apply takes it); to a
+            // terminal every byte the run chose is shown, never obeyed.
+            let written = if terminal {
+                let mut patch = Vec::new();
+                workspace::write_patch(&run, &changes, &mut patch)
+                    .and_then(|()| out.write_all(&crate::text::terminal_safe(&patch)))
+            } else {
+                workspace::write_patch(&run, &changes, &mut out)
+            };
+            written
+                .and_then(|()| out.flush())
                 .map_err(|e| JailError::io("writing the patch", e))?;
             Ok(0)
         }

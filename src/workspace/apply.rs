@@ -58,11 +58,30 @@ pub enum ApplyError {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Step {
-    Moved { host: PathBuf, backup: PathBuf },
-    Created { host: PathBuf },
-    Rmdir { host: PathBuf, mode: u32 },
-    Mkdir { host: PathBuf },
-    Chmod { host: PathBuf, mode: u32 },
+    Moved {
+        #[serde(with = "crate::byte_path")]
+        host: PathBuf,
+        #[serde(with = "crate::byte_path")]
+        backup: PathBuf,
+    },
+    Created {
+        #[serde(with = "crate::byte_path")]
+        host: PathBuf,
+    },
+    Rmdir {
+        #[serde(with = "crate::byte_path")]
+        host: PathBuf,
+        mode: u32,
+    },
+    Mkdir {
+        #[serde(with = "crate::byte_path")]
+        host: PathBuf,
+    },
+    Chmod {
+        #[serde(with = "crate::byte_path")]
+        host: PathBuf,
+        mode: u32,
+    },
 }
 
 fn selected(it: &Item, sel: &Selection) -> bool {
@@ -253,7 +272,7 @@ impl Journal {
     fn note(&mut self, step: &Step) -> io::Result<()> {
         self.steps += 1;
         self.seen.push(step.host().to_path_buf());
-        let mut line = serde_json::to_vec(step).expect("serializable");
+        let mut line = serde_json::to_vec(step).map_err(io::Error::other)?;
         line.push(b'\n');
         self.file.write_all(&line)?;
         test_crash_point(self.steps);

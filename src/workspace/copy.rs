@@ -35,7 +35,28 @@ enum Kind {
 /// Each copied entry as it was made: kind, inode, change time.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Manifest {
+    /// A list in JSON (a map's keys would have to be UTF-8 strings; names are bytes).
+    #[serde(with = "entry_list")]
     entries: BTreeMap<PathBuf, (Kind, u64, i64, i64)>,
+}
+
+mod entry_list {
+    use super::*;
+    use crate::byte_path::BytePath;
+    use serde::{Deserializer, Serializer};
+
+    type Stamp = (Kind, u64, i64, i64);
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<PathBuf, Stamp>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(m.iter().map(|(p, v)| (BytePath(p.clone()), *v)))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<PathBuf, Stamp>, D::Error> {
+        let list: Vec<(BytePath, Stamp)> = Vec::deserialize(d)?;
+        Ok(list.into_iter().map(|(p, v)| (p.0, v)).collect())
+    }
 }
 
 fn kind_of(meta: &fs::Metadata) -> Option<Kind> {

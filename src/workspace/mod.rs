@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use self::changes::{ChangeSet, Counts};
 use self::store::{LayerRecord, Run, RunState, Store};
+use crate::byte_path::BytePath;
 use crate::error::JailError;
 
 /// One root's change set in a run.
@@ -60,12 +61,12 @@ fn host_stamp(p: &Path) -> Option<(u64, i64, i64)> {
 
 /// Host paths jail wrote for this run, with their stamps then (`own.json`, `merged.json`).
 fn jail_wrote(run: &Run, file: &str) -> std::collections::BTreeMap<PathBuf, (u64, i64, i64)> {
-    let list: Vec<(PathBuf, u64, i64, i64)> = std::fs::read_to_string(run.dir.join(file))
+    let list: Vec<(BytePath, u64, i64, i64)> = std::fs::read_to_string(run.dir.join(file))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
     list.into_iter()
-        .map(|(p, i, s, n)| (p, (i, s, n)))
+        .map(|(p, i, s, n)| (p.0, (i, s, n)))
         .collect()
 }
 
@@ -78,8 +79,10 @@ fn record_jail_wrote(run: &Run, file: &str, paths: &[PathBuf]) {
             None => all.remove(p),
         };
     }
-    let list: Vec<(PathBuf, u64, i64, i64)> =
-        all.into_iter().map(|(p, (i, s, n))| (p, i, s, n)).collect();
+    let list: Vec<(BytePath, u64, i64, i64)> = all
+        .into_iter()
+        .map(|(p, (i, s, n))| (BytePath(p), i, s, n))
+        .collect();
     // Whole or not at all: a record cut short by a crash or a full disk must not lose what
     // jail wrote (a lost merge record would let the run's side over a merged file).
     let tmp = run.dir.join(format!("{file}.new"));

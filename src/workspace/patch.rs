@@ -193,18 +193,23 @@ fn write_item(it: &Item, out: &mut dyn Write) -> io::Result<()> {
     if old_b.is_empty() && new_b.is_empty() {
         return Ok(());
     }
-    let text = |d: &[u8]| !d[..d.len().min(8000)].contains(&0) && std::str::from_utf8(d).is_ok();
-    if !(text(old_b) && text(new_b)) {
+    // Git's own test (`buffer_is_binary`): a NUL in the first 8000 bytes. Anything else is
+    // text in any encoding, shown line by line as git shows it: a base85 literal would hide
+    // code a reviewer must read.
+    let binary = |d: &[u8]| d[..d.len().min(8000)].contains(&0);
+    if binary(old_b) || binary(new_b) {
         writeln!(out, "GIT binary patch")?;
         return binary_literal(new_b, out);
     }
-    let old_s = std::str::from_utf8(old_b).expect("checked");
-    let new_s = std::str::from_utf8(new_b).expect("checked");
     let dev_null = "/dev/null".to_string();
     writeln!(out, "--- {}", if it.old.is_some() { &a } else { &dev_null })?;
     writeln!(out, "+++ {}", if it.new.is_some() { &b } else { &dev_null })?;
-    let diff = similar::TextDiff::from_lines(old_s, new_s);
-    diff.unified_diff().context_radius(3).to_writer(&mut *out)
+    let diff = similar::TextDiff::from_lines(old_b, new_b);
+    // Hunk by hunk as bytes: the whole diff's writer goes through Display, which is lossy.
+    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+        hunk.to_writer(&mut *out)?;
+    }
+    Ok(())
 }
 
 /// Two items for one path (a file that became a symlink): the first's header is already out.

@@ -66,6 +66,7 @@ pub struct RunRecord {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LayerRecord {
     /// The host directory.
+    #[serde(with = "crate::byte_path")]
     pub root: PathBuf,
     /// The layer's directory name inside the run (`0`, `1`, …).
     pub dir: String,
