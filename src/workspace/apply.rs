@@ -13,9 +13,13 @@
 //!   cache keeps it), which is the interruption an apply must survive; a power loss half-way is
 //!   a filesystem's recovery, as for any editor.
 
+use std::ffi::CString;
 use std::fs;
+use std::fs::File;
 use std::io::{self, BufRead, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -77,11 +81,6 @@ enum Step {
         #[serde(with = "crate::byte_path")]
         host: PathBuf,
     },
-    Chmod {
-        #[serde(with = "crate::byte_path")]
-        host: PathBuf,
-        mode: u32,
-    },
 }
 
 fn selected(it: &Item, sel: &Selection) -> bool {
@@ -89,6 +88,20 @@ fn selected(it: &Item, sel: &Selection) -> bool {
         !it.flagged() || sel.include_flagged
     } else {
         sel.named.iter().any(|n| it.path.starts_with(n))
+    }
+}
+
+/// Whether a directory operation is in the selection: a named apply acts on directories
+/// beneath what it names only (the parents a taken file needs are made for it anyway), a whole
+/// one on every directory but a flagged new one.
+fn dir_selected(op: &DirOp, sel: &Selection) -> bool {
+    let path = op.path();
+    if !sel.named.is_empty() {
+        return sel.named.iter().any(|n| path.starts_with(n));
+    }
+    match op {
+        DirOp::Make(..) => super::changes::dir_flags(path).is_empty() || sel.include_flagged,
+        DirOp::Remove(_) => true,
     }
 }
 
@@ -131,10 +144,22 @@ pub fn apply(
             .into_iter()
             .map(|(p, why)| (p, format!("conflict: {why}"))),
     );
+    let mut dirs: Vec<&DirOp> = Vec::new();
+    for op in &set.dirs {
+        if dir_selected(op, sel) {
+            dirs.push(op);
+        } else if sel.named.is_empty() {
+            let flags = super::changes::dir_flags(op.path());
+            out.left.push((
+                op.path().to_path_buf(),
+                format!("flagged: {}", flags.join("; ")),
+            ));
+        }
+    }
     let _held = HeldSignals::hold();
-    let mut j = Journal::create(work)
+    let mut j = Journal::create(work, root)
         .map_err(|e| ApplyError::Failed(format!("journal: {e}"), Vec::new()))?;
-    let result = run_steps(root, set, &take, &mut j);
+    let result = run_steps(root, &dirs, &take, &mut j);
     match result {
         Ok(()) => {
             out.touched = touched_by(&j.seen);
@@ -156,56 +181,78 @@ pub fn apply(
     }
 }
 
-fn run_steps(root: &Path, set: &ChangeSet, take: &[&Item], j: &mut Journal) -> Result<(), String> {
-    let fail = |what: &str, p: &Path, e: io::Error| format!("{what} {}: {e}", p.display());
+fn run_steps(root: &Path, dirs: &[&DirOp], take: &[&Item], j: &mut Journal) -> Result<(), String> {
+    let fail =
+        |what: &str, rel: &Path, e: io::Error| format!("{what} {}: {e}", root.join(rel).display());
+    let umask = current_umask();
     // 1. What the host has at a taken path goes aside (it comes back on a rollback).
     for it in take {
-        let host = root.join(&it.path);
-        if fs::symlink_metadata(&host).is_ok_and(|m| !m.is_dir()) {
-            j.move_aside(&host)
-                .map_err(|e| fail("moving aside", &host, e))?;
+        if j.host_kind(&it.path).is_some_and(|k| k != libc::S_IFDIR) {
+            j.move_aside(&it.path)
+                .map_err(|e| fail("moving aside", &it.path, e))?;
         }
     }
     // 2. Directories the run removed, deepest first, once empty (a file left out keeps its own).
-    for op in &set.dirs {
+    for op in dirs {
         if let DirOp::Remove(rel) = op {
-            let host = root.join(rel);
-            j.remove_empty_dirs(&host)
-                .map_err(|e| fail("removing", &host, e))?;
+            j.remove_empty_dirs(rel)
+                .map_err(|e| fail("removing", rel, e))?;
         }
     }
-    // 3. Directories the run made, parents first; then the files.
-    for op in &set.dirs {
-        if let DirOp::Make(rel, mode) = op {
-            let host = root.join(rel);
-            if fs::symlink_metadata(&host).is_err() {
-                j.mkdir(&host, *mode)
-                    .map_err(|e| fail("creating", &host, e))?;
+    // 3. Directories the run made, parents first, as a checkout makes them (the umask's mode,
+    // never the layer's: a run's 0777 is not the reviewer's); then the files.
+    for op in dirs {
+        if let DirOp::Make(rel, _) = op {
+            if j.host_kind(rel).is_none() {
+                j.mkdir_all(rel).map_err(|e| fail("creating", rel, e))?;
             }
         }
     }
     for it in take {
         let Some(new) = &it.new else { continue };
-        let host = root.join(&it.path);
-        if let Some(parent) = host.parent() {
-            if fs::symlink_metadata(parent).is_err() {
+        if let Some(parent) = it.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if j.host_kind(parent).is_none() {
                 j.mkdir_all(parent)
                     .map_err(|e| fail("creating", parent, e))?;
             }
         }
         match &new.kind {
-            SideKind::File => j.create_file(&host, &new.abs, new.mode),
-            SideKind::Symlink(target) => j.create_symlink(&host, target),
+            SideKind::File => {
+                let old = it
+                    .old
+                    .as_ref()
+                    .filter(|o| o.kind == SideKind::File)
+                    .map(|o| o.mode);
+                let mode = host_file_mode(old, super::changes::executable(new.mode), umask);
+                j.create_file(&it.path, &new.abs, mode)
+            }
+            SideKind::Symlink(target) => j.create_symlink(&it.path, target),
         }
-        .map_err(|e| fail("writing", &host, e))?;
-    }
-    for op in &set.dirs {
-        if let DirOp::Chmod(rel, mode) = op {
-            let host = root.join(rel);
-            j.chmod(&host, *mode).map_err(|e| fail("chmod", &host, e))?;
-        }
+        .map_err(|e| fail("writing", &it.path, e))?;
     }
     Ok(())
+}
+
+/// The mode a file gets on the host. A patch carries git's two file modes, so an apply makes
+/// what `git apply` would: a changed file keeps the host's permissions with only its execute
+/// bits set or cleared (where it is readable), a new one gets 0666 or 0777 less the umask.
+/// Never a set-id bit, never a write bit the reviewer did not see: a run's own 0666 would let
+/// another local user replace a hook file afterwards.
+fn host_file_mode(old: Option<u32>, executable: bool, umask: u32) -> u32 {
+    match old {
+        Some(m) if executable => (m | ((m & 0o444) >> 2)) & 0o777,
+        Some(m) => m & 0o666,
+        None if executable => 0o777 & !umask,
+        None => 0o666 & !umask,
+    }
+}
+
+/// This process's umask (read by setting it, then putting it back).
+fn current_umask() -> u32 {
+    use nix::sys::stat::{Mode, umask};
+    let old = umask(Mode::from_bits_truncate(0o077));
+    umask(old);
+    old.bits()
 }
 
 /// `JAIL_TEST_APPLY_CRASH=N` (test builds): abort after N steps, as a kill would stop it.
@@ -226,6 +273,11 @@ struct Journal {
     steps: usize,
     /// The host paths of the steps so far.
     seen: Vec<PathBuf>,
+    root: PathBuf,
+    /// The root, opened once: every step reaches its path from here, never through a symlink
+    /// and never above it (a link the run made, or one the host had where the run made a
+    /// directory, is refused, not followed).
+    root_fd: OwnedFd,
 }
 
 /// Paths and their parent directories.
@@ -245,8 +297,7 @@ impl Step {
             Step::Moved { host, .. }
             | Step::Created { host }
             | Step::Rmdir { host, .. }
-            | Step::Mkdir { host }
-            | Step::Chmod { host, .. } => host,
+            | Step::Mkdir { host } => host,
         }
     }
 }
@@ -254,7 +305,12 @@ impl Step {
 const JOURNAL: &str = "journal";
 
 impl Journal {
-    fn create(work: &Path) -> io::Result<Journal> {
+    fn create(work: &Path, root: &Path) -> io::Result<Journal> {
+        let root_fd = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(root)?
+            .into();
         fs::create_dir_all(work.join("backup"))?;
         let file = fs::OpenOptions::new()
             .create_new(true)
@@ -266,6 +322,8 @@ impl Journal {
             dir: work.to_path_buf(),
             steps: 0,
             seen: Vec::new(),
+            root: root.to_path_buf(),
+            root_fd,
         })
     }
 
@@ -279,85 +337,179 @@ impl Journal {
         Ok(())
     }
 
-    fn move_aside(&mut self, host: &Path) -> io::Result<()> {
-        let backup = self.dir.join("backup").join(self.steps.to_string());
-        self.note(&Step::Moved {
-            host: host.to_path_buf(),
-            backup: backup.clone(),
-        })?;
-        move_path(host, &backup)
+    /// The directory `rel` beneath the root (O_PATH), every component a real directory.
+    fn dir_fd(&self, rel: &Path) -> io::Result<OwnedFd> {
+        let path = if rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            rel
+        };
+        let c = CString::new(path.as_os_str().as_bytes())?;
+        crate::linux::sys::openat2_path(
+            self.root_fd.as_raw_fd(),
+            &c,
+            libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,
+        )
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) || e.raw_os_error() == Some(libc::EXDEV) {
+                io::Error::other(format!(
+                    "{}: a symlink on the way (not followed: an apply writes only beneath the root)",
+                    path.display()
+                ))
+            } else {
+                e
+            }
+        })
     }
 
-    fn create_file(&mut self, host: &Path, from: &Path, mode: u32) -> io::Result<()> {
+    /// The parent directory of `rel` and its last name.
+    fn parent(&self, rel: &Path) -> io::Result<(OwnedFd, CString)> {
+        let name = rel
+            .file_name()
+            .ok_or_else(|| io::Error::other("names no entry"))?;
+        let dir = self.dir_fd(rel.parent().unwrap_or(Path::new("")))?;
+        Ok((dir, CString::new(name.as_bytes())?))
+    }
+
+    /// The file type (S_IFMT bits) of what the host has at `rel`, not following a symlink;
+    /// None when there is nothing (or a parent is not a plain directory).
+    fn host_kind(&self, rel: &Path) -> Option<u32> {
+        let (dir, name) = self.parent(rel).ok()?;
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: fstatat writes a whole `stat` on success; `name` is NUL-terminated.
+        let rc = unsafe {
+            libc::fstatat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                st.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        // SAFETY: initialised by the successful call.
+        (rc == 0).then(|| unsafe { st.assume_init() }.st_mode & libc::S_IFMT)
+    }
+
+    fn move_aside(&mut self, rel: &Path) -> io::Result<()> {
+        let backup = self.dir.join("backup").join(self.steps.to_string());
+        let (dir, name) = self.parent(rel)?;
+        self.note(&Step::Moved {
+            host: self.root.join(rel),
+            backup: backup.clone(),
+        })?;
+        let to = CString::new(backup.as_os_str().as_bytes())?;
+        // SAFETY: both names are NUL-terminated; `dir` is a directory descriptor of ours.
+        let rc =
+            unsafe { libc::renameat(dir.as_raw_fd(), name.as_ptr(), libc::AT_FDCWD, to.as_ptr()) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EXDEV) {
+            return Err(e);
+        }
+        // Another filesystem: copied (a symlink as a symlink), then removed.
+        let path = self.root.join(rel);
+        let meta = fs::symlink_metadata(&path)?;
+        if meta.file_type().is_symlink() {
+            std::os::unix::fs::symlink(fs::read_link(&path)?, &backup)?;
+        } else {
+            let mut src = File::from(openat(&dir, &name, libc::O_RDONLY | libc::O_NOFOLLOW, 0)?);
+            let mut dst = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(meta.mode() & 0o7777)
+                .open(&backup)?;
+            io::copy(&mut src, &mut dst)?;
+        }
+        // SAFETY: `name` is NUL-terminated; `dir` is a directory descriptor of ours.
+        if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn create_file(&mut self, rel: &Path, from: &Path, mode: u32) -> io::Result<()> {
+        let (dir, name) = self.parent(rel)?;
         self.note(&Step::Created {
-            host: host.to_path_buf(),
+            host: self.root.join(rel),
         })?;
         let mut src = fs::File::open(from)?;
-        let mut dst = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .mode(0o600)
-            .open(host)?;
+        let mut dst = File::from(openat(
+            &dir,
+            &name,
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
+            0o600,
+        )?);
         io::copy(&mut src, &mut dst)?;
         dst.set_permissions(fs::Permissions::from_mode(mode & 0o777))
     }
 
-    fn create_symlink(&mut self, host: &Path, target: &Path) -> io::Result<()> {
+    fn create_symlink(&mut self, rel: &Path, target: &Path) -> io::Result<()> {
+        let (dir, name) = self.parent(rel)?;
         self.note(&Step::Created {
-            host: host.to_path_buf(),
+            host: self.root.join(rel),
         })?;
-        std::os::unix::fs::symlink(target, host)
-    }
-
-    fn mkdir(&mut self, host: &Path, mode: u32) -> io::Result<()> {
-        self.note(&Step::Mkdir {
-            host: host.to_path_buf(),
-        })?;
-        fs::create_dir(host)?;
-        fs::set_permissions(host, fs::Permissions::from_mode(mode & 0o777))
-    }
-
-    fn mkdir_all(&mut self, dir: &Path) -> io::Result<()> {
-        if fs::symlink_metadata(dir).is_ok() {
-            return Ok(());
+        let t = CString::new(target.as_os_str().as_bytes())?;
+        // SAFETY: both strings are NUL-terminated; `dir` is a directory descriptor of ours.
+        if unsafe { libc::symlinkat(t.as_ptr(), dir.as_raw_fd(), name.as_ptr()) } != 0 {
+            return Err(io::Error::last_os_error());
         }
-        if let Some(parent) = dir.parent() {
-            self.mkdir_all(parent)?;
-        }
-        self.mkdir(dir, 0o755)
+        Ok(())
     }
 
-    fn chmod(&mut self, host: &Path, mode: u32) -> io::Result<()> {
-        let old = fs::symlink_metadata(host)?.permissions().mode() & 0o7777;
-        self.note(&Step::Chmod {
-            host: host.to_path_buf(),
-            mode: old,
-        })?;
-        fs::set_permissions(host, fs::Permissions::from_mode(mode & 0o777))
-    }
-
-    /// Removes `dir` and the directories beneath it that are empty now, deepest first.
-    fn remove_empty_dirs(&mut self, dir: &Path) -> io::Result<()> {
-        let Ok(meta) = fs::symlink_metadata(dir) else {
-            return Ok(());
-        };
-        if !meta.is_dir() {
-            return Ok(());
-        }
-        for e in fs::read_dir(dir)?.flatten() {
-            if e.file_type()?.is_dir() {
-                self.remove_empty_dirs(&e.path())?;
+    /// Makes `rel` and its missing parents with 0777 less the umask (what mkdir makes).
+    fn mkdir_all(&mut self, rel: &Path) -> io::Result<()> {
+        let mut prefix = PathBuf::new();
+        for c in rel.components() {
+            prefix.push(c);
+            match self.host_kind(&prefix) {
+                Some(libc::S_IFDIR) => continue,
+                Some(_) => {
+                    return Err(io::Error::other(format!(
+                        "{} is not a directory on the host",
+                        prefix.display()
+                    )));
+                }
+                None => {}
+            }
+            let (dir, name) = self.parent(&prefix)?;
+            self.note(&Step::Mkdir {
+                host: self.root.join(&prefix),
+            })?;
+            // SAFETY: `name` is NUL-terminated; `dir` is a directory descriptor of ours.
+            if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o777) } != 0 {
+                return Err(io::Error::last_os_error());
             }
         }
-        if fs::read_dir(dir)?.next().is_some() {
+        Ok(())
+    }
+
+    /// Removes the directory `rel` and the directories beneath it that are empty now, deepest
+    /// first; nothing when it is not a directory reached without a symlink.
+    fn remove_empty_dirs(&mut self, rel: &Path) -> io::Result<()> {
+        if self.host_kind(rel) != Some(libc::S_IFDIR) || self.dir_fd(rel).is_err() {
             return Ok(());
         }
+        let host = self.root.join(rel);
+        for e in fs::read_dir(&host)?.flatten() {
+            if e.file_type()?.is_dir() {
+                self.remove_empty_dirs(&rel.join(e.file_name()))?;
+            }
+        }
+        if fs::read_dir(&host)?.next().is_some() {
+            return Ok(());
+        }
+        let mode = fs::symlink_metadata(&host)?.mode() & 0o7777;
+        let (dir, name) = self.parent(rel)?;
         self.note(&Step::Rmdir {
-            host: dir.to_path_buf(),
-            mode: meta.permissions().mode() & 0o7777,
+            host: host.clone(),
+            mode,
         })?;
-        fs::remove_dir(dir)
+        // SAFETY: `name` is NUL-terminated; `dir` is a directory descriptor of ours.
+        if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), libc::AT_REMOVEDIR) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     /// A whole apply: the journal goes first (nothing to roll back any more), then the backups.
@@ -365,6 +517,24 @@ impl Journal {
         let _ = fs::remove_file(self.dir.join(JOURNAL));
         let _ = super::store::remove_tree(&self.dir);
     }
+}
+
+/// openat(dir, name, flags | O_CLOEXEC, mode), the descriptor owned.
+fn openat(dir: &OwnedFd, name: &CString, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+    // SAFETY: `name` is NUL-terminated; `dir` is a directory descriptor of ours.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            mode as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor, owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Renames, or copies and removes when `to` is on another filesystem.
@@ -429,9 +599,6 @@ pub fn recover(work: &Path) -> io::Result<Vec<PathBuf>> {
                     fs::create_dir(host)?;
                     fs::set_permissions(host, fs::Permissions::from_mode(*mode))?;
                 }
-            }
-            Step::Chmod { host, mode } => {
-                fs::set_permissions(host, fs::Permissions::from_mode(*mode))?
             }
         }
     }

@@ -52,13 +52,37 @@ impl Item {
     }
 }
 
-/// A directory the apply makes, removes, or changes the mode of.
+/// A directory the apply makes or removes. A directory's mode is not handed back: a patch
+/// cannot show it (git tracks none), and a run's 0777 is not the reviewer's; a directory is
+/// made as mkdir makes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DirOp {
     /// The host's directory goes (after the files in it).
     Remove(PathBuf),
+    /// A directory the run made (its mode in the layer, for the report).
     Make(PathBuf, u32),
-    Chmod(PathBuf, u32),
+}
+
+impl DirOp {
+    pub fn path(&self) -> &Path {
+        match self {
+            DirOp::Remove(p) | DirOp::Make(p, _) => p,
+        }
+    }
+}
+
+/// Whether a file mode is git's executable one (git looks at the owner's execute bit).
+pub fn executable(mode: u32) -> bool {
+    mode & 0o100 != 0
+}
+
+/// Why a new directory must be looked at before it reaches the host: a protected name.
+pub fn dir_flags(path: &Path) -> Vec<String> {
+    let names: Vec<&[u8]> = path.iter().map(|c| c.as_bytes()).collect();
+    (1..=names.len())
+        .find_map(|i| protected_name(&names[..i]))
+        .map(|p| vec![format!("protected name {} ({})", p.pattern, p.why)])
+        .unwrap_or_default()
 }
 
 #[derive(Debug, Clone, Default)]
@@ -193,11 +217,6 @@ pub fn compute(
             Node::Dir { mode, .. } => {
                 if replaces_host || host_meta.is_none() {
                     set.dirs.push(DirOp::Make(e.path.clone(), *mode));
-                } else if host_meta
-                    .as_ref()
-                    .is_some_and(|m| m.mode() & 0o7777 != *mode)
-                {
-                    set.dirs.push(DirOp::Chmod(e.path.clone(), *mode));
                 }
             }
             Node::File { .. } | Node::Symlink { .. } => {
@@ -258,7 +277,8 @@ fn deleted_on_host(root: &Path, rel: &Path, since: &Since) -> bool {
     true
 }
 
-/// Whether both sides are the same (content, kind, mode): no change.
+/// Whether both sides are the same as a patch shows them (content, kind, git's file mode): no
+/// change. Other mode bits are not handed back (see the apply's modes).
 fn same(it: &Item) -> bool {
     let (Some(a), Some(b)) = (&it.old, &it.new) else {
         return it.old.is_none() && it.new.is_none();
@@ -268,7 +288,7 @@ fn same(it: &Item) -> bool {
     }
     match a.kind {
         SideKind::Symlink(_) => true,
-        SideKind::File => a.mode == b.mode && same_content(&a.abs, &b.abs),
+        SideKind::File => executable(a.mode) == executable(b.mode) && same_content(&a.abs, &b.abs),
     }
 }
 
@@ -339,14 +359,8 @@ pub fn flags(it: &Item, root: &Path, layer_root: &Path) -> Vec<String> {
                 .as_ref()
                 .filter(|o| o.kind == SideKind::File)
                 .map(|o| o.mode);
-            if new.mode & 0o111 != 0 && old_mode.is_none_or(|m| m & 0o111 == 0) {
+            if executable(new.mode) && old_mode.is_none_or(|m| !executable(m)) {
                 out.push("executable".into());
-            }
-            if let Some(m) = old_mode.filter(|m| *m != new.mode) {
-                out.push(format!("mode {m:o} -> {:o}", new.mode));
-            }
-            if new.mode & 0o6000 != 0 {
-                out.push("setuid or setgid".into());
             }
         }
         SideKind::Symlink(target) => {
@@ -425,10 +439,6 @@ mod tests {
         assert_eq!(
             f(&item("src/run.sh", 0o755, Some(0o755))),
             Vec::<String>::new()
-        );
-        assert_eq!(
-            f(&item("src/run.sh", 0o600, Some(0o644))),
-            vec!["mode 644 -> 600"]
         );
         assert!(f(&item("src/lib.rs", 0o644, Some(0o644))).is_empty());
     }

@@ -422,7 +422,7 @@ pub fn report_items(changes: &[RootChanges]) -> Vec<crate::linux::changes::Chang
                 (Some(old), None) => (ChangeKind::Deleted, old),
                 (Some(old), Some(new))
                     if old.kind == new.kind
-                        && old.mode != new.mode
+                        && changes::executable(old.mode) != changes::executable(new.mode)
                         && std::fs::read(&old.abs).ok() == std::fs::read(&new.abs).ok() =>
                 {
                     (ChangeKind::ModeChanged, new)
@@ -449,7 +449,6 @@ pub fn report_items(changes: &[RootChanges]) -> Vec<crate::linux::changes::Chang
             let (kind, path) = match op {
                 changes::DirOp::Remove(p) => (ChangeKind::Deleted, p),
                 changes::DirOp::Make(p, _) => (ChangeKind::Created, p),
-                changes::DirOp::Chmod(p, _) => (ChangeKind::ModeChanged, p),
             };
             out.push(Change {
                 root: r.root.clone(),

@@ -42,7 +42,7 @@ fn content(side: &Side) -> io::Result<Vec<u8>> {
 fn git_mode(side: &Side) -> &'static str {
     match side.kind {
         SideKind::Symlink(_) => "120000",
-        SideKind::File if side.mode & 0o111 != 0 => "100755",
+        SideKind::File if super::changes::executable(side.mode) => "100755",
         SideKind::File => "100644",
     }
 }
