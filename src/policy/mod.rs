@@ -6,6 +6,7 @@ mod defaults;
 pub mod duration;
 pub mod env;
 pub mod gitconfig;
+pub mod host_code;
 pub mod homes;
 pub mod limits;
 pub mod profile;

@@ -12,12 +12,12 @@ use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use super::layer::{Entry, Node};
-use crate::policy::{is_git_layout, protected_name};
+use crate::policy::protected_name;
 
 /// One side of a file-level change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,6 +161,7 @@ pub fn compute(
     root: &Path,
     layer_root: &Path,
     since: &Since,
+    start: Option<&str>,
 ) -> io::Result<ChangeSet> {
     let mut items: BTreeMap<PathBuf, Item> = BTreeMap::new();
     let mut set = ChangeSet::default();
@@ -250,10 +251,11 @@ pub fn compute(
     removed_dirs.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
     set.dirs
         .splice(0..0, removed_dirs.into_iter().map(DirOp::Remove));
+    // A file the run changed that equals the host's now: nothing to do, nothing to lose.
     let mut out: Vec<Item> = items.into_values().filter(|i| !same(i)).collect();
+    let judge = super::judge::Judge::new(root, layer_root, entries, start);
     for it in &mut out {
-        // A file the run changed that equals the host's now: nothing to do, nothing to lose.
-        it.flags = flags(it, root, layer_root);
+        it.flags = judge.flags(it);
     }
     set.items = out;
     set.dir_conflicts
@@ -322,92 +324,9 @@ fn host_files(root: &Path, rel: &Path) -> io::Result<Vec<(PathBuf, Side, fs::Met
     Ok(out)
 }
 
-/// Why a person must look at this change before it reaches the host: anything that could run
-/// code there later, by structure and at any depth.
-pub fn flags(it: &Item, root: &Path, layer_root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let Some(new) = &it.new else {
-        return out;
-    };
-    let names: Vec<&[u8]> = it.path.iter().map(|c| c.as_bytes()).collect();
-    for i in 1..=names.len() {
-        if let Some(p) = protected_name(&names[..i]) {
-            out.push(format!("protected name {} ({})", p.pattern, p.why));
-            break;
-        }
-    }
-    if names[..names.len() - 1].contains(&&b".git"[..]) {
-        out.push("inside a .git directory".into());
-    }
-    // A git repository on the way (new or changed): its config and hooks run code.
-    let mut dir = it.path.parent();
-    while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
-        let has = |n: &str| {
-            fs::symlink_metadata(layer_root.join(d).join(n)).is_ok()
-                || fs::symlink_metadata(root.join(d).join(n)).is_ok()
-        };
-        if is_git_layout(has) {
-            out.push(format!("inside the git repository {}", d.display()));
-            break;
-        }
-        dir = d.parent();
-    }
-    match &new.kind {
-        SideKind::File => {
-            let old_mode = it
-                .old
-                .as_ref()
-                .filter(|o| o.kind == SideKind::File)
-                .map(|o| o.mode);
-            if executable(new.mode) && old_mode.is_none_or(|m| !executable(m)) {
-                out.push("executable".into());
-            }
-        }
-        SideKind::Symlink(target) => {
-            if escapes(&it.path, target) {
-                out.push(format!(
-                    "symlink to {} (outside the root)",
-                    target.display()
-                ));
-            }
-        }
-    }
-    out
-}
-
-/// Whether a symlink at `path` (relative to the root) pointing to `target` leads outside the
-/// root: absolute, or climbing above it.
-fn escapes(path: &Path, target: &Path) -> bool {
-    if target.is_absolute() {
-        return true;
-    }
-    let mut depth = path.components().count() as i64 - 1;
-    for c in target.components() {
-        match c {
-            Component::ParentDir => depth -= 1,
-            Component::Normal(_) => depth += 1,
-            _ => {}
-        }
-        if depth < 0 {
-            return true;
-        }
-    }
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn symlinks_that_climb_out_of_the_root_escape() {
-        assert!(escapes(Path::new("a/l"), Path::new("/etc/passwd")));
-        assert!(escapes(Path::new("a/l"), Path::new("../../x")));
-        assert!(escapes(Path::new("l"), Path::new("../x")));
-        assert!(!escapes(Path::new("a/l"), Path::new("../x")));
-        assert!(!escapes(Path::new("a/l"), Path::new("b/../c")));
-        assert!(escapes(Path::new("a/l"), Path::new("b/../../../c")));
-    }
 
     fn item(path: &str, new_mode: u32, old_mode: Option<u32>) -> Item {
         let side = |mode| Side {
@@ -427,7 +346,8 @@ mod tests {
     #[test]
     fn protected_names_executables_and_mode_changes_are_flagged_at_any_depth() {
         let none = Path::new("/nonexistent");
-        let f = |i: &Item| flags(i, none, none);
+        let judge = super::super::judge::Judge::new(none, none, &[], None);
+        let f = |i: &Item| judge.flags(i);
         assert!(f(&item("a/b/.envrc", 0o644, None))[0].contains(".envrc"));
         assert!(f(&item("x/.husky/pre-commit", 0o644, None))[0].contains(".husky"));
         assert!(

@@ -14,9 +14,11 @@ pub mod apply;
 pub mod changes;
 pub mod copy;
 pub mod git;
+pub mod judge;
 pub mod layer;
 pub mod patch;
 pub mod store;
+pub mod view;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -112,7 +114,14 @@ fn root_changes(run: &Run, layer: &LayerRecord) -> Result<RootChanges, JailError
             copy::read_copy(&upper, &manifest).map_err(bad)?
         }
     };
-    let set = changes::compute(&entries, &layer.root, &upper, &since(run)).map_err(bad)?;
+    let set = changes::compute(
+        &entries,
+        &layer.root,
+        &upper,
+        &since(run),
+        layer.git_head.as_deref(),
+    )
+    .map_err(bad)?;
     let commit = git::layer_head(&upper.join(".git"), &layer.root.join(".git"))
         .filter(|c| Some(c) != layer.git_head.as_ref());
     Ok(RootChanges {

@@ -1,0 +1,341 @@
+//! Why a person must look at a change before it reaches the host: the flags of a copy-on-write
+//! hand-back, decided from how the host will use the tree after the apply, not from the
+//! layer's names alone.
+//!
+//! A change is flagged when:
+//! - its path is, or is inside, a protected name ([`crate::policy::PROTECTED`]) at any depth, a
+//!   `.git` directory, or a git repository (git's own test of a layout);
+//! - it is at or beneath a place the host's git runs code from ([`crate::policy::host_code`]:
+//!   `core.hooksPath`, included config files, paths config values name, where symlinked hooks
+//!   lead), read both from the host and from the tree as the apply would leave it;
+//! - it is where a protected name that is a symlink leads (`.vscode -> config/vscode`, in the
+//!   host's tree or the layer's), or a symlink on the way to such a place;
+//! - it is a symlink that leads out of the root as the kernel will resolve it after the apply
+//!   (chains and `..` through other links included), or after an apply of it alone;
+//! - it makes a file executable;
+//! - it deletes what git cannot bring back: a file not in the start commit (untracked, ignored,
+//!   a nested repository's git directory), one changed since, or anything in a root that is no
+//!   git work tree.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::changes::{Item, SideKind, executable};
+use super::layer::{Entry, MAX_ENTRIES, Node};
+use super::view::{Kind, Resolved, View};
+use crate::policy::host_code::{self, Place};
+use crate::policy::{is_git_layout, protected_name, protected_prefix};
+
+/// What the start commit holds, by path relative to the root: (git mode, object id).
+type Tracked = HashMap<PathBuf, (String, String)>;
+
+/// The one judge of a root's change set.
+pub struct Judge<'a> {
+    root: &'a Path,
+    layer_root: &'a Path,
+    view: View<'a>,
+    /// Places the host runs code from, absolute (host paths).
+    places: Vec<Place>,
+    /// Layer symlinks on the way to a place: (relative path, the place's reason).
+    links_to_places: Vec<(PathBuf, String)>,
+    /// The start commit's files, read when a deletion first asks.
+    tracked: std::cell::OnceCell<Result<Tracked, String>>,
+    start: Option<String>,
+    /// Why the host tree could not be checked whole (every change is then flagged).
+    incomplete: Option<String>,
+}
+
+impl<'a> Judge<'a> {
+    /// The judge of `entries` (the layer at `layer_root`) over the host `root`; `start` is the
+    /// commit checked out when the run started, when the root was a repository's top.
+    pub fn new(
+        root: &'a Path,
+        layer_root: &'a Path,
+        entries: &[Entry],
+        start: Option<&str>,
+    ) -> Judge<'a> {
+        let view = View::merged(root, entries);
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute());
+        // The host's git configuration as it is, and as the apply would leave the files of it
+        // that live in the work tree.
+        let merged_read = |p: &Path| -> Option<String> {
+            let rel = p.strip_prefix(root).ok()?;
+            match view.kind(rel) {
+                Kind::File => match entries.iter().find(|e| e.path == rel) {
+                    Some(_) => host_code::host_reader(&layer_root.join(rel)),
+                    None => host_code::host_reader(p),
+                },
+                _ => None,
+            }
+        };
+        let mut places = host_code::places(root, home.as_deref(), &host_code::host_reader);
+        places.extend(host_code::places(root, home.as_deref(), &merged_read));
+        // Protected names that are symlinks, on the host or in the layer: where they lead is
+        // what the tool reads.
+        let (mut links, incomplete) = host_links(root);
+        links.extend(entries.iter().filter_map(|e| match &e.node {
+            Node::Symlink { .. } => Some(e.path.clone()),
+            _ => None,
+        }));
+        for rel in links {
+            let names: Vec<&[u8]> = rel.iter().map(|c| c.as_bytes()).collect();
+            let Some(p) = protected_name(&names).or_else(|| protected_prefix(&names)) else {
+                continue;
+            };
+            if let Resolved::Inside { path, .. } = view.resolve(&rel, true) {
+                if path != rel {
+                    places.push(Place {
+                        path: root.join(&path),
+                        why: format!(
+                            "where the protected name {} leads ({})",
+                            rel.display(),
+                            p.why
+                        ),
+                    });
+                }
+            }
+        }
+        // Places inside the root as the kernel will reach them after the apply: through the
+        // layer's symlinks, which are then on the way.
+        let mut links_to_places = Vec::new();
+        let mut resolved = Vec::new();
+        for place in &places {
+            let Ok(rel) = place.path.strip_prefix(root) else {
+                continue;
+            };
+            if let Resolved::Inside { path, links } = view.resolve(rel, true) {
+                for l in links {
+                    if entries.iter().any(|e| e.path == l) {
+                        links_to_places.push((l, place.why.clone()));
+                    }
+                }
+                if path != rel {
+                    resolved.push(Place {
+                        path: root.join(path),
+                        why: place.why.clone(),
+                    });
+                }
+            }
+        }
+        places.extend(resolved);
+        Judge {
+            root,
+            layer_root,
+            view,
+            places,
+            links_to_places,
+            tracked: std::cell::OnceCell::new(),
+            start: start.map(str::to_string),
+            incomplete,
+        }
+    }
+
+    /// The flags of one change.
+    pub fn flags(&self, it: &Item) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(why) = &self.incomplete {
+            out.push(why.clone());
+        }
+        let Some(new) = &it.new else {
+            if let Some(why) = self.lost(it) {
+                out.push(why);
+            }
+            return out;
+        };
+        let names: Vec<&[u8]> = it.path.iter().map(|c| c.as_bytes()).collect();
+        if let Some(p) = (1..=names.len()).find_map(|i| protected_name(&names[..i])) {
+            out.push(format!("protected name {} ({})", p.pattern, p.why));
+        }
+        if names[..names.len() - 1].contains(&&b".git"[..]) {
+            out.push("inside a .git directory".into());
+        }
+        // A git repository on the way (new or changed): its config and hooks run code.
+        let mut dir = it.path.parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+            let has = |n: &str| {
+                fs::symlink_metadata(self.layer_root.join(d).join(n)).is_ok()
+                    || fs::symlink_metadata(self.root.join(d).join(n)).is_ok()
+            };
+            if is_git_layout(has) {
+                out.push(format!("inside the git repository {}", d.display()));
+                break;
+            }
+            dir = d.parent();
+        }
+        if let Some(p) = host_code::place_of(&self.places, &self.root.join(&it.path)) {
+            out.push(p.why.clone());
+        }
+        if let Some((_, why)) = self.links_to_places.iter().find(|(l, _)| *l == it.path) {
+            out.push(format!("a symlink on the way to a place git runs code from: {why}"));
+        }
+        match &new.kind {
+            SideKind::File => {
+                let was_exec = it
+                    .old
+                    .as_ref()
+                    .filter(|o| o.kind == SideKind::File)
+                    .is_some_and(|o| executable(o.mode));
+                if executable(new.mode) && !was_exec {
+                    out.push("executable".into());
+                }
+            }
+            SideKind::Symlink(target) => {
+                let alone = View::host_with(
+                    self.root,
+                    [(
+                        it.path.clone(),
+                        Node::Symlink {
+                            target: target.clone(),
+                        },
+                    )],
+                );
+                for view in [&self.view, &alone] {
+                    if let Resolved::Outside(why) = view.resolve(&it.path, true) {
+                        out.push(format!(
+                            "symlink to {} leads outside the root ({why})",
+                            target.display()
+                        ));
+                        break;
+                    }
+                }
+            }
+        }
+        out.dedup();
+        out
+    }
+
+    /// Why deleting the host's side of `it` loses what git cannot bring back, if it does.
+    fn lost(&self, it: &Item) -> Option<String> {
+        let old = it.old.as_ref()?;
+        let tracked = match self
+            .tracked
+            .get_or_init(|| tracked(self.root, self.start.as_deref()))
+        {
+            Ok(t) => t,
+            Err(why) => {
+                return Some(format!(
+                    "a deletion git cannot bring back: {}",
+                    if why.is_empty() {
+                        "the root is no git work tree"
+                    } else {
+                        why
+                    }
+                ));
+            }
+        };
+        let Some((mode, id)) = tracked.get(&it.path) else {
+            return Some(
+                "a deletion git cannot bring back: not in the start commit (untracked, ignored, or another repository's)"
+                    .into(),
+            );
+        };
+        let (want_mode, content) = match &old.kind {
+            SideKind::Symlink(t) => ("120000", t.as_os_str().as_bytes().to_vec()),
+            SideKind::File => (
+                if executable(old.mode) {
+                    "100755"
+                } else {
+                    "100644"
+                },
+                fs::read(&old.abs).ok()?,
+            ),
+        };
+        if id.len() != 40 {
+            return Some(
+                "a deletion git cannot bring back: the repository's object format is not checked"
+                    .into(),
+            );
+        }
+        let mut h = sha1_smol::Sha1::new();
+        h.update(format!("blob {}\0", content.len()).as_bytes());
+        h.update(&content);
+        if mode != want_mode || h.digest().to_string() != *id {
+            return Some(
+                "a deletion git cannot bring back: changed since the start commit".into(),
+            );
+        }
+        None
+    }
+}
+
+/// Every symlink in the host's tree at `root` (relative paths), `.git` directories not entered;
+/// with why the list is incomplete, when the tree is larger than a layer may be.
+fn host_links(root: &Path) -> (Vec<PathBuf>, Option<String>) {
+    let mut out = Vec::new();
+    let mut seen = 0usize;
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let Ok(entries) = fs::read_dir(root.join(&rel)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            seen += 1;
+            if seen > MAX_ENTRIES {
+                return (
+                    out,
+                    Some(format!(
+                        "not checked: the root holds more than {MAX_ENTRIES} entries, so where its symlinks lead is unknown"
+                    )),
+                );
+            }
+            let Ok(ty) = e.file_type() else { continue };
+            let path = rel.join(e.file_name());
+            if ty.is_symlink() {
+                out.push(path);
+            } else if ty.is_dir() && e.file_name() != ".git" {
+                stack.push(path);
+            }
+        }
+    }
+    (out, None)
+}
+
+/// The files of the commit the root started from (or of the repository's HEAD for a root
+/// inside a work tree), relative to the root.
+fn tracked(root: &Path, start: Option<&str>) -> Result<Tracked, String> {
+    let commit = start.unwrap_or("HEAD");
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args([
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "ls-tree",
+            "-r",
+            "-z",
+            "--no-abbrev",
+            commit,
+        ])
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("git could not be run ({e})"))?;
+    if !out.status.success() {
+        return Err(String::new());
+    }
+    let mut map = Tracked::new();
+    for rec in out.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        // "<mode> <type> <id>\t<path>"
+        let Some(tab) = rec.iter().position(|b| *b == b'\t') else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&rec[..tab]);
+        let mut parts = head.split(' ');
+        let (Some(mode), Some(_), Some(id)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let path = PathBuf::from(OsString::from_vec(rec[tab + 1..].to_vec()));
+        map.insert(path, (mode.to_string(), id.to_string()));
+    }
+    Ok(map)
+}
