@@ -70,6 +70,10 @@ pub struct Rules {
     /// HOME, when a writable tree holds it: its dot entries are the configuration (and often
     /// the code) of every tool the user runs, far more than any list names.
     pub home: Option<PathBuf>,
+    /// The places the host's git runs code from inside the writable trees (the one owner,
+    /// [`crate::policy::host_code`], shared with the copy-on-write flags): a change at or
+    /// beneath one moves it aside.
+    pub host_code: Vec<crate::policy::host_code::Place>,
     /// The writable trees: a new symlink to a directory outside them leads the host's tools
     /// into what this check never walked (the host's /tmp, with --tmp host or without the
     /// mount view).
@@ -87,6 +91,16 @@ impl Rules {
             list.sort();
             list.dedup();
         }
+        let real: Vec<crate::policy::host_code::Place> = self
+            .host_code
+            .iter()
+            .map(|p| crate::policy::host_code::Place {
+                path: crate::policy::real_path(&p.path),
+                why: p.why.clone(),
+            })
+            .filter(|r| !self.host_code.iter().any(|p| p.path == r.path))
+            .collect();
+        self.host_code.extend(real);
     }
 }
 
@@ -122,7 +136,19 @@ impl Rules {
                     .filter(|f| roots.iter().any(|r| f.starts_with(r))),
             );
         }
+        let host_code = roots
+            .iter()
+            .flat_map(|r| {
+                crate::policy::host_code::places(
+                    r,
+                    home.as_deref(),
+                    &crate::policy::host_code::host_reader,
+                )
+            })
+            .filter(|p| roots.iter().any(|r| p.path.starts_with(r)))
+            .collect();
         let mut rules = Rules {
+            host_code,
             roots: roots.clone(),
             home: home
                 .clone()
@@ -550,6 +576,15 @@ impl<'r> Finder<'r> {
             let why = "a dot entry of your home directory: tools read their configuration, and \
                        often code, there";
             self.unit(abs, why.into());
+            return State::Unit;
+        }
+        if let Some(p) = self
+            .rules
+            .host_code
+            .iter()
+            .find(|p| p.path == abs && !exempt)
+        {
+            self.unit(abs, p.why.clone());
             return State::Unit;
         }
         if !exempt && self.rules.hooks_dirs.contains(&abs) {

@@ -122,15 +122,17 @@ fn repository_places(
                 why: format!("where the hooks directory {} leads", dir.display()),
             });
         }
-        for e in std::fs::read_dir(&real).into_iter().flatten().flatten().take(256) {
+        for e in std::fs::read_dir(&real)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .take(256)
+        {
             if e.file_type().is_ok_and(|t| t.is_symlink()) {
                 if let Ok(target) = std::fs::canonicalize(e.path()) {
                     out.push(Place {
                         path: target,
-                        why: format!(
-                            "where the hook {} leads: git runs it",
-                            e.path().display()
-                        ),
+                        why: format!("where the hook {} leads: git runs it", e.path().display()),
                     });
                 }
             }
@@ -144,8 +146,10 @@ fn command_value(e: &Entry) -> Option<String> {
     // commands: a value with a path in it is taken at its word.
     let runs = matches!(
         (e.section.split('.').next().unwrap_or(""), e.key.as_str()),
-        ("core", "fsmonitor" | "sshcommand" | "pager" | "editor" | "askpass" | "attributesfile")
-            | ("alias", _)
+        (
+            "core",
+            "fsmonitor" | "sshcommand" | "pager" | "editor" | "askpass" | "attributesfile"
+        ) | ("alias", _)
             | ("filter", _)
             | ("diff", _)
             | ("merge", _)
@@ -185,7 +189,10 @@ fn command_value(e: &Entry) -> Option<String> {
 fn named_paths(value: &str, worktree: &Path, home: Option<&Path>) -> Vec<PathBuf> {
     value
         .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')' | '`'))
-        .map(|w| w.trim_matches(|c| c == '"' || c == '\'').trim_start_matches('!'))
+        .map(|w| {
+            w.trim_matches(|c| c == '"' || c == '\'')
+                .trim_start_matches('!')
+        })
         .filter(|w| w.contains('/'))
         .filter_map(|w| gitconfig::expand(w.split('=').next_back().unwrap_or(w), worktree, home))
         .collect()
@@ -239,10 +246,16 @@ mod tests {
         let (d, _) = repo("");
         std::fs::create_dir_all(d.0.join("scripts")).unwrap();
         std::fs::write(d.0.join("scripts/pre-commit"), "#!/bin/sh\n").unwrap();
-        std::os::unix::fs::symlink("../../scripts/pre-commit", d.0.join(".git/hooks/pre-commit"))
-            .unwrap();
-        std::fs::write(d.0.join("team.gitconfig"), "[core]\n\tfsmonitor = ./tools/watch\n")
-            .unwrap();
+        std::os::unix::fs::symlink(
+            "../../scripts/pre-commit",
+            d.0.join(".git/hooks/pre-commit"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.0.join("team.gitconfig"),
+            "[core]\n\tfsmonitor = ./tools/watch\n",
+        )
+        .unwrap();
         std::fs::write(
             d.0.join(".git/config"),
             "[core]\n\thooksPath = .husky\n[include]\n\tpath = ../team.gitconfig\n[alias]\n\tx = !sh ./bin/x.sh\n",

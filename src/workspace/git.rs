@@ -3,6 +3,7 @@
 //! as a branch of the host repository, never with the layer's hooks or config.
 
 use std::fs;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -80,18 +81,159 @@ pub fn layer_head(upper_git: &Path, host_git: &Path) -> Option<String> {
     })
 }
 
-/// Offers the run's commits as branch `branch` of the host repository at `root`: the layer's
-/// objects are fetched into it through a repository jail builds in `scratch` (its own config,
-/// no hooks, the layer's objects beside the host's), with every object checked. The host's
-/// branches, index and work tree are not touched.
-pub fn offer_branch(
+/// Builds in `scratch` a bare repository to read the run's commits from: its own config, no
+/// hooks, branch `jail` at `commit`, the layer's object files (loose objects and packs, by their
+/// plain names) beside the host's objects (an alternate). Nothing else of the layer's `.git` is
+/// read: its config, hooks and alternates are the run's.
+pub fn scratch_repo(
     root: &Path,
     upper_git: &Path,
     commit: &str,
-    branch: &str,
     scratch: &Path,
-) -> Result<(), JailError> {
+) -> std::io::Result<()> {
     let host_git = root.join(".git");
+    let _ = fs::remove_dir_all(scratch);
+    let objects = scratch.join("objects");
+    fs::create_dir_all(objects.join("info"))?;
+    fs::create_dir_all(scratch.join("refs/heads"))?;
+    fs::write(scratch.join("HEAD"), "ref: refs/heads/jail\n")?;
+    fs::write(
+        scratch.join("config"),
+        "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
+    )?;
+    fs::write(scratch.join("refs/heads/jail"), format!("{commit}\n"))?;
+    copy_objects(&upper_git.join("objects"), &objects)?;
+    let mut alternates = host_git.join("objects").into_os_string().into_vec();
+    alternates.push(b'\n');
+    fs::write(objects.join("info/alternates"), alternates)
+}
+
+/// git on a scratch repository: no hooks, no external diff or text conversion, no pager.
+fn scratch_git(scratch: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(scratch)
+        .args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.fsmonitor=false",
+            "--no-pager",
+        ])
+        .args(args)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_EXTERNAL_DIFF")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("git: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    Ok(out.stdout)
+}
+
+/// One path a run's commits changed: the modes and object ids on both sides of the commit that
+/// changed it (git's raw diff), `000000` for a side without it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    pub path: PathBuf,
+    pub old_mode: String,
+    pub new_mode: String,
+    pub new_id: String,
+}
+
+/// The most commits a review reads; a run with more is flagged whole.
+pub const MAX_COMMITS: usize = 10_000;
+
+/// What the run's commits change, each commit against each of its parents (so a file added by
+/// one commit and removed by the next is seen), and the log with patches for a person to read.
+/// `start` is the commit the run started from (None: every commit of `head` is the run's).
+pub fn review(
+    scratch: &Path,
+    start: Option<&str>,
+    head: &str,
+) -> Result<(Vec<Changed>, Vec<u8>), String> {
+    let range = match start {
+        Some(s) => format!("{s}..{head}"),
+        None => head.to_string(),
+    };
+    let list = scratch_git(scratch, &["rev-list", &range])?;
+    let commits: Vec<&str> = std::str::from_utf8(&list)
+        .map_err(|e| e.to_string())?
+        .lines()
+        .collect();
+    if commits.len() > MAX_COMMITS {
+        return Err(format!("more than {MAX_COMMITS} commits"));
+    }
+    let mut changed = Vec::new();
+    for c in &commits {
+        let raw = scratch_git(
+            scratch,
+            &[
+                "diff-tree",
+                "-r",
+                "-z",
+                "-m",
+                "--root",
+                "--no-renames",
+                "--no-commit-id",
+                c,
+            ],
+        )?;
+        changed.extend(parse_raw(&raw));
+    }
+    changed.sort_by(|a: &Changed, b| a.path.cmp(&b.path));
+    let log = scratch_git(
+        scratch,
+        &[
+            "log",
+            "-p",
+            "-m",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            "--format=commit %H%nAuthor: %an <%ae>%n%n%w(0,4,4)%B",
+            &range,
+        ],
+    )?;
+    Ok((changed, log))
+}
+
+/// Git's `-z` raw diff: `:oldmode newmode oldid newid status NUL path NUL`.
+fn parse_raw(raw: &[u8]) -> Vec<Changed> {
+    let mut out = Vec::new();
+    let mut fields = raw.split(|b| *b == 0);
+    while let Some(head) = fields.next() {
+        let Some(head) = head.strip_prefix(b":") else {
+            continue;
+        };
+        let Some(path) = fields.next() else { break };
+        let head = String::from_utf8_lossy(head);
+        let parts: Vec<&str> = head.split(' ').collect();
+        if parts.len() < 5 {
+            continue;
+        }
+        out.push(Changed {
+            path: PathBuf::from(std::ffi::OsString::from_vec(path.to_vec())),
+            old_mode: parts[0].to_string(),
+            new_mode: parts[1].to_string(),
+            new_id: parts[3].to_string(),
+        });
+    }
+    out
+}
+
+/// A blob's bytes, from the scratch repository.
+pub fn blob(scratch: &Path, id: &str) -> Option<Vec<u8>> {
+    scratch_git(scratch, &["cat-file", "blob", id]).ok()
+}
+
+/// Offers the commits of the scratch repository (see [`scratch_repo`]) as branch `branch` of
+/// the host repository at `root`, every object checked. The host's branches, index and work
+/// tree are not touched.
+pub fn offer_branch(root: &Path, scratch: &Path, branch: &str) -> Result<(), JailError> {
     let fail = |e: String| {
         JailError::bad_path(
             "apply",
@@ -99,26 +241,6 @@ pub fn offer_branch(
             format!("offering the run's commits as {branch}: {e}"),
         )
     };
-    let _ = fs::remove_dir_all(scratch);
-    let objects = scratch.join("objects");
-    fs::create_dir_all(objects.join("info")).map_err(|e| fail(e.to_string()))?;
-    fs::create_dir_all(scratch.join("refs/heads")).map_err(|e| fail(e.to_string()))?;
-    fs::write(scratch.join("HEAD"), "ref: refs/heads/jail\n").map_err(|e| fail(e.to_string()))?;
-    fs::write(
-        scratch.join("config"),
-        "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
-    )
-    .map_err(|e| fail(e.to_string()))?;
-    fs::write(scratch.join("refs/heads/jail"), format!("{commit}\n"))
-        .map_err(|e| fail(e.to_string()))?;
-    // Only object files come from the layer: loose objects and packs, by their plain names.
-    copy_objects(&upper_git.join("objects"), &objects).map_err(|e| fail(e.to_string()))?;
-    let alternates = std::iter::once(host_git.join("objects"))
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join("\n");
-    fs::write(objects.join("info/alternates"), alternates + "\n")
-        .map_err(|e| fail(e.to_string()))?;
     let out = Command::new("git")
         .arg("-C")
         .arg(root)
@@ -143,7 +265,6 @@ pub fn offer_branch(
         .env_remove("GIT_WORK_TREE")
         .output()
         .map_err(|e| fail(format!("git: {e}")))?;
-    let _ = fs::remove_dir_all(scratch);
     if !out.status.success() {
         return Err(fail(
             String::from_utf8_lossy(&out.stderr).trim().to_string(),
@@ -179,7 +300,11 @@ fn copy_objects(from: &Path, to: &Path) -> std::io::Result<()> {
                         .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
                     && !fs_name.starts_with('.')
                 {
-                    fs::copy(f.path(), dest.join(&fname))?;
+                    // A hard link where it can (the store is one filesystem): a copy-based
+                    // layer holds the whole object store.
+                    if fs::hard_link(f.path(), dest.join(&fname)).is_err() {
+                        fs::copy(f.path(), dest.join(&fname))?;
+                    }
                 }
             }
         }

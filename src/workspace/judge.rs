@@ -172,7 +172,9 @@ impl<'a> Judge<'a> {
             out.push(p.why.clone());
         }
         if let Some((_, why)) = self.links_to_places.iter().find(|(l, _)| *l == it.path) {
-            out.push(format!("a symlink on the way to a place git runs code from: {why}"));
+            out.push(format!(
+                "a symlink on the way to a place git runs code from: {why}"
+            ));
         }
         match &new.kind {
             SideKind::File => {
@@ -256,9 +258,7 @@ impl<'a> Judge<'a> {
         h.update(format!("blob {}\0", content.len()).as_bytes());
         h.update(&content);
         if mode != want_mode || h.digest().to_string() != *id {
-            return Some(
-                "a deletion git cannot bring back: changed since the start commit".into(),
-            );
+            return Some("a deletion git cannot bring back: changed since the start commit".into());
         }
         None
     }

@@ -12,6 +12,7 @@
 
 pub mod apply;
 pub mod changes;
+pub mod commits;
 pub mod copy;
 pub mod git;
 pub mod judge;
@@ -34,6 +35,8 @@ pub struct RootChanges {
     pub set: ChangeSet,
     /// The run's own commit, when it made commits in the root's repository.
     pub commit: Option<String>,
+    /// Their review (what they change, flagged as the work tree is), with `commit`.
+    pub commits: Option<commits::CommitReview>,
 }
 
 /// Every root's change set of `run`, against the host as it is now.
@@ -124,10 +127,20 @@ fn root_changes(run: &Run, layer: &LayerRecord) -> Result<RootChanges, JailError
     .map_err(bad)?;
     let commit = git::layer_head(&upper.join(".git"), &layer.root.join(".git"))
         .filter(|c| Some(c) != layer.git_head.as_ref());
+    let commits = commit.as_ref().map(|head| {
+        commits::review(
+            &layer.root,
+            &upper.join(".git"),
+            layer.git_head.as_deref(),
+            head,
+            &run.dir.join(format!("git-scratch-{}", layer.dir)),
+        )
+    });
     Ok(RootChanges {
         root: layer.root.clone(),
         set,
         commit,
+        commits,
     })
 }
 
@@ -153,7 +166,7 @@ pub fn total(changes: &[RootChanges]) -> Counts {
     changes.iter().fold(Counts::default(), |mut t, r| {
         let c = r.set.counts();
         t.changed += c.changed;
-        t.flagged += c.flagged;
+        t.flagged += c.flagged + r.commits.as_ref().map_or(0, |c| c.flagged.len());
         t.conflicts += c.conflicts;
         t
     })
@@ -175,15 +188,53 @@ pub fn write_patch(run: &Run, changes: &[RootChanges], out: &mut dyn Write) -> s
                 crate::text::printable(&rc.root.display().to_string())
             )?;
         }
-        if let Some(c) = &rc.commit {
-            writeln!(
-                out,
-                "# jail: the run made commits (head {c}); `jail apply {}` offers them as branch {}",
-                run.record.id,
-                branch_name(run)
-            )?;
+        if let Some(review) = &rc.commits {
+            write_commit_review(run, review, out)?;
         }
         patch::write(&rc.set.items, out)?;
+    }
+    Ok(())
+}
+
+/// The run's commits for review: what is flagged, then their patches, every line a comment
+/// (`# | `) so that the patch still applies with `git apply` to the work tree alone.
+fn write_commit_review(
+    run: &Run,
+    review: &commits::CommitReview,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let offered = if review.flagged.is_empty() {
+        format!(
+            "`jail apply {}` offers them as branch {}",
+            run.record.id,
+            branch_name(run)
+        )
+    } else {
+        format!(
+            "flagged: `jail apply {} --include-flagged` offers them as branch {}",
+            run.record.id,
+            branch_name(run)
+        )
+    };
+    writeln!(
+        out,
+        "# jail: the run made commits (head {}); {offered}",
+        review.head
+    )?;
+    for (path, flags) in &review.flagged {
+        for f in flags {
+            let line = if path.as_os_str().is_empty() {
+                format!("# jail: flagged in the commits: {f}")
+            } else {
+                format!("# jail: flagged in the commits: {}: {f}", path.display())
+            };
+            writeln!(out, "{}", crate::text::printable(&line))?;
+        }
+    }
+    for line in review.log.split(|b| *b == b'\n') {
+        out.write_all(b"# | ")?;
+        out.write_all(line)?;
+        out.write_all(b"\n")?;
     }
     Ok(())
 }
@@ -353,18 +404,33 @@ pub fn apply_run(
                 )));
             }
         }
-        if let Some(commit) = &rc.commit {
-            let upper_git = run.dir.join(layer_dir_of(run, &rc.root)).join("upper/.git");
-            let branch = branch_name(run);
-            git::offer_branch(
-                &rc.root,
-                &upper_git,
-                commit,
-                &branch,
-                &run.dir.join("git-scratch"),
-            )
-            .map_err(ApplyRefused::Error)?;
-            out.branch = Some(branch);
+        if let Some(review) = &rc.commits {
+            if review.flagged.is_empty() || sel.include_flagged {
+                let branch = branch_name(run);
+                git::offer_branch(&rc.root, &review.scratch, &branch)
+                    .map_err(ApplyRefused::Error)?;
+                out.branch = Some(branch);
+            } else {
+                let why: Vec<String> = review
+                    .flagged
+                    .iter()
+                    .map(|(p, f)| {
+                        if p.as_os_str().is_empty() {
+                            f.join("; ")
+                        } else {
+                            format!("{}: {}", p.display(), f.join("; "))
+                        }
+                    })
+                    .collect();
+                out.left.push((
+                    rc.root.join(".git"),
+                    format!(
+                        "the run's commits (head {}) are not offered as a branch: flagged: {}",
+                        review.head,
+                        why.join(", ")
+                    ),
+                ));
+            }
         }
     }
     if out.left.is_empty() {
@@ -384,15 +450,6 @@ fn sel_takes(sel: &apply::Selection, set: &ChangeSet, path: &Path) -> bool {
     } else {
         sel.named.iter().any(|n| path.starts_with(n))
     }
-}
-
-fn layer_dir_of(run: &Run, root: &Path) -> String {
-    run.record
-        .layers
-        .iter()
-        .find(|l| l.root == root)
-        .map(|l| l.dir.clone())
-        .unwrap_or_default()
 }
 
 /// Why an apply did nothing.

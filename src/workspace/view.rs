@@ -55,7 +55,10 @@ impl<'a> View<'a> {
     }
 
     /// The host's root with only `entries` over it (what a partial apply would leave).
-    pub fn host_with(root: &'a Path, entries: impl IntoIterator<Item = (PathBuf, Node)>) -> View<'a> {
+    pub fn host_with(
+        root: &'a Path,
+        entries: impl IntoIterator<Item = (PathBuf, Node)>,
+    ) -> View<'a> {
         View {
             root,
             layer: entries.into_iter().collect(),
@@ -79,13 +82,13 @@ impl<'a> View<'a> {
                 break;
             }
             match self.layer.get(anc) {
-                Some(Node::Dir { opaque: false, .. }) => {
-                    if fs::symlink_metadata(self.root.join(anc)).is_ok_and(|m| !m.is_dir()) {
-                        return Kind::Missing;
-                    }
+                Some(Node::Dir { opaque: false, .. })
+                    if fs::symlink_metadata(self.root.join(anc)).is_ok_and(|m| !m.is_dir()) =>
+                {
+                    return Kind::Missing;
                 }
+                Some(Node::Dir { opaque: false, .. }) | None => {}
                 Some(_) => return Kind::Missing,
-                None => {}
             }
         }
         let abs = self.root.join(rel);
