@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod cow;
+
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::{PermissionsExt, chown};
 use std::path::{Path, PathBuf};
