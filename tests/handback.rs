@@ -57,6 +57,7 @@ fn what_the_hosts_git_runs_is_flagged_whatever_it_is_called() {
     let linked_hook: Setup = |fx| {
         std::fs::create_dir_all(fx.repo.join("scripts")).unwrap();
         std::fs::write(fx.repo.join("scripts/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+        executable(fx, "scripts/pre-commit");
         common::git(fx, &["add", "-A"]);
         common::git(fx, &["commit", "-qm", "scripts"]);
         std::os::unix::fs::symlink(
@@ -68,11 +69,20 @@ fn what_the_hosts_git_runs_is_flagged_whatever_it_is_called() {
     let linked_manager: Setup = |fx| {
         std::fs::create_dir_all(fx.repo.join("ci/hooks")).unwrap();
         std::fs::write(fx.repo.join("ci/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+        executable(fx, "ci/hooks/pre-commit");
         std::os::unix::fs::symlink("ci/hooks", fx.repo.join(".husky")).unwrap();
         common::git(fx, &["add", "-A"]);
         common::git(fx, &["commit", "-qm", "husky"]);
         common::git(fx, &["config", "core.hooksPath", ".husky"]);
     };
+    /// A working hook is executable: git skips one that is not.
+    fn executable(fx: &Cow, rel: &str) {
+        std::fs::set_permissions(
+            fx.repo.join(rel),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+    }
     let cases_of: [(&str, Setup, &str); 4] = [
         ("hooks-path", hooks_path, "tools/hooks/pre-commit"),
         ("include", include, "team.gitconfig"),
@@ -92,9 +102,8 @@ fn what_the_hosts_git_runs_is_flagged_whatever_it_is_called() {
             } else {
                 hook(&marker)
             };
-            let run = fx.run(&format!(
-                "printf '{content}' > {target} && chmod +x {target}"
-            ));
+            // The run rewrites the content only: the host's file keeps its mode.
+            let run = fx.run(&format!("printf '{content}' > {target}"));
             assert!(run.ok(), "{who:?} {name}: {}", run.describe());
             let id = run_id(&run);
             let diff = fx.jail(&["diff", &id]);
