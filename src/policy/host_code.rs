@@ -128,16 +128,57 @@ fn repository_places(
             .flatten()
             .take(256)
         {
+            let hook = e.path();
             if e.file_type().is_ok_and(|t| t.is_symlink()) {
-                if let Ok(target) = std::fs::canonicalize(e.path()) {
+                if let Ok(target) = std::fs::canonicalize(&hook) {
                     out.push(Place {
                         path: target,
-                        why: format!("where the hook {} leads: git runs it", e.path().display()),
+                        why: format!("where the hook {} leads: git runs it", hook.display()),
                     });
                 }
             }
+            // A hook that runs a work-tree script (`exec ./tools/pre-commit.sh`, a hook
+            // manager's `. "$(dirname "$0")/_/husky.sh"`): git runs hooks in the work tree.
+            if hook.extension().is_some_and(|x| x == "sample") {
+                continue;
+            }
+            if let Some(text) = read(&hook) {
+                out.extend(
+                    script_paths(&text, worktree, home)
+                        .into_iter()
+                        .map(|path| Place {
+                            path,
+                            why: format!("named by the hook {}: git runs it", hook.display()),
+                        }),
+                );
+            }
         }
     }
+}
+
+/// The paths a script's words name: every word with a `/` in it, relative to the work tree
+/// (where git runs hooks); a word that starts with an expansion (`$(git rev-parse
+/// --show-toplevel)/x`, `${ROOT}/x`) is taken from its first `/` after it, as relative too.
+fn script_paths(text: &str, worktree: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let split = |c: char| {
+        c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | '`' | '"' | '\'' | '<' | '>')
+    };
+    for w in text.split(split) {
+        if !w.contains('/') || w.contains("://") {
+            continue;
+        }
+        if let Some(i) = w.rfind(['}', ')']) {
+            let rest = w[i + 1..].trim_start_matches('/');
+            if !rest.is_empty() {
+                out.push(worktree.join(rest));
+            }
+            continue;
+        }
+        out.extend(gitconfig::expand(w, worktree, home));
+    }
+    out.truncate(1024);
+    out
 }
 
 /// Why a config entry's value may name a program git runs, or None for one that never does.
@@ -281,6 +322,23 @@ mod tests {
         let places = super::places(&d2.0, Some(Path::new("/nonexistent-home")), &host_reader);
         assert!(place_of(&places, &d2.0.join("scripts/pre-commit")).is_some());
         assert!(place_of(&places, &d2.0.join("scripts/other")).is_none());
+    }
+
+    #[test]
+    fn the_scripts_a_hook_runs_are_places() {
+        let wt = Path::new("/w");
+        let got = script_paths(
+            "#!/bin/sh\n. \"$(dirname \"$0\")/_/husky.sh\"\nexec ./tools/check.sh \"$@\"\nnode \"$(git rev-parse --show-toplevel)/scripts/lint.js\"\ncurl https://example.invalid/x\n",
+            wt,
+            None,
+        );
+        assert!(got.contains(&PathBuf::from("/w/tools/check.sh")), "{got:?}");
+        assert!(
+            got.contains(&PathBuf::from("/w/scripts/lint.js")),
+            "{got:?}"
+        );
+        assert!(got.contains(&PathBuf::from("/w/_/husky.sh")), "{got:?}");
+        assert!(!got.iter().any(|p| p.to_string_lossy().contains("example")));
     }
 
     #[test]

@@ -34,6 +34,12 @@ pub enum SideKind {
     Symlink(PathBuf),
 }
 
+impl SideKind {
+    pub fn is_file(&self) -> bool {
+        matches!(self, SideKind::File)
+    }
+}
+
 /// A file (or symlink) whose state after the run differs from the host's now.
 #[derive(Debug, Clone)]
 pub struct Item {

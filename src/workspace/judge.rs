@@ -148,6 +148,16 @@ impl<'a> Judge<'a> {
             }
             return out;
         };
+        // A file replaced by a link (or back): the patch shows the host's side deleted.
+        if it
+            .old
+            .as_ref()
+            .is_some_and(|o| o.kind.is_file() != new.kind.is_file())
+        {
+            if let Some(why) = self.lost(it) {
+                out.push(why);
+            }
+        }
         let names: Vec<&[u8]> = it.path.iter().map(|c| c.as_bytes()).collect();
         if let Some(p) = (1..=names.len()).find_map(|i| protected_name(&names[..i])) {
             out.push(format!("protected name {} ({})", p.pattern, p.why));
