@@ -68,6 +68,10 @@ fn fixture(who: Who, off: &'static [Layer], name: &str, state: Option<&str>) -> 
 }
 
 impl Store {
+    fn s(&self, rel: &str) -> String {
+        self.root.join(rel).to_string_lossy().into_owned()
+    }
+
     /// jail `flags` -- /bin/sh -c `script` in this fixture's mode, with `env` added.
     fn sh(&self, flags: &[&str], script: &str, env: &[(&str, &str)]) -> Run {
         let mut args = flags.to_vec();
@@ -171,6 +175,129 @@ fn exists(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok()
 }
 
+/// The attack on `locks/` and `runs/` from inside a run that may write an ancestor of the
+/// store: look, read a pending layer, plant a symlink where the next apply's lock goes and a
+/// FIFO where the next discard's lock goes. Each step that works prints a marker.
+fn plant_script(st: &Store, a: &str, b: &str, out: &Path) -> String {
+    format!(
+        "ls -a {runs} >/dev/null 2>&1 && echo SAW-RUNS; \
+         ls -a {locks} >/dev/null 2>&1 && echo SAW-LOCKS; \
+         cat {runs}/{a}/0/upper/a.txt {runs}/{a}/run.json 2>/dev/null; \
+         ln -s {out} {locks}/{la} 2>/dev/null && echo PLANTED-LINK; \
+         mkfifo {locks}/{lb} 2>/dev/null && echo PLANTED-FIFO; \
+         rm -rf {runs}/{a} {runs}/{b} 2>/dev/null; \
+         echo done",
+        runs = st.s("runs"),
+        locks = st.s("locks"),
+        out = out.display(),
+        la = lock_name(&st.repo),
+        lb = lock_name(&st.scratch),
+    )
+}
+
+/// The person's side after the attack: both earlier runs still listed with their layers, the
+/// apply of one and the discard of the other end (no FIFO holds them), follow no link, and do
+/// what they say.
+fn review_after_attack(st: &Store, a: &str, b: &str, out: &Path, what: &str) {
+    let who = (st.who, st.off, what);
+    let layer = st.root.join(format!("runs/{a}/0/upper/a.txt"));
+    assert!(
+        exists(&layer),
+        "{who:?}: the earlier run's layer is gone ({})",
+        layer.display()
+    );
+    let runs = st.host(&["runs"], &[]);
+    assert!(
+        runs.ok() && runs.stdout.contains(a) && runs.stdout.contains(b),
+        "{who:?}: the pending runs are no longer listed\n{}",
+        runs.describe()
+    );
+    let apply = st.host(&["apply", a], &[]);
+    assert!(
+        !exists(out),
+        "{who:?}: jail apply followed a symlink planted in the store and created {}\n{}",
+        out.display(),
+        apply.describe()
+    );
+    assert!(apply.ok(), "{who:?}: {}", apply.describe());
+    assert_eq!(
+        std::fs::read_to_string(st.repo.join("a.txt")).unwrap(),
+        "LAYER-A\n",
+        "{who:?}: the apply did not land"
+    );
+    let discard = st.host(&["discard", b], &[]);
+    assert!(discard.ok(), "{who:?}: {}", discard.describe());
+    assert!(
+        !exists(&st.root.join(format!("runs/{b}"))),
+        "{who:?}: discard left the run"
+    );
+}
+
+#[test]
+fn a_writable_ancestor_of_the_store_reaches_neither_its_locks_nor_its_runs() {
+    if !full_level_or_skip("handback-store") {
+        return;
+    }
+    // (the store's base relative to the fixture, or None for the default one in HOME; the
+    // writable ancestor, relative to the fixture)
+    let shapes: &[(Option<&str>, &str)] = &[(Some("state"), "state"), (None, "home")];
+    for (who, off) in cases() {
+        for (state, writable) in shapes {
+            let st = fixture(who, off, "store-locks", *state);
+            let what = format!("--rw {writable}");
+            let a = st.pending(&st.p("repo"), "a.txt", "LAYER-A");
+            let b = st.pending(&st.p("scratch"), "b.txt", "LAYER-B");
+            let out = st.dir.join("outside");
+            let run = st.sh(
+                &["--rw", &st.p(writable)],
+                &plant_script(&st, &a, &b, &out),
+                &[],
+            );
+            assert!(run.ok(), "{who:?} {off:?} {what}: {}", run.describe());
+            // Without the mount view, Landlock alone hides: a hidden directory's names can be
+            // listed (its parent's listing right reaches beneath, the report says so), never
+            // read or written.
+            let mut markers = vec!["LAYER-A", "\"layers\"", "PLANTED-LINK", "PLANTED-FIFO"];
+            if off.is_empty() {
+                markers.extend(["SAW-RUNS", "SAW-LOCKS"]);
+            }
+            for marker in markers {
+                assert!(
+                    !run.stdout.contains(marker),
+                    "{who:?} {off:?} {what}: the store was reachable inside ({marker})\n{}",
+                    run.describe()
+                );
+            }
+            review_after_attack(&st, &a, &b, &out, &what);
+
+            // Walking away from the store: moving it, or a directory on the way to it, and
+            // making a fresh one in its place (to plant a pending run the person applies).
+            let c = st.pending(&st.p("repo"), "c.txt", "LAYER-C");
+            let parent = st.root.parent().unwrap().display().to_string();
+            let script = format!(
+                "mv {root} {root}.x 2>/dev/null && echo MOVED-STORE; \
+                 mv {parent} {parent}.x 2>/dev/null && echo MOVED-PARENT; \
+                 mkdir -p {root}/runs/deadbeef 2>/dev/null && echo MADE-STORE; echo done",
+                root = st.root.display(),
+            );
+            let run = st.sh(&["--rw", &st.p(writable)], &script, &[]);
+            for marker in ["MOVED-STORE", "MOVED-PARENT", "MADE-STORE"] {
+                assert!(
+                    !run.stdout.contains(marker),
+                    "{who:?} {off:?} {what}: {marker}\n{}",
+                    run.describe()
+                );
+            }
+            let runs = st.host(&["runs"], &[]);
+            assert!(
+                runs.stdout.contains(&c) && !runs.stdout.contains("deadbeef"),
+                "{who:?} {off:?} {what}: {}",
+                runs.describe()
+            );
+        }
+    }
+}
+
 #[test]
 fn the_review_commands_follow_no_link_and_open_no_fifo_in_the_store() {
     // What a run could plant where the store was reachable (an older jail, a store made under
@@ -254,5 +381,60 @@ fn the_review_commands_follow_no_link_and_open_no_fifo_in_the_store() {
             std::fs::remove_file(&at).unwrap();
             std::fs::rename(&aside, &at).unwrap();
         }
+    }
+}
+
+#[test]
+fn a_run_under_another_state_home_cannot_read_an_earlier_stores_layers() {
+    if !full_level_or_skip("handback-store") {
+        return;
+    }
+    for (who, off) in cases() {
+        let st = fixture(who, off, "store-other", Some("state1"));
+        let a = st.pending(&st.p("repo"), "secret.txt", "LAYER-SECRET");
+        let state2 = st.dir.join("state2");
+        std::fs::create_dir_all(&state2).unwrap();
+        st.give_to(who);
+        let other = [("XDG_STATE_HOME", state2.to_str().unwrap())];
+        let script = format!(
+            "cat {runs}/{a}/0/upper/secret.txt {runs}/{a}/run.json 2>/dev/null; \
+             ls {root} 2>/dev/null | grep -q . && echo SAW-STORE; \
+             mkdir -p {runs}/deadbeef 2>/dev/null && echo WROTE; echo done",
+            runs = st.s("runs"),
+            root = st.root.display(),
+        );
+        let repo = st.p("repo");
+        let fixture_dir = st.dir.display().to_string();
+        // A copy-on-write run in the other store; one that may write the fixture (an ancestor
+        // of both stores); one with a read-only view of it.
+        let flag_sets: [&[&str]; 3] = [
+            &["--cow", &repo, "--cwd", &repo],
+            &["--rw", &fixture_dir],
+            &["--ro", &fixture_dir],
+        ];
+        for flags in flag_sets {
+            let run = st.sh(flags, &script, &other);
+            assert!(
+                run.stdout.contains("done"),
+                "{who:?} {off:?} {flags:?}: {}",
+                run.describe()
+            );
+            // Names listed without the mount view: see the test above.
+            let mut markers = vec!["LAYER-SECRET", "\"layers\"", "WROTE"];
+            if off.is_empty() {
+                markers.push("SAW-STORE");
+            }
+            for marker in markers {
+                assert!(
+                    !run.stdout.contains(marker),
+                    "{who:?} {off:?} {flags:?}: a run under another XDG_STATE_HOME reached an \
+                     earlier store ({marker})\n{}",
+                    run.describe()
+                );
+            }
+        }
+        // The earlier store is still the person's to review.
+        let runs = st.host(&["runs"], &[]);
+        assert!(runs.stdout.contains(&a), "{}", runs.describe());
     }
 }

@@ -4,9 +4,15 @@
 //! serialise applies per root (`locks/`).
 //!
 //! Choices, each for its attacker:
-//! - The store is outside every copy-on-write root and hidden inside every jail (the mount view
-//!   covers `runs/`): a run can neither read another run's layer nor write its own except
-//!   through the overlay, and nothing of it is reachable once the run's namespace is gone.
+//! - The store is outside every copy-on-write root and hidden inside every jail, whole (its
+//!   root, not only `runs/`), whatever the flags open around it: a run can neither read another
+//!   run's layer nor write its own except through the overlay, nor plant a lock, a link or a
+//!   pending run for the person's `jail apply` to meet.
+//! - Every store jail has used is hidden, not only the one the current environment names: each
+//!   is recorded in a registry ([`registry_dirs`]) that does not depend on `XDG_STATE_HOME`, so a
+//!   run started under another one still hides the earlier stores. The registry lives in the
+//!   default stores themselves, hidden like every store, so the command cannot write it; an
+//!   entry only ever adds a hidden directory (one named `jail`), never shows one.
 //! - Nothing in the store is reached through a symlink or opened when it is not a regular file
 //!   (`O_NOFOLLOW | O_NONBLOCK`, then the type and owner checked on the descriptor): its
 //!   directories must be real directories of this user's, and anything else is refused with
@@ -113,8 +119,10 @@ impl Store {
                         .into(),
                 )
             })?;
+        // The base as a real path (a home spelled through a symlink is still where the hide
+        // rules must land); `jail` itself is never resolved: it must be a real directory.
         Ok(Store {
-            root: base.join("jail"),
+            root: crate::policy::real_path(&base).join("jail"),
         })
     }
 
@@ -305,6 +313,17 @@ impl Store {
         flock(&file, &path)?;
         Ok(Lock { _file: file })
     }
+
+    /// Records this store in every registry of `dirs` ([`registry_dirs`]) that does not list it
+    /// yet, so that later runs hide it whatever their `XDG_STATE_HOME`. Best effort: false when
+    /// no registry could record it (and the store is no registry directory itself).
+    pub fn register(&self, dirs: &[PathBuf]) -> bool {
+        let mut recorded = false;
+        for dir in dirs {
+            recorded |= *dir == self.root || register_in(dir, &self.root).is_ok();
+        }
+        recorded
+    }
 }
 
 /// Takes an exclusive flock on `file` (waits for it).
@@ -472,6 +491,151 @@ fn read_file(path: &Path, max: u64) -> Result<String, JailError> {
         ));
     }
     Ok(text)
+}
+
+/// The registry's file in each registry directory: one store root a line.
+const REGISTRY: &str = "stores";
+/// Held (flock) while the registry is rewritten; never renamed, unlike the registry.
+const REGISTRY_LOCK: &str = "stores.lock";
+/// A registry is read up to this size (thousands of stores).
+const REGISTRY_MAX: u64 = 256 << 10;
+
+/// The directories that keep the registry of stores: the default store (`.local/state/jail`) of
+/// the home directory the password database names for this user (getpwuid_r: no variable moves
+/// it), and of `$HOME` when that is another one; only homes that exist (a registry never
+/// creates a home). Neither depends on `XDG_STATE_HOME`, and both are stores themselves, hidden
+/// in every run.
+pub fn registry_dirs() -> Vec<PathBuf> {
+    let passwd = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map(|u| u.dir);
+    let env = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let mut out: Vec<PathBuf> = Vec::new();
+    for home in passwd.into_iter().chain(env) {
+        if !home.is_absolute() || !home.is_dir() {
+            continue;
+        }
+        let dir = crate::policy::real_path(&home.join(".local/state")).join("jail");
+        if !out.contains(&dir) {
+            out.push(dir);
+        }
+    }
+    out
+}
+
+/// The store roots a registry's text names: absolute, plain (no `.` or `..`), each a directory
+/// named `jail` as [`Store::locate`] names them; anything else (a forged line, a torn write) is
+/// left out, so an entry can only ever add a hidden `jail` directory.
+pub fn parse_registry(text: &str) -> Vec<PathBuf> {
+    use std::path::Component;
+    let mut out: Vec<PathBuf> = Vec::new();
+    for line in text.lines() {
+        let path = Path::new(line);
+        // Spelled as its components put back together (no `.`, no doubled or trailing `/`).
+        let spelled: PathBuf = path.components().collect();
+        let plain = path.is_absolute()
+            && spelled.as_os_str() == path.as_os_str()
+            && path
+                .components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        if plain && path.file_name().is_some_and(|n| n == "jail") && !out.iter().any(|p| p == path)
+        {
+            out.push(path.to_path_buf());
+        }
+    }
+    out
+}
+
+/// The registry's text for `stores` (none holds a newline: [`register_in`] leaves those out).
+fn format_registry(stores: &[PathBuf]) -> String {
+    let mut text = String::new();
+    for s in stores {
+        text.push_str(&s.to_string_lossy());
+        text.push('\n');
+    }
+    text
+}
+
+/// Whether `path` is a real directory now (lstat).
+fn is_real_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+/// The stores the registry in `dir` names, as written (whether they exist or not).
+fn read_registry(dir: &Path) -> Result<Vec<PathBuf>, JailError> {
+    let file = dir.join(REGISTRY);
+    if fs::symlink_metadata(&file).is_err() {
+        return Ok(Vec::new());
+    }
+    read_file(&file, REGISTRY_MAX).map(|t| parse_registry(&t))
+}
+
+/// Makes every registry directory of `dirs` that is missing (best effort, before every real
+/// run): one that exists is hidden in the run, so the command cannot create it, nor forge a
+/// registry or a pending run there.
+pub fn ensure_registries(dirs: &[PathBuf]) {
+    for dir in dirs {
+        let _ = private_dir(dir);
+    }
+}
+
+/// Every store the registries of `dirs` name that exists now, as a real directory: hidden in
+/// every run.
+pub fn registered(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for dir in dirs {
+        if check_dir(dir).is_err() {
+            continue;
+        }
+        for store in read_registry(dir).unwrap_or_default() {
+            if is_real_dir(&store) && !out.contains(&store) {
+                out.push(store);
+            }
+        }
+    }
+    out
+}
+
+/// Adds `store` to the registry in `dir` (made when missing), under the registry's lock: the
+/// stores that no longer exist are dropped, and the new list replaces the old in one rename
+/// (a reader never sees half of it).
+fn register_in(dir: &Path, store: &Path) -> Result<(), JailError> {
+    let line = store.to_string_lossy();
+    if line.contains('\n') || parse_registry(&line) != [store] {
+        return Err(JailError::bad_path(
+            "jail state",
+            store,
+            "cannot be named on one line of the registry",
+        ));
+    }
+    private_dir(dir)?;
+    if read_registry(dir)?.iter().any(|s| s == store) {
+        return Ok(());
+    }
+    let lock_path = dir.join(REGISTRY_LOCK);
+    let lock = open_file(&lock_path, Open::Create)?;
+    flock(&lock, &lock_path)?;
+    let mut stores = read_registry(dir)?;
+    if stores.iter().any(|s| s == store) {
+        return Ok(());
+    }
+    stores.retain(|s| is_real_dir(s));
+    stores.push(store.to_path_buf());
+    let tmp = dir.join("stores.new");
+    let _ = fs::remove_file(&tmp);
+    let write = |e: io::Error| JailError::bad_path("jail state", &tmp, e.to_string());
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(format_registry(&stores).as_bytes()))
+        .map_err(write)?;
+    fs::rename(&tmp, dir.join(REGISTRY)).map_err(write)
 }
 
 /// The spare run directory's name in `runs/` (never listed: it starts with a dot).
@@ -656,6 +820,52 @@ mod tests {
         let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: `c` is NUL-terminated.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn a_registry_names_only_plain_absolute_jail_directories() {
+        let text = "/home/u/.local/state/jail\n/\nrelative/jail\n/a/../jail\n/a/./jail\n\
+                    /x/jailx\n/s/jail\n/s/jail\n//s/jail\n/s/jail/\n\n/with space/jail\n/torn/ja";
+        assert_eq!(
+            parse_registry(text),
+            [
+                PathBuf::from("/home/u/.local/state/jail"),
+                PathBuf::from("/s/jail"),
+                PathBuf::from("/with space/jail"),
+            ]
+        );
+        let stores = [PathBuf::from("/a/jail"), PathBuf::from("/b c/jail")];
+        assert_eq!(parse_registry(&format_registry(&stores)), stores);
+    }
+
+    #[test]
+    fn registering_adds_once_and_drops_stores_that_are_gone() {
+        let t = T::new("registry");
+        let reg = t.p("home/.local/state/jail");
+        for s in ["a/jail", "b/jail", "c/jail"] {
+            fs::create_dir_all(t.p(s)).unwrap();
+        }
+        register_in(&reg, &t.p("a/jail")).unwrap();
+        register_in(&reg, &t.p("b/jail")).unwrap();
+        register_in(&reg, &t.p("a/jail")).unwrap();
+        assert_eq!(read_registry(&reg).unwrap(), [t.p("a/jail"), t.p("b/jail")]);
+        fs::remove_dir(t.p("a/jail")).unwrap();
+        register_in(&reg, &t.p("c/jail")).unwrap();
+        assert_eq!(read_registry(&reg).unwrap(), [t.p("b/jail"), t.p("c/jail")]);
+        // Made private, and refused when it is not a real directory.
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            fs::metadata(&reg).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        let link = t.p("linked/jail");
+        fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&reg, &link).unwrap();
+        let e = register_in(&link, &t.p("c/jail")).unwrap_err().to_string();
+        assert!(
+            e.contains("is a symlink") && e.contains(&*link.to_string_lossy()),
+            "{e}"
+        );
     }
 
     #[test]
