@@ -385,6 +385,66 @@ fn the_review_commands_follow_no_link_and_open_no_fifo_in_the_store() {
 }
 
 #[test]
+fn a_writable_home_leaves_the_pending_runs_where_they_are() {
+    // With --rw $HOME, what the command changes in HOME's dot entries is moved aside after the
+    // run; the store there is jail's own (written by jail during a --cow run, hidden from the
+    // command) and is never moved with it.
+    if !full_level_or_skip("handback-store") {
+        return;
+    }
+    // The default store (~/.local/state/jail), and one under a dot entry of HOME of its own.
+    let shapes: &[Option<&str>] = &[None, Some("home/.mystate")];
+    for (who, off) in cases() {
+        for state in shapes {
+            let st = fixture(who, off, "store-home", *state);
+            let a = st.pending(&st.p("repo"), "a.txt", "LAYER-A");
+            let home = st.home.display().to_string();
+            let base = st.root.parent().unwrap().display().to_string();
+            // Dot entries changed, a git layout made of ~/.local, a sibling of the store, and
+            // the store's own parent written.
+            let script = format!(
+                "echo x >> ~/.profile; mkdir -p ~/.vim/plugin && echo x > ~/.vim/plugin/x.vim; \
+                 mkdir -p ~/.local/objects ~/.local/refs; echo 'ref: refs/heads/main' > ~/.local/HEAD; \
+                 mkdir -p {base}/other && echo x > {base}/other/x; echo x > {base}/evil; \
+                 echo / >> {root}/stores 2>/dev/null && echo FORGED; \
+                 echo b > b.txt; echo done",
+                root = st.root.display()
+            );
+            let repo = st.p("repo");
+            let run = st.sh(
+                &["--rw", &home, "--cow", &repo, "--cwd", &repo],
+                &script,
+                &[],
+            );
+            let what = (who, off, state);
+            assert!(
+                run.stdout.contains("done") && !run.stdout.contains("FORGED"),
+                "{what:?}: {}",
+                run.describe()
+            );
+            let b = run_id(&run);
+            assert!(
+                !exists(&st.home.join(".vim")),
+                "{what:?}: the quarantine did not run\n{}",
+                run.describe()
+            );
+            assert!(
+                exists(&st.root.join(format!("runs/{a}/0/upper/a.txt"))),
+                "{what:?}: the store was moved aside\n{}",
+                run.describe()
+            );
+            let runs = st.host(&["runs"], &[]);
+            assert!(
+                runs.stdout.contains(&a) && runs.stdout.contains(&b),
+                "{what:?}: pending runs vanished after a --rw HOME run\n{}\n{}",
+                run.describe(),
+                runs.describe()
+            );
+        }
+    }
+}
+
+#[test]
 fn a_run_under_another_state_home_cannot_read_an_earlier_stores_layers() {
     if !full_level_or_skip("handback-store") {
         return;
