@@ -159,27 +159,10 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
             protect: p.protect,
         });
     }
-    // Pending copy-on-write layers are no run's to read, and no run's to plant: hidden in every
-    // jail. The store is made before every real run (best effort: where this user cannot make
-    // it, neither can the command), so that a run with a writable home cannot create a fake
-    // pending run for the user to apply later.
     #[cfg(target_os = "linux")]
-    if let Ok(store) = crate::workspace::store::Store::locate() {
-        if create_missing && !cow.is_empty() {
-            store.ensure()?;
-        } else if create_missing {
-            let _ = store.ensure();
-        }
-        let runs = store.runs_dir();
-        if runs.is_dir() {
-            profile_paths.push(ProfilePathRule {
-                path: policy::real_path(&runs),
-                access: Access::Hide,
-                profile: "jail".into(),
-                protect: false,
-            });
-        }
-    }
+    let jail_state = jail_state(create_missing, !cow.is_empty())?;
+    #[cfg(not(target_os = "linux"))]
+    let jail_state = Vec::new();
     // jail's own profiles decide every later run's confinement: inside a writable tree
     // (`--rw ~/.config`) they stay read-only, and one created during the run is moved aside.
     if let Some(dir) = user_profile_dir().filter(|d| !d.starts_with("/tmp")) {
@@ -255,6 +238,7 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         profile: prof.name.clone(),
         home: home.clone(),
         profile_paths,
+        jail_state,
         guarded,
         credential_files: env.credential_files.clone(),
         homes: homes_input(req, o.home, home.as_deref(), &base_dir),
@@ -262,6 +246,47 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         caller_env: caller,
     };
     policy::resolve(&input)
+}
+
+/// jail's own state, hidden in every jail whatever the flags: the store this environment names
+/// and every store jail has used (the registry's, which records this one too). Pending
+/// copy-on-write layers are no run's to read, and no run's to plant in. The store is made
+/// before every real run (best effort: where this user cannot make it, neither can the
+/// command), so that a run with a writable home cannot create a fake pending run, a lock link
+/// or a registry for the user's next review to meet; a `--cow` run needs it.
+#[cfg(target_os = "linux")]
+fn jail_state(create_missing: bool, cow: bool) -> Result<Vec<PathBuf>, JailError> {
+    use crate::workspace::store::{self, Store};
+    let registries = store::registry_dirs();
+    if create_missing {
+        store::ensure_registries(&registries);
+    }
+    let mut own = Vec::new();
+    if let Ok(current) = Store::locate() {
+        if create_missing && cow {
+            current.ensure()?;
+        } else if create_missing {
+            let _ = current.ensure();
+        }
+        let made = store::check_dir(current.root()).is_ok();
+        if create_missing && made && !current.register(&registries) && cow {
+            crate::text::say(format!(
+                "jail: warning: {} could not be recorded in jail's registry of stores \
+                 (.local/state/jail/stores of your home directory): a later run under another \
+                 XDG_STATE_HOME will not hide it",
+                current.root().display()
+            ));
+        }
+        own.push(current.root().to_path_buf());
+    }
+    own.extend(registries.iter().cloned());
+    own.extend(store::registered(&registries));
+    // Only real directories: a symlink in a store's place hides nothing (and the review
+    // commands refuse it).
+    own.retain(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()));
+    own.sort();
+    own.dedup();
+    Ok(own)
 }
 
 /// What the command line refuses as it parses (an empty path, an empty program, a timeout that is not a positive

@@ -18,7 +18,7 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
     let store = Store::locate()?;
     match cmd {
         WorkspaceCommand::Runs { json } => {
-            let runs = store.list();
+            let runs = store.list()?;
             let mut rows = Vec::new();
             for run in &runs {
                 let _ = workspace::recover(&store, run);

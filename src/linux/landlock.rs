@@ -635,6 +635,55 @@ mod tests {
     }
 
     #[test]
+    fn jail_state_under_a_writable_home_is_closed_and_cannot_be_walked_away_from() {
+        // --rw HOME with jail's store in it, without the mount layer (the copy-based layer: the
+        // run's own copy is writable inside the store): the store's names may be listed, nothing
+        // in it read or written, and no directory on the way to it moved or added to.
+        const HOME: &str = "
+            /: home tmp usr
+            /home: u
+            /home/u: .bashrc .local repo
+            /home/u/.local: share state
+            /home/u/.local/state: jail other
+            /home/u/.local/state/jail: locks runs
+            /home/u/.local/state/jail/runs: 0a1b2c3d 4e5f6a7b
+            /home/u/.local/state/jail/runs/4e5f6a7b: 0 run.json
+            /home/u/.local/state/jail/runs/4e5f6a7b/0: upper
+        ";
+        let p = policy(&[
+            ("/home/u", Access::Rw, Kind::Dir),
+            ("/home/u/.local/state/jail", Access::Hide, Kind::Dir),
+            (
+                "/home/u/.local/state/jail/runs/4e5f6a7b/0/upper",
+                Access::Rw,
+                Kind::Dir,
+            ),
+        ]);
+        let plan = compile(&p, 7, false, &tree(HOME));
+        for closed in [
+            "/home/u/.local/state/jail/locks/0123456789abcdef",
+            "/home/u/.local/state/jail/runs/0a1b2c3d/0/upper/a.txt",
+            "/home/u/.local/state/jail/runs/4e5f6a7b/run.json",
+            "/home/u/.local/state/jail/stores",
+            "/home/u/.local/state",
+            "/home/u/.local",
+            "/home/u",
+        ] {
+            assert_eq!(effective(&plan, closed), Rights::LIST, "{closed}");
+        }
+        assert_eq!(
+            effective(&plan, "/home/u/.local/state/jail/runs/4e5f6a7b/0/upper/f"),
+            Rights::ALL
+        );
+        assert_eq!(
+            effective(&plan, "/home/u/.local/state/other/x"),
+            Rights::ALL
+        );
+        assert_eq!(effective(&plan, "/home/u/.local/share/x"), Rights::ALL);
+        assert_eq!(effective(&plan, "/home/u/repo/x"), Rights::ALL);
+    }
+
+    #[test]
     fn rights_are_masked_to_the_abi_and_scopes_need_abi_6() {
         let plan = compile(
             &policy(&[("/home/u/repo", Access::Rw, Kind::Dir)]),

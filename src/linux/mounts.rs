@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::sys;
 use crate::error::JailError;
-use crate::policy::{Access, Kind, PathRule, Policy, TmpMode, depth};
+use crate::policy::{Access, Kind, Origin, PathRule, Policy, TmpMode, depth};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "op", content = "path")]
@@ -50,6 +50,9 @@ pub enum Step {
     /// `mv .git .git2 && mkdir .git` cannot walk away from a read-only `.git/hooks`.
     Pin(PathBuf),
     HideDir(PathBuf),
+    /// jail's own state (a store of copy-on-write layers) hidden like [`Step::HideDir`]; one
+    /// removed since the plan was made (nothing left to hide) is skipped, not a failed run.
+    HideState(PathBuf),
     /// A hidden directory that shows only the named paths beneath it (each bound in from the real
     /// tree, then given its own rule by a later step).
     HideDirExcept(PathBuf, Vec<PathBuf>),
@@ -104,6 +107,7 @@ impl Step {
             Step::Overlay(p)
             | Step::Throwaway(p)
             | Step::HideDir(p)
+            | Step::HideState(p)
             | Step::HideDirExcept(p, _)
             | Step::HideFile(p)
             | Step::ShowSocket(p) => Some(p),
@@ -251,7 +255,9 @@ pub fn compile(policy: &Policy) -> MountPlan {
                                 .cloned(),
                         )
                         .collect();
-                    if reveal.is_empty() {
+                    if reveal.is_empty() && rule.origin == Origin::JailState {
+                        Step::HideState(rule.path.clone())
+                    } else if reveal.is_empty() {
                         Step::HideDir(rule.path.clone())
                     } else {
                         Step::HideDirExcept(rule.path.clone(), reveal)
@@ -452,15 +458,13 @@ fn apply_step(step: &Step, dev_bytes: usize, sizes: &TmpfsSizes) -> Result<(), J
         },
         Step::HideDir(p) => {
             let target = sys::open_path_nofollow(p).map_err(|e| fail("open", p, e))?;
-            mount(
-                Some("tmpfs"),
-                fd_path(target.as_raw_fd()).as_str(),
-                Some("tmpfs"),
-                MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-                Some("mode=0755,size=4k,nr_inodes=1"),
-            )
-            .map_err(|e| fail("hide", p, e))
+            hide_dir(p, &target)
         }
+        Step::HideState(p) => match sys::open_path_nofollow(p) {
+            Ok(target) => hide_dir(p, &target),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+            Err(e) => Err(fail("open", p, e)),
+        },
         Step::HideDirExcept(p, reveal) => hide_dir_except(p, reveal),
         Step::HideFile(p) => hide_file(p),
         Step::ShowSocket(_) | Step::ShowInTmp(_) => {
@@ -604,6 +608,18 @@ fn overlay(root: &Path, layer: &std::os::fd::OwnedFd) -> Result<(), JailError> {
         Some(options.as_str()),
     )
     .map_err(|e| fail("overlay", root, e))
+}
+
+/// Covers the directory `target` holds (at `path`) with an empty read-only tmpfs.
+fn hide_dir(path: &Path, target: &std::os::fd::OwnedFd) -> Result<(), JailError> {
+    mount(
+        Some("tmpfs"),
+        fd_path(target.as_raw_fd()).as_str(),
+        Some("tmpfs"),
+        MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("mode=0755,size=4k,nr_inodes=1"),
+    )
+    .map_err(|e| fail("hide", path, e))
 }
 
 fn hide_dir_except(path: &Path, reveal: &[PathBuf]) -> Result<(), JailError> {
@@ -858,6 +874,32 @@ mod tests {
             ]
         );
         assert_eq!(plan.cwd, Path::new("/home/u/repo"));
+    }
+
+    #[test]
+    fn jail_state_in_a_writable_tree_is_hidden_with_every_directory_on_the_way_pinned() {
+        // `mv ~/.local ~/.l2 && mkdir -p ~/.local/state/jail/locks` must not walk away from the
+        // hidden store: the directories between the writable root and it are mount points.
+        let p = policy(
+            vec![
+                rule("/", Access::Ro, Kind::Dir),
+                rule("/home/u", Access::Rw, Kind::Dir),
+                PathRule {
+                    origin: Origin::JailState,
+                    ..rule("/home/u/.local/state/jail", Access::Hide, Kind::Dir)
+                },
+            ],
+            TmpMode::Private,
+        );
+        let steps = compile(&p).steps;
+        let at = |s: &Step| steps.iter().position(|x| x == s).unwrap();
+        let (pin_local, pin_state, hide) = (
+            at(&Step::Pin("/home/u/.local".into())),
+            at(&Step::Pin("/home/u/.local/state".into())),
+            at(&Step::HideState("/home/u/.local/state/jail".into())),
+        );
+        assert!(at(&Step::BindWritable("/home/u".into())) < pin_local);
+        assert!(pin_local < pin_state && pin_state < hide);
     }
 
     #[test]

@@ -78,6 +78,10 @@ pub struct Rules {
     /// into what this check never walked (the host's /tmp, with --tmp host or without the
     /// mount view).
     pub roots: Vec<PathBuf>,
+    /// jail's own state (its stores of copy-on-write layers): hidden from the command, written
+    /// by jail itself during the run, so never the command's plant. It is never moved aside,
+    /// nor is a directory that holds it: such a unit is split into the entries beside it.
+    pub own: Vec<PathBuf>,
 }
 
 impl Rules {
@@ -149,6 +153,7 @@ impl Rules {
             .collect();
         let mut rules = Rules {
             host_code,
+            own: own_state(policy),
             roots: roots.clone(),
             home: home
                 .clone()
@@ -183,9 +188,35 @@ pub fn roots(policy: &Policy) -> Vec<PathBuf> {
         .collect()
 }
 
+/// jail's own state directories in the policy (hidden by it whatever the flags).
+pub fn own_state(policy: &Policy) -> Vec<PathBuf> {
+    policy
+        .rules
+        .iter()
+        .filter(|r| r.origin == crate::policy::Origin::JailState)
+        .map(|r| r.path.clone())
+        .collect()
+}
+
+/// The walk's bounds, with jail's own state left out of it (by device and inode: what the walk
+/// meets is compared, not a path): jail writes there during the run.
+fn walk_limits(policy: &Policy) -> Limits {
+    use std::os::unix::fs::MetadataExt;
+    Limits {
+        skip: own_state(policy)
+            .iter()
+            .filter_map(|p| std::fs::symlink_metadata(p).ok())
+            .filter(|m| m.is_dir())
+            .map(|m| (m.dev(), m.ino()))
+            .collect(),
+        ..Limits::default()
+    }
+}
+
 /// The baseline, taken before the command starts.
 pub struct Watch {
     roots: Vec<PathBuf>,
+    limits: Limits,
     baseline: Snapshot,
     rules: Rules,
     guards: Vec<Guard>,
@@ -314,7 +345,7 @@ impl Watch {
     /// checked whole after the run.
     pub fn start(policy: &Policy) -> Result<Watch, JailError> {
         let roots = roots(policy);
-        let limits = Limits::default();
+        let limits = walk_limits(policy);
         let baseline = changes::snapshot(&roots, &limits);
         if baseline.truncated() {
             let names: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
@@ -342,6 +373,7 @@ impl Watch {
         Ok(Watch {
             rules,
             roots,
+            limits,
             baseline,
             guards,
         })
@@ -361,7 +393,7 @@ impl Watch {
             };
             return (changes, planted);
         }
-        let after = changes::snapshot(&self.roots, &Limits::default());
+        let after = changes::snapshot(&self.roots, &self.limits);
         let mut rules = self.rules.clone();
         let (hooks, included) = repository_configs(&[&self.baseline, &after]);
         rules.hooks_dirs.extend(hooks);
@@ -452,6 +484,19 @@ enum State {
     GitDir,
     /// Moved aside whole; everything beneath belongs to it.
     Unit,
+    /// Would be a unit, but holds jail's own state: each changed entry beneath it is moved
+    /// aside instead (for the reason at this index of [`Finder::split_why`]), but the one on
+    /// the way to the state, which is split in turn.
+    Split(usize),
+    /// jail's own state: not the command's, never judged.
+    Own,
+}
+
+impl State {
+    /// Nothing beneath is judged again.
+    fn settled(self) -> bool {
+        matches!(self, State::Unit | State::Own)
+    }
 }
 
 /// Classifies changes in key order, remembering the verdicts of the previous key's prefixes
@@ -466,6 +511,8 @@ struct Finder<'r> {
     /// (prefix length in key bytes, its state), outermost first; index 0 is the root itself.
     stack: Vec<(usize, State)>,
     prev: Vec<u8>,
+    /// The reasons of the units that were split around jail's own state ([`State::Split`]).
+    split_why: Vec<String>,
 }
 
 impl<'r> Finder<'r> {
@@ -478,6 +525,7 @@ impl<'r> Finder<'r> {
             root_names: Vec::new(),
             stack: Vec::new(),
             prev: Vec::new(),
+            split_why: Vec::new(),
         }
     }
 
@@ -522,7 +570,7 @@ impl<'r> Finder<'r> {
             keep += 1;
         }
         self.stack.truncate(keep);
-        if self.stack.last().is_some_and(|(_, s)| *s == State::Unit) {
+        if self.stack.last().is_some_and(|(_, s)| s.settled()) {
             self.prev = key.to_vec();
             return;
         }
@@ -530,12 +578,13 @@ impl<'r> Finder<'r> {
             let parent = i.checked_sub(1).map(|j| self.stack[j].1);
             let state = self.judge(t, &key[..end], parent);
             self.stack.push((end, state));
-            if state == State::Unit {
+            if state.settled() {
                 break;
             }
         }
         let judged_whole = self.stack.len() == ends.len();
-        if judged_whole && self.stack.last().is_some_and(|(_, s)| *s != State::Unit) && t.unlisted {
+        let open = |s: &State| matches!(s, State::Clean | State::GitDir);
+        if judged_whole && self.stack.last().is_some_and(|(_, s)| open(s)) && t.unlisted {
             self.unit(
                 t.after.abs_path(key),
                 "a directory jail cannot list (unreadable, or deeper than it walks)".into(),
@@ -547,8 +596,42 @@ impl<'r> Finder<'r> {
         self.prev = key.to_vec();
     }
 
-    /// The state of the prefix `kp`, given its parent's.
+    /// The state of the prefix `kp`, given its parent's: jail's own state is never judged, and
+    /// a unit that would hold it is split around it.
     fn judge(&mut self, t: &Touched<'_>, kp: &[u8], parent: Option<State>) -> State {
+        let abs = t.after.abs_path(kp);
+        let own = &self.rules.own;
+        if own.contains(&abs) {
+            return State::Own;
+        }
+        let holds_own = own.iter().any(|o| o.starts_with(&abs));
+        if let Some(State::Split(why)) = parent {
+            if holds_own {
+                return State::Split(why);
+            }
+            let why = self.split_why[why].clone();
+            self.unit(abs, why);
+            return State::Unit;
+        }
+        let state = self.judge_rules(t, kp, parent);
+        if state == State::Unit && holds_own {
+            // The unit just recorded (when it was recorded: past the bound it was not).
+            let why = match self.units.last() {
+                Some(u) if u.path == abs => self.units.pop().map(|u| u.why),
+                _ => None,
+            };
+            let why = why.unwrap_or_else(|| "changed by the command".into());
+            self.split_why.push(format!(
+                "{why}; in {}, which holds jail's own state: that stays, what is beside it moves",
+                abs.display()
+            ));
+            return State::Split(self.split_why.len() - 1);
+        }
+        state
+    }
+
+    /// The state of the prefix `kp` by the rules, given its parent's.
+    fn judge_rules(&mut self, t: &Touched<'_>, kp: &[u8], parent: Option<State>) -> State {
         let abs = t.after.abs_path(kp);
         let exempt = self.rules.exempt.contains(&abs);
         let last: &[u8] = kp.rsplit(|b| *b == 0).next().unwrap_or_default();
@@ -875,6 +958,62 @@ mod tests {
         let p = f.done();
         assert_eq!(p.units.len(), 1, "{:?}", p.units);
         assert_eq!(p.units[0].path, t.p("r.git/hooks"));
+    }
+
+    #[test]
+    fn jail_state_is_never_a_unit_and_a_unit_that_holds_it_is_split_around_it() {
+        // --rw HOME with stores at ~/.local/state/jail and ~/.mystate/jail: jail writes a run
+        // there during the run; the command makes ~/.local a git layout and writes beside the
+        // stores. Everything it wrote moves; no store, nor a directory holding one, does.
+        let t = T::new("own");
+        t.w(".mystate/jail/runs/.keep", "");
+        t.w(".local/state/jail/locks/.keep", "");
+        let mut r = rules(&t);
+        r.home = Some(t.0.clone());
+        r.own = vec![t.p(".local/state/jail"), t.p(".mystate/jail")];
+        let got = planted(&t, r, || {
+            t.w(".mystate/jail/runs/0a1b2c3d/run.json", "{}");
+            t.w(".local/state/jail/locks/0123456789abcdef", "");
+            t.w(".mystate/evil", "x");
+            t.repo(".local");
+            t.w(".local/state/other/x", "x");
+            t.w(".vim/plugin/x.vim", "x");
+        });
+        assert_eq!(
+            got,
+            [
+                ".local/HEAD",
+                ".local/config",
+                ".local/objects",
+                ".local/refs",
+                ".local/state/other",
+                ".mystate/evil",
+                ".vim"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_walk_leaves_jail_state_out_by_its_inode() {
+        use std::os::unix::fs::MetadataExt;
+        let t = T::new("skip");
+        t.w("state/jail/runs/.keep", "");
+        let m = fs::metadata(t.p("state/jail")).unwrap();
+        let limits = Limits {
+            skip: vec![(m.dev(), m.ino())],
+            ..Limits::default()
+        };
+        let roots = vec![t.0.clone()];
+        let before = changes::snapshot(&roots, &limits);
+        t.w("state/jail/runs/0a1b2c3d/0/upper/f", "x");
+        t.w("state/other", "x");
+        let after = changes::snapshot(&roots, &limits);
+        let paths: Vec<PathBuf> = changes::compare(&before, &after)
+            .changes
+            .into_iter()
+            .map(|c| c.path)
+            .collect();
+        assert_eq!(paths, [t.p("state/other")]);
     }
 
     #[test]

@@ -83,6 +83,9 @@ pub enum Origin {
     /// The git directory of the submodule checked out at this path (beneath a writable path),
     /// in its superproject's `.git/modules`: git writes its index, objects and refs there.
     GitSubmodule(PathBuf),
+    /// jail's own state (a store of copy-on-write layers, or the registry of stores): hidden in
+    /// every jail whatever the flags open around it.
+    JailState,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

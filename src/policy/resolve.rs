@@ -48,6 +48,10 @@ pub struct PolicyInput {
     /// path wins. Lenient: a missing ro or hide path is skipped, a missing rw path too (the
     /// launcher creates them before a real run).
     pub profile_paths: Vec<ProfilePathRule>,
+    /// jail's own state directories (real paths of existing directories: the copy-on-write
+    /// stores and the registry of them): hidden whatever the flags, and no flag may name a
+    /// path inside one.
+    pub jail_state: Vec<PathBuf>,
     /// The profiles' guarded JSON files, expanded (absolute), with their keys.
     pub guarded: Vec<(PathBuf, Vec<String>)>,
     /// Credential files the caller's environment names (variable, absolute path): hidden like
@@ -148,6 +152,8 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     drop_nested_hides(&mut rules);
     show_tmp_working_dir(input, &cwd, &mut rules);
     let (mut absent_protected, search_notes) = protect_names(&user, &mut rules)?;
+    hide_jail_state(input, &user, &mut rules)?;
+    drop_nested_hides(&mut rules);
     if !cwd.is_dir() {
         return Err(JailError::bad_path("--cwd", &cwd, "is not a directory"));
     }
@@ -530,6 +536,69 @@ fn show_tmp_working_dir(input: &PolicyInput, cwd: &Path, rules: &mut Rules) {
             },
         );
     }
+}
+
+/// jail's own state is hidden in every jail, last, over every other rule: nothing beneath it
+/// stays (a protected name found in a pending layer, a profile's path, a credential file), and
+/// a flag naming a path inside it, or a `--cow` root holding it (its copy would carry the
+/// state into the layer), is refused. A writable tree around it keeps it hidden: the mount view
+/// pins the directories between them, and Landlock grants around it.
+fn hide_jail_state(
+    input: &PolicyInput,
+    user: &FlagRules,
+    rules: &mut Rules,
+) -> Result<(), JailError> {
+    let why = "(pending copy-on-write layers and their locks, hidden in every jail)";
+    for (path, (access, _, flag)) in user {
+        if let Some(state) = input.jail_state.iter().find(|s| path.starts_with(s)) {
+            if *access != Access::Hide {
+                return Err(JailError::bad_path(
+                    flag,
+                    path,
+                    format!(
+                        "is inside jail's state directory {} {why}; name a path outside it",
+                        state.display()
+                    ),
+                ));
+            }
+        }
+        if *flag == COW_FLAG {
+            if let Some(state) = input.jail_state.iter().find(|s| s.starts_with(path)) {
+                return Err(JailError::bad_path(
+                    flag,
+                    path,
+                    format!(
+                        "holds jail's state directory {} {why}; use a --cow path beside it, or \
+                         set XDG_STATE_HOME elsewhere",
+                        state.display()
+                    ),
+                ));
+            }
+        }
+    }
+    for socket in &input.allow_sockets {
+        let socket = absolute(&input.base_dir, socket);
+        if let Some(state) = input.jail_state.iter().find(|s| socket.starts_with(s)) {
+            return Err(JailError::bad_path(
+                "--allow-socket",
+                &socket,
+                format!("is inside jail's state directory {} {why}", state.display()),
+            ));
+        }
+    }
+    for state in &input.jail_state {
+        rules.retain(|path, _| !path.starts_with(state));
+        rules.insert(
+            state.clone(),
+            PathRule {
+                path: state.clone(),
+                access: Access::Hide,
+                kind: Kind::Dir,
+                origin: Origin::JailState,
+            },
+        );
+    }
+    Ok(())
 }
 
 /// A hidden path inside another with nothing opened in between (`~/.aws/credentials` named by
@@ -1431,6 +1500,60 @@ mod tests {
         i.ro = vec!["nope".into()];
         let e = resolve(&i).unwrap_err().to_string();
         assert!(e.contains("--ro") && e.contains("does not exist"), "{e}");
+    }
+
+    #[test]
+    fn jail_state_is_hidden_whatever_the_flags_and_no_flag_opens_inside_it() {
+        let t = Tree::new("state");
+        let store = t.p("home/.local/state/jail");
+        let other = t.p("other/jail");
+        // A pending layer holding a protected name (found under --rw home), and a flag's hide.
+        fs::create_dir_all(store.join("runs/0a1b2c3d/0/upper/.git/hooks")).unwrap();
+        fs::create_dir_all(other.join("locks")).unwrap();
+        fs::create_dir_all(t.p("repo")).unwrap();
+        let mut i = input(&t);
+        i.jail_state = vec![store.clone(), other.clone()];
+        i.rw = vec![t.p("home"), t.p("other")];
+        i.hide = vec![other.join("locks")];
+        let p = resolve(&i).unwrap();
+        for s in [&store, &other] {
+            let r = rule(&p, s).unwrap();
+            assert_eq!((r.access, &r.origin), (Access::Hide, &Origin::JailState));
+            let beneath: Vec<&PathBuf> = p
+                .rules
+                .iter()
+                .map(|r| &r.path)
+                .filter(|r| *r != s && r.starts_with(s))
+                .collect();
+            assert!(beneath.is_empty(), "{beneath:?}");
+        }
+        // No flag names a path inside it, nor a copy-on-write root holding it (the copy-based
+        // layer would copy it); an ancestor stays writable around it.
+        let refused: [(&str, PathBuf); 6] = [
+            ("--rw", store.clone()),
+            ("--ro", store.join("runs")),
+            ("--cow", other.join("locks")),
+            ("--cache", store.join("runs")),
+            ("--cow", t.p("other")),
+            ("--allow-socket", store.join("runs/s")),
+        ];
+        for (flag, path) in refused {
+            let mut i = input(&t);
+            i.jail_state = vec![store.clone(), other.clone()];
+            match flag {
+                "--rw" => i.rw = vec![path.clone()],
+                "--ro" => i.ro = vec![path.clone()],
+                "--cow" => i.cow = vec![path.clone()],
+                "--cache" => i.caches = vec![path.clone()],
+                _ => i.allow_sockets = vec![path.clone()],
+            }
+            let e = resolve(&i).unwrap_err().to_string();
+            assert!(
+                e.starts_with(flag) && e.contains("jail's state directory"),
+                "{flag} {}: {e}",
+                path.display()
+            );
+        }
     }
 
     #[test]

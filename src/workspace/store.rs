@@ -4,9 +4,19 @@
 //! serialise applies per root (`locks/`).
 //!
 //! Choices, each for its attacker:
-//! - The store is outside every copy-on-write root and hidden inside every jail (the mount view
-//!   covers `runs/`): a run can neither read another run's layer nor write its own except
-//!   through the overlay, and nothing of it is reachable once the run's namespace is gone.
+//! - The store is outside every copy-on-write root and hidden inside every jail, whole (its
+//!   root, not only `runs/`), whatever the flags open around it: a run can neither read another
+//!   run's layer nor write its own except through the overlay, nor plant a lock, a link or a
+//!   pending run for the person's `jail apply` to meet.
+//! - Every store jail has used is hidden, not only the one the current environment names: each
+//!   is recorded in a registry ([`registry_dirs`]) that does not depend on `XDG_STATE_HOME`, so a
+//!   run started under another one still hides the earlier stores. The registry lives in the
+//!   default stores themselves, hidden like every store, so the command cannot write it; an
+//!   entry only ever adds a hidden directory (one named `jail`), never shows one.
+//! - Nothing in the store is reached through a symlink or opened when it is not a regular file
+//!   (`O_NOFOLLOW | O_NONBLOCK`, then the type and owner checked on the descriptor): its
+//!   directories must be real directories of this user's, and anything else is refused with
+//!   its path, so a link planted there is never followed and a FIFO never blocks a review.
 //! - Directories are 0700: another local user reads no one's pending changes.
 //! - The start stamp is the change time the first layer's upper directory gets from its chmod
 //!   just before the command starts, on the store's filesystem clock: any host change after it has a change time at or after the
@@ -110,8 +120,10 @@ impl Store {
                         .into(),
                 )
             })?;
+        // The base as a real path (a home spelled through a symlink is still where the hide
+        // rules must land); `jail` itself is never resolved: it must be a real directory.
         Ok(Store {
-            root: base.join("jail"),
+            root: crate::policy::real_path(&base).join("jail"),
         })
     }
 
@@ -134,14 +146,16 @@ impl Store {
         self.root.join("runs")
     }
 
-    /// Makes the store's directories (0700) when missing.
+    fn locks_dir(&self) -> PathBuf {
+        self.root.join("locks")
+    }
+
+    /// Makes the store's directories (0700) when missing, and checks that each is a real
+    /// directory of this user's.
     pub fn ensure(&self) -> Result<(), JailError> {
-        for dir in [self.runs_dir(), self.root.join("locks")] {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&dir)
-                .map_err(|e| JailError::bad_path("--cow", &dir, format!("cannot create: {e}")))?;
+        private_dir(&self.root)?;
+        for dir in [self.runs_dir(), self.locks_dir()] {
+            private_dir(&dir)?;
         }
         Ok(())
     }
@@ -173,6 +187,7 @@ impl Store {
                 Err(e) => return Err(JailError::bad_path("--cow", &dir, e.to_string())),
             }
         };
+        check_dir(&dir)?;
         let mut layers = Vec::new();
         for (i, root) in roots.iter().enumerate() {
             let layer = dir.join(i.to_string());
@@ -225,28 +240,37 @@ impl Store {
         };
         // Written in place: the directory is new (or just renamed from the spare), and a reader
         // that finds it half-written skips it.
-        fs::write(
-            run.dir.join("run.json"),
-            serde_json::to_vec_pretty(&run.record).expect("serializable"),
-        )
-        .map_err(|e| JailError::bad_path("--cow", &run.dir, e.to_string()))?;
+        let record = run.dir.join("run.json");
+        let mut file = open_file(&record, Open::Replace)?;
+        file.write_all(&serde_json::to_vec_pretty(&run.record).expect("serializable"))
+            .map_err(|e| JailError::bad_path("--cow", &record, e.to_string()))?;
         Ok(run)
     }
 
-    /// Every run in the store, oldest first; unreadable entries are skipped.
-    pub fn list(&self) -> Vec<Run> {
-        let Ok(entries) = fs::read_dir(self.runs_dir()) else {
-            return Vec::new();
+    /// Every run in the store, oldest first; unreadable entries (and any that is not a real
+    /// directory) are skipped. A store or `runs/` that is not a real directory of this user's is
+    /// refused, never followed.
+    pub fn list(&self) -> Result<Vec<Run>, JailError> {
+        let runs_dir = self.runs_dir();
+        for dir in [&self.root, &runs_dir] {
+            if fs::symlink_metadata(dir).is_err() {
+                return Ok(Vec::new());
+            }
+            check_dir(dir)?;
+        }
+        let Ok(entries) = fs::read_dir(&runs_dir) else {
+            return Ok(Vec::new());
         };
         let mut runs: Vec<Run> = entries
             .flatten()
             .filter(|e| !e.file_name().as_encoded_bytes().starts_with(b"."))
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .filter_map(|e| Run::load(&e.path()).ok())
             .collect();
         runs.sort_by(|a, b| {
             (a.record.created, &a.record.id).cmp(&(b.record.created, &b.record.id))
         });
-        runs
+        Ok(runs)
     }
 
     /// The run whose id starts with `prefix` (unique), or an error naming the choices.
@@ -257,7 +281,7 @@ impl Store {
             )));
         }
         let found: Vec<Run> = self
-            .list()
+            .list()?
             .into_iter()
             .filter(|r| r.record.id.starts_with(prefix))
             .collect();
@@ -285,25 +309,334 @@ impl Store {
         let name = sha1_smol::Sha1::from(root.as_os_str().as_encoded_bytes())
             .digest()
             .to_string();
-        let path = self.root.join("locks").join(&name[..16]);
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| JailError::bad_path("lock", &path, e.to_string()))?;
-        // SAFETY: flock on a descriptor this function owns; the lock lives as long as `file`.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc != 0 {
-            return Err(JailError::bad_path(
-                "lock",
-                &path,
-                io::Error::last_os_error().to_string(),
-            ));
-        }
+        let path = self.locks_dir().join(&name[..16]);
+        let file = open_file(&path, Open::Create)?;
+        flock(&file, &path)?;
         Ok(Lock { _file: file })
     }
+
+    /// Records this store in every registry of `dirs` ([`registry_dirs`]) that does not list it
+    /// yet, so that later runs hide it whatever their `XDG_STATE_HOME`. Best effort: false when
+    /// no registry could record it (and the store is no registry directory itself).
+    pub fn register(&self, dirs: &[PathBuf]) -> bool {
+        let mut recorded = false;
+        for dir in dirs {
+            recorded |= *dir == self.root || register_in(dir, &self.root).is_ok();
+        }
+        recorded
+    }
+}
+
+/// Takes an exclusive flock on `file` (waits for it).
+fn flock(file: &fs::File, path: &Path) -> Result<(), JailError> {
+    // SAFETY: flock on a descriptor the caller owns; the lock lives as long as `file`.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+    if rc != 0 {
+        return Err(JailError::bad_path(
+            "lock",
+            path,
+            io::Error::last_os_error().to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// Why a path in jail's state is refused.
+enum Wrong {
+    /// Not a real directory or regular file (a symlink, a FIFO…): what it is.
+    Kind(String),
+    /// Another user's.
+    Owner(String),
+}
+
+/// Refuses `path` (in jail's state) with the reason, naming it and the fix.
+fn refused(path: &Path, why: Wrong) -> JailError {
+    let reason = match why {
+        Wrong::Kind(what) => format!(
+            "{what}; jail keeps copy-on-write layers there and follows no link and opens nothing \
+             but regular files in it (a jailed command may have planted it): move it aside and \
+             run again"
+        ),
+        Wrong::Owner(what) => format!(
+            "{what}; jail uses only a state directory of its own user's: run jail as that user, \
+             or set XDG_STATE_HOME to a directory of yours"
+        ),
+    };
+    JailError::bad_path("jail state", path, reason)
+}
+
+/// What an lstat found, when it is not what the store expects: a real directory (`dir`) or a
+/// regular file, owned by this user.
+fn wrong_kind(meta: &fs::Metadata, dir: bool) -> Option<Wrong> {
+    let t = meta.file_type();
+    let kind = if t.is_symlink() {
+        "a symlink"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "a device"
+        }
+    };
+    let want = if dir { t.is_dir() } else { t.is_file() };
+    if !want {
+        return Some(Wrong::Kind(format!("is {kind}")));
+    }
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    (meta.uid() != me)
+        .then(|| Wrong::Owner(format!("is owned by uid {}, not by uid {me}", meta.uid())))
+}
+
+/// `path` is a real directory (not a symlink) of this user's.
+pub fn check_dir(path: &Path) -> Result<(), JailError> {
+    let meta = fs::symlink_metadata(path)
+        .map_err(|e| JailError::bad_path("jail state", path, e.to_string()))?;
+    match wrong_kind(&meta, true) {
+        Some(why) => Err(refused(path, why)),
+        None => Ok(()),
+    }
+}
+
+/// Makes `dir` (0700, its parents as needed) unless it exists, then checks it like
+/// [`check_dir`]: a symlink in its place is refused, never followed.
+fn private_dir(dir: &Path) -> Result<(), JailError> {
+    if let Some(parent) = dir.parent() {
+        if fs::symlink_metadata(parent).is_err() {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(|e| {
+                    JailError::bad_path("jail state", parent, format!("cannot create: {e}"))
+                })?;
+        }
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(JailError::bad_path(
+                "jail state",
+                dir,
+                format!("cannot create: {e}"),
+            ));
+        }
+    }
+    check_dir(dir)
+}
+
+/// How [`open_file`] opens.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Read,
+    /// Read and write, created (0600) when missing, kept otherwise.
+    Create,
+    /// Write, created (0600) when missing, emptied otherwise.
+    Replace,
+}
+
+/// Opens a file in the store: never through a symlink (`O_NOFOLLOW`), never blocking on a FIFO
+/// (`O_NONBLOCK`), and only a regular file of this user's (checked by lstat first, for the
+/// message, and on the descriptor, for the race).
+fn open_file(path: &Path, how: Open) -> Result<fs::File, JailError> {
+    if let Ok(meta) = fs::symlink_metadata(path) {
+        if let Some(why) = wrong_kind(&meta, false) {
+            return Err(refused(path, why));
+        }
+    }
+    let mut o = fs::OpenOptions::new();
+    match how {
+        Open::Read => o.read(true),
+        Open::Create => o.read(true).write(true).create(true).truncate(false),
+        Open::Replace => o.write(true).create(true).truncate(true),
+    };
+    let file = o
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => refused(path, Wrong::Kind("is a symlink".into())),
+            Some(libc::ENXIO) => refused(path, Wrong::Kind("is a FIFO".into())),
+            _ => JailError::bad_path("jail state", path, e.to_string()),
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| JailError::bad_path("jail state", path, e.to_string()))?;
+    match wrong_kind(&meta, false) {
+        Some(why) => Err(refused(path, why)),
+        None => Ok(file),
+    }
+}
+
+/// Reads a regular file of the store, of at most `max` bytes, as [`open_file`] opens it.
+fn read_file(path: &Path, max: u64) -> Result<String, JailError> {
+    use std::io::Read;
+    let file = open_file(path, Open::Read)?;
+    let mut text = String::new();
+    file.take(max + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| JailError::bad_path("jail state", path, e.to_string()))?;
+    if text.len() as u64 > max {
+        return Err(JailError::bad_path(
+            "jail state",
+            path,
+            format!("is larger than {max} bytes"),
+        ));
+    }
+    Ok(text)
+}
+
+/// The registry's file in each registry directory: one store root a line.
+const REGISTRY: &str = "stores";
+/// Held (flock) while the registry is rewritten; never renamed, unlike the registry.
+const REGISTRY_LOCK: &str = "stores.lock";
+/// A registry is read up to this size (thousands of stores).
+const REGISTRY_MAX: u64 = 256 << 10;
+
+/// The directories that keep the registry of stores: the default store (`.local/state/jail`) of
+/// the home directory the password database names for this user (getpwuid_r: no variable moves
+/// it), and of `$HOME` when that is another one; only homes that exist (a registry never
+/// creates a home). Neither depends on `XDG_STATE_HOME`, and both are stores themselves, hidden
+/// in every run.
+pub fn registry_dirs() -> Vec<PathBuf> {
+    let passwd = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map(|u| u.dir);
+    let env = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let mut out: Vec<PathBuf> = Vec::new();
+    for home in passwd.into_iter().chain(env) {
+        if !home.is_absolute() || !home.is_dir() {
+            continue;
+        }
+        let dir = crate::policy::real_path(&home.join(".local/state")).join("jail");
+        if !out.contains(&dir) {
+            out.push(dir);
+        }
+    }
+    out
+}
+
+/// The store roots a registry's text names: absolute, plain (no `.` or `..`), each a directory
+/// named `jail` as [`Store::locate`] names them; anything else (a forged line, a torn write) is
+/// left out, so an entry can only ever add a hidden `jail` directory.
+pub fn parse_registry(text: &str) -> Vec<PathBuf> {
+    use std::path::Component;
+    let mut out: Vec<PathBuf> = Vec::new();
+    for line in text.lines() {
+        let path = Path::new(line);
+        // Spelled as its components put back together (no `.`, no doubled or trailing `/`).
+        let spelled: PathBuf = path.components().collect();
+        let plain = path.is_absolute()
+            && spelled.as_os_str() == path.as_os_str()
+            && path
+                .components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        if plain && path.file_name().is_some_and(|n| n == "jail") && !out.iter().any(|p| p == path)
+        {
+            out.push(path.to_path_buf());
+        }
+    }
+    out
+}
+
+/// The registry's text for `stores` (none holds a newline: [`register_in`] leaves those out).
+fn format_registry(stores: &[PathBuf]) -> String {
+    let mut text = String::new();
+    for s in stores {
+        text.push_str(&s.to_string_lossy());
+        text.push('\n');
+    }
+    text
+}
+
+/// Whether `path` is a real directory now (lstat).
+fn is_real_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+/// The stores the registry in `dir` names, as written (whether they exist or not).
+fn read_registry(dir: &Path) -> Result<Vec<PathBuf>, JailError> {
+    let file = dir.join(REGISTRY);
+    if fs::symlink_metadata(&file).is_err() {
+        return Ok(Vec::new());
+    }
+    read_file(&file, REGISTRY_MAX).map(|t| parse_registry(&t))
+}
+
+/// Makes every registry directory of `dirs` that is missing (best effort, before every real
+/// run): one that exists is hidden in the run, so the command cannot create it, nor forge a
+/// registry or a pending run there.
+pub fn ensure_registries(dirs: &[PathBuf]) {
+    for dir in dirs {
+        let _ = private_dir(dir);
+    }
+}
+
+/// Every store the registries of `dirs` name that exists now, as a real directory: hidden in
+/// every run.
+pub fn registered(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for dir in dirs {
+        if check_dir(dir).is_err() {
+            continue;
+        }
+        for store in read_registry(dir).unwrap_or_default() {
+            if is_real_dir(&store) && !out.contains(&store) {
+                out.push(store);
+            }
+        }
+    }
+    out
+}
+
+/// Adds `store` to the registry in `dir` (made when missing), under the registry's lock: the
+/// stores that no longer exist are dropped, and the new list replaces the old in one rename
+/// (a reader never sees half of it).
+fn register_in(dir: &Path, store: &Path) -> Result<(), JailError> {
+    let line = store.to_string_lossy();
+    if line.contains('\n') || parse_registry(&line) != [store] {
+        return Err(JailError::bad_path(
+            "jail state",
+            store,
+            "cannot be named on one line of the registry",
+        ));
+    }
+    private_dir(dir)?;
+    if read_registry(dir)?.iter().any(|s| s == store) {
+        return Ok(());
+    }
+    let lock_path = dir.join(REGISTRY_LOCK);
+    let lock = open_file(&lock_path, Open::Create)?;
+    flock(&lock, &lock_path)?;
+    let mut stores = read_registry(dir)?;
+    if stores.iter().any(|s| s == store) {
+        return Ok(());
+    }
+    stores.retain(|s| is_real_dir(s));
+    stores.push(store.to_path_buf());
+    let tmp = dir.join("stores.new");
+    let _ = fs::remove_file(&tmp);
+    let write = |e: io::Error| JailError::bad_path("jail state", &tmp, e.to_string());
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(format_registry(&stores).as_bytes()))
+        .map_err(write)?;
+    fs::rename(&tmp, dir.join(REGISTRY)).map_err(write)
 }
 
 /// The spare run directory's name in `runs/` (never listed: it starts with a dot).
@@ -329,9 +662,9 @@ pub struct Lock {
 
 impl Run {
     pub fn load(dir: &Path) -> Result<Run, JailError> {
+        check_dir(dir)?;
         let path = dir.join("run.json");
-        let text = fs::read_to_string(&path)
-            .map_err(|e| JailError::bad_path("run", &path, e.to_string()))?;
+        let text = read_file(&path, 16 << 20)?;
         let record = serde_json::from_str(&text)
             .map_err(|e| JailError::bad_path("run", &path, format!("unreadable record: {e}")))?;
         Ok(Run {
@@ -345,13 +678,8 @@ impl Run {
         let path = self.dir.join("run.json");
         let tmp = self.dir.join("run.json.new");
         let text = serde_json::to_string_pretty(&self.record).expect("serializable");
-        fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .mode(0o600)
-            .open(&tmp)
-            .and_then(|mut f| f.write_all(text.as_bytes()))
+        open_file(&tmp, Open::Replace)?
+            .write_all(text.as_bytes())
             .and_then(|()| fs::rename(&tmp, &path))
             .map_err(|e| JailError::bad_path("run", &path, e.to_string()))
     }
@@ -465,4 +793,119 @@ fn new_id() -> Result<String, JailError> {
         return Err(JailError::io("getrandom", io::Error::last_os_error()));
     }
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct T(PathBuf);
+    impl T {
+        fn new(name: &str) -> T {
+            let d = std::env::temp_dir().join(format!("jail-store-{name}-{}", std::process::id()));
+            let _ = remove_tree(&d);
+            fs::create_dir_all(&d).unwrap();
+            T(d)
+        }
+        fn p(&self, rel: &str) -> PathBuf {
+            self.0.join(rel)
+        }
+    }
+    impl Drop for T {
+        fn drop(&mut self) {
+            let _ = remove_tree(&self.0);
+        }
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `c` is NUL-terminated.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn a_registry_names_only_plain_absolute_jail_directories() {
+        let text = "/home/u/.local/state/jail\n/\nrelative/jail\n/a/../jail\n/a/./jail\n\
+                    /x/jailx\n/s/jail\n/s/jail\n//s/jail\n/s/jail/\n\n/with space/jail\n/torn/ja";
+        assert_eq!(
+            parse_registry(text),
+            [
+                PathBuf::from("/home/u/.local/state/jail"),
+                PathBuf::from("/s/jail"),
+                PathBuf::from("/with space/jail"),
+            ]
+        );
+        let stores = [PathBuf::from("/a/jail"), PathBuf::from("/b c/jail")];
+        assert_eq!(parse_registry(&format_registry(&stores)), stores);
+    }
+
+    #[test]
+    fn registering_adds_once_and_drops_stores_that_are_gone() {
+        let t = T::new("registry");
+        let reg = t.p("home/.local/state/jail");
+        for s in ["a/jail", "b/jail", "c/jail"] {
+            fs::create_dir_all(t.p(s)).unwrap();
+        }
+        register_in(&reg, &t.p("a/jail")).unwrap();
+        register_in(&reg, &t.p("b/jail")).unwrap();
+        register_in(&reg, &t.p("a/jail")).unwrap();
+        assert_eq!(read_registry(&reg).unwrap(), [t.p("a/jail"), t.p("b/jail")]);
+        fs::remove_dir(t.p("a/jail")).unwrap();
+        register_in(&reg, &t.p("c/jail")).unwrap();
+        assert_eq!(read_registry(&reg).unwrap(), [t.p("b/jail"), t.p("c/jail")]);
+        // Made private, and refused when it is not a real directory.
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            fs::metadata(&reg).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        let link = t.p("linked/jail");
+        fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&reg, &link).unwrap();
+        let e = register_in(&link, &t.p("c/jail")).unwrap_err().to_string();
+        assert!(
+            e.contains("is a symlink") && e.contains(&*link.to_string_lossy()),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_store_follows_no_link_and_opens_no_fifo() {
+        let t = T::new("nofollow");
+        let store = Store::at(t.p("state/jail"));
+        store.ensure().unwrap();
+        let outside = t.p("outside");
+        let root = t.p("repo");
+        fs::create_dir_all(&root).unwrap();
+        let name = sha1_smol::Sha1::from(root.as_os_str().as_encoded_bytes())
+            .digest()
+            .to_string();
+        let lock = t.p("state/jail/locks").join(&name[..16]);
+        std::os::unix::fs::symlink(&outside, &lock).unwrap();
+        let e = store.lock(&root).err().unwrap().to_string();
+        assert!(
+            e.contains("is a symlink") && e.contains(&*lock.to_string_lossy()),
+            "{e}"
+        );
+        assert!(
+            fs::symlink_metadata(&outside).is_err(),
+            "the link was followed"
+        );
+        fs::remove_file(&lock).unwrap();
+        mkfifo(&lock);
+        let e = store.lock(&root).err().unwrap().to_string();
+        assert!(e.contains("is a FIFO"), "{e}");
+        fs::remove_file(&lock).unwrap();
+        assert!(store.lock(&root).is_ok());
+
+        // A run whose record is a FIFO is skipped, not waited for; a symlinked runs/ refused.
+        fs::create_dir_all(t.p("state/jail/runs/deadbeef")).unwrap();
+        mkfifo(&t.p("state/jail/runs/deadbeef/run.json"));
+        assert!(store.list().unwrap().is_empty());
+        fs::rename(t.p("state/jail/runs"), t.p("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(t.p("elsewhere"), t.p("state/jail/runs")).unwrap();
+        let e = store.list().err().unwrap().to_string();
+        assert!(e.contains("runs: is a symlink"), "{e}");
+        assert!(store.ensure().is_err());
+    }
 }

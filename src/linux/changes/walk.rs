@@ -49,6 +49,9 @@ pub struct Limits {
     pub racy_window: Duration,
     /// Walker threads; 0 picks the number of CPUs, at most 4.
     pub threads: usize,
+    /// Directories (device, inode) neither recorded nor entered: jail's own state, which jail
+    /// itself writes during a run and the command cannot reach (it is hidden).
+    pub skip: Vec<(u64, u64)>,
 }
 
 impl Default for Limits {
@@ -62,6 +65,7 @@ impl Default for Limits {
             hash_budget: 256 << 20,
             racy_window: Duration::from_secs(2),
             threads: 0,
+            skip: Vec::new(),
         }
     }
 }
@@ -456,6 +460,11 @@ impl Walker<'_> {
                         continue;
                     }
                 };
+                if st.mode & libc::S_IFMT == libc::S_IFDIR
+                    && b.limits.skip.contains(&(st.dev, st.ino))
+                {
+                    continue;
+                }
                 let target = if st.mode & libc::S_IFMT == libc::S_IFLNK {
                     read_link_at(fd.as_raw_fd(), name, &mut scratch.bytes)
                         .map(|n| &scratch.bytes[..n])
