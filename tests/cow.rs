@@ -13,6 +13,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::process::Command;
 
+use common::cow::{Cow, MODES, cases, run_id};
 use common::{Background, Fixture, Layer, Run, Who, full_level_or_skip, users};
 
 /// Every entry under `dir` but `.git`: type, mode and content (a symlink's target).
@@ -44,57 +45,8 @@ fn tree(dir: &Path) -> BTreeMap<String, String> {
     out
 }
 
-/// The layer sets every test runs with: all of them (the overlay), and without the mount view
-/// (Docker's default profile), where the layer is a copy.
-const MODES: &[&[Layer]] = &[&[], &[Layer::Mount]];
-
-/// Who runs, and which layers are off.
-fn cases() -> Vec<(Who, &'static [Layer])> {
-    users()
-        .into_iter()
-        .flat_map(|w| MODES.iter().map(move |m| (w, *m)))
-        .collect()
-}
-
-/// A fixture whose jail state directory (where layers wait) is its own, run in one mode.
-struct Cow {
-    fx: Fixture,
-    off: &'static [Layer],
-}
-
-impl std::ops::Deref for Cow {
-    type Target = Fixture;
-    fn deref(&self) -> &Fixture {
-        &self.fx
-    }
-}
-
 fn fixture(who: Who, off: &'static [Layer], name: &str) -> Cow {
-    let fx = Fixture::new(who, name);
-    std::fs::create_dir_all(fx.dir.join("state")).unwrap();
-    fx.give_to(who);
-    let state = fx.p("state");
-    let fx = fx.with_env(&[
-        ("XDG_STATE_HOME", &state),
-        ("GIT_AUTHOR_NAME", "agent"),
-        ("GIT_AUTHOR_EMAIL", "agent@example.invalid"),
-        ("GIT_COMMITTER_NAME", "agent"),
-        ("GIT_COMMITTER_EMAIL", "agent@example.invalid"),
-    ]);
-    Cow { fx, off }
-}
-
-/// The run id the end-of-run line names (`review: jail diff ID`).
-fn run_id(run: &Run) -> String {
-    let at = run
-        .stderr
-        .find("jail diff ")
-        .unwrap_or_else(|| panic!("no review line\n{}", run.describe()));
-    run.stderr[at + 10..]
-        .split(|c: char| !c.is_ascii_hexdigit())
-        .next()
-        .unwrap()
-        .to_string()
+    Cow::new(who, off, name)
 }
 
 fn cow_sh(fx: &Cow, script: &str) -> Run {
@@ -109,14 +61,11 @@ fn sh(fx: &Cow, flags: &[&str], script: &str) -> Run {
 }
 
 fn jail(fx: &Cow, args: &[&str]) -> Run {
-    fx.fx.jail_with(args, fx.off, &[])
+    fx.jail(args)
 }
 
-/// The fixture's project as a git repository on branch main with one commit, owned by its user.
 fn committed(fx: &Cow) {
-    common::git(fx, &["init", "-q", "-b", "main"]);
-    common::git(fx, &["add", "-A"]);
-    common::git(fx, &["commit", "-qm", "base"]);
+    fx.committed();
 }
 
 /// What an agent does to a tree: every kind of change a patch must carry.

@@ -12,18 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Fixture, Layer, Run, Who, full_level_or_skip, users};
-
-/// The layer sets every test runs with: all of them (the overlay), and without the mount view
-/// (Docker's default profile), where the layer is a copy and Landlock alone hides the store.
-const MODES: &[&[Layer]] = &[&[], &[Layer::Mount]];
-
-fn cases() -> Vec<(Who, &'static [Layer])> {
-    users()
-        .into_iter()
-        .flat_map(|w| MODES.iter().map(move |m| (w, *m)))
-        .collect()
-}
+use common::cow::{cases, run_id};
+use common::{Fixture, Layer, Run, Who, full_level_or_skip};
 
 /// A fixture whose `XDG_STATE_HOME` is `state` (relative to the fixture; None: unset, the
 /// store is the default one in the fixture's HOME), run with the layers `off` switched off.
@@ -147,19 +137,6 @@ fn timed(fx: &Fixture, args: &[&str], env: &[(&str, &str)]) -> Run {
         stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),
     }
-}
-
-/// The run id the end-of-run line names (`review: jail diff ID`).
-fn run_id(run: &Run) -> String {
-    let at = run
-        .stderr
-        .find("jail diff ")
-        .unwrap_or_else(|| panic!("no review line\n{}", run.describe()));
-    run.stderr[at + 10..]
-        .split(|c: char| !c.is_ascii_hexdigit())
-        .next()
-        .unwrap()
-        .to_string()
 }
 
 /// The name of the apply lock of `root` in the store's `locks/` (what an attacker computes).
