@@ -311,25 +311,7 @@ fn deletions_git_cannot_bring_back_are_flagged() {
         let lib = fx.repo.join("vendor/lib");
         std::fs::create_dir_all(&lib).unwrap();
         std::fs::write(lib.join("f"), "v\n").unwrap();
-        fx.give_to(who);
-        for args in [
-            &["init", "-q", "-b", "main"][..],
-            &["add", "f"],
-            &["commit", "-qm", "unpushed"],
-        ] {
-            let out = fx
-                .command(
-                    "git".as_ref(),
-                    &[&["-C", lib.to_str().unwrap()], args].concat(),
-                )
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        common::cow::nested_repo(&fx, &lib);
         let run = fx.run(
             "set -e; rm -rf vendor/lib/.git; rm untracked.txt edited.txt tracked.txt; rm -r build",
         );
@@ -358,7 +340,7 @@ fn deletions_git_cannot_bring_back_are_flagged() {
             "a deletion git can undo was not applied"
         );
         assert!(
-            common::git(&fx, &["-C", "vendor/lib", "log", "--format=%s"]).contains("unpushed"),
+            common::git(&fx, &["-C", "vendor/lib", "log", "--format=%s"]).contains("nested"),
             "the nested repository's commit is gone"
         );
     }

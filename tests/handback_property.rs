@@ -97,22 +97,7 @@ fn host_tree(fx: &Cow) {
     std::fs::write(r.join("untracked.txt"), "u\n").unwrap();
     std::fs::create_dir_all(r.join("nested")).unwrap();
     std::fs::write(r.join("nested/f"), "n\n").unwrap();
-    fx.give_to(fx.who);
-    let nested = r.join("nested");
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["add", "f"],
-        &["commit", "-qm", "nested"],
-    ] {
-        let out = fx
-            .command(
-                "git".as_ref(),
-                &[&["-C", nested.to_str().unwrap()], args].concat(),
-            )
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-    }
+    common::cow::nested_repo(fx, &r.join("nested"));
 }
 
 /// A random run: each step one change an agent might make.

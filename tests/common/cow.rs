@@ -78,3 +78,28 @@ pub fn run_id(run: &Run) -> String {
         .unwrap()
         .to_string()
 }
+
+/// Makes `dir` (with the files already in it) a git repository of its own with one commit,
+/// as the fixture's user: a nested repository whose commit exists nowhere else.
+pub fn nested_repo(fx: &Fixture, dir: &std::path::Path) {
+    fx.give_to(fx.who);
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", "-A"],
+        &["commit", "-qm", "nested"],
+    ] {
+        let out = fx
+            .command(
+                "git".as_ref(),
+                &[&["-C", dir.to_str().unwrap()], args].concat(),
+            )
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?} in {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
