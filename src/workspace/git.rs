@@ -59,7 +59,16 @@ pub fn layer_head(upper_git: &Path, host_git: &Path) -> Option<String> {
             host_git.join(rel)
         }
     };
-    let head = fs::read_to_string(pick("HEAD")).ok()?;
+    // The layer's files are the run's: a regular file only (at most 1 MiB), never through a
+    // link or a FIFO. The host's are read as they are.
+    let read = |p: PathBuf| {
+        if p.starts_with(upper_git) {
+            crate::policy::gitconfig::read_small(&p)
+        } else {
+            fs::read_to_string(&p)
+        }
+    };
+    let head = read(pick("HEAD")).ok()?;
     let head = head.trim();
     let name = match head.strip_prefix("ref: ") {
         None => return is_sha(head).then(|| head.to_string()),
@@ -68,13 +77,13 @@ pub fn layer_head(upper_git: &Path, host_git: &Path) -> Option<String> {
     if !name.starts_with("refs/") || name.split('/').any(|c| c == ".." || c.is_empty()) {
         return None;
     }
-    if let Ok(text) = fs::read_to_string(pick(name)) {
+    if let Ok(text) = read(pick(name)) {
         let sha = text.trim();
         if is_sha(sha) {
             return Some(sha.to_string());
         }
     }
-    let packed = fs::read_to_string(pick("packed-refs")).ok()?;
+    let packed = read(pick("packed-refs")).ok()?;
     packed.lines().find_map(|line| {
         let (sha, r) = line.split_once(' ')?;
         (r == name && is_sha(sha)).then(|| sha.to_string())
