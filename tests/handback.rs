@@ -405,3 +405,41 @@ fn odd_bytes_apply_whole_and_never_reach_the_terminal_raw() {
         );
     }
 }
+
+/// The layer's git files are the run's: a FIFO or a link there is never waited on or followed
+/// by the end of the run or by the review commands.
+#[test]
+fn the_layers_git_files_are_never_waited_on_or_followed() {
+    if !full_level_or_skip("handback") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = Cow::new(who, off, "hb-git-fifo");
+        fx.committed();
+        let secret = fx.home.join(".ssh/id_ed25519");
+        let repo = fx.p("repo");
+        let script = format!(
+            "set -e; echo b > b; rm .git/HEAD; mkfifo .git/HEAD; ln -sf {} .git/packed-refs",
+            secret.display()
+        );
+        let timed = |args: &[&str]| {
+            let mut all = vec!["20", common::jail_bin().to_str().unwrap()];
+            all.extend(args);
+            let mut cmd = fx.command("timeout".as_ref(), &all);
+            let off: Vec<&str> = off.iter().map(|l| l.name()).collect();
+            cmd.env("JAIL_TEST_DISABLE", off.join(","));
+            common::Run::from(cmd.output().unwrap())
+        };
+        let run = timed(&[
+            "--cow", &repo, "--cwd", &repo, "--", "/bin/sh", "-c", &script,
+        ]);
+        assert!(run.ok(), "{who:?} {off:?}: {}", run.describe());
+        let id = run_id(&run);
+        let diff = timed(&["diff", &id]);
+        assert!(diff.ok(), "{who:?} {off:?}: {}", diff.describe());
+        assert!(!diff.stdout.contains("SECRET"), "{}", diff.stdout);
+        let apply = timed(&["apply", &id]);
+        assert!(apply.ok(), "{who:?} {off:?}: {}", apply.describe());
+        assert!(exists(&fx.repo.join("b")));
+    }
+}
