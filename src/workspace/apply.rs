@@ -433,7 +433,7 @@ impl Journal {
         self.note(&Step::Created {
             host: self.root.join(rel),
         })?;
-        let mut src = fs::File::open(from)?;
+        let mut src = super::layer::open_regular(from)?;
         let mut dst = File::from(openat(
             &dir,
             &name,

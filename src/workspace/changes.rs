@@ -301,10 +301,14 @@ fn same(it: &Item) -> bool {
 }
 
 fn same_content(a: &Path, b: &Path) -> bool {
-    let (Ok(ma), Ok(mb)) = (fs::metadata(a), fs::metadata(b)) else {
+    let (Ok(ma), Ok(mb)) = (fs::symlink_metadata(a), fs::symlink_metadata(b)) else {
         return false;
     };
-    ma.len() == mb.len() && fs::read(a).ok() == fs::read(b).ok()
+    ma.len() == mb.len()
+        && matches!(
+            (super::layer::read_regular(a), super::layer::read_regular(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
 }
 
 /// Every file and symlink beneath the host directory `rel` (relative paths, host sides).

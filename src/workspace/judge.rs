@@ -255,7 +255,7 @@ impl<'a> Judge<'a> {
                 } else {
                     "100644"
                 },
-                fs::read(&old.abs).ok()?,
+                super::layer::read_regular(&old.abs).ok()?,
             ),
         };
         if id.len() != 40 {

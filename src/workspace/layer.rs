@@ -104,6 +104,32 @@ pub fn read_upper(upper: &Path) -> io::Result<Vec<Entry>> {
     Ok(out)
 }
 
+/// Opens a file of a side (the layer's, or the host's) for reading: a regular file only, never
+/// through a symlink and never a FIFO. A layer's file is the run's: between the listing and the
+/// read, a process of the run still alive could have put a link to a file the run could not
+/// read (a hidden one) or a FIFO (which would hang the reviewer) in its place.
+pub fn open_regular(path: &Path) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{}: not a regular file any more",
+            path.display()
+        )));
+    }
+    Ok(file)
+}
+
+/// The bytes of a side's file (see [`open_regular`]).
+pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    io::Read::read_to_end(&mut open_regular(path)?, &mut out)?;
+    Ok(out)
+}
+
 /// An extended attribute of `path` itself (not a symlink's target), or None.
 pub fn xattr(path: &Path, name: &str) -> Option<Vec<u8>> {
     let p = CString::new(path.as_os_str().as_bytes()).ok()?;

@@ -489,7 +489,8 @@ pub fn report_items(changes: &[RootChanges]) -> Vec<crate::linux::changes::Chang
                 (Some(old), Some(new))
                     if old.kind == new.kind
                         && changes::executable(old.mode) != changes::executable(new.mode)
-                        && std::fs::read(&old.abs).ok() == std::fs::read(&new.abs).ok() =>
+                        && layer::read_regular(&old.abs).ok()
+                            == layer::read_regular(&new.abs).ok() =>
                 {
                     (ChangeKind::ModeChanged, new)
                 }

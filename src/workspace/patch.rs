@@ -4,7 +4,6 @@
 //! new one has). Flagged entries come first, each with a `# jail: flagged` line above it (git
 //! apply skips text before a `diff --git` line).
 
-use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -33,7 +32,7 @@ pub fn write(items: &[Item], out: &mut dyn Write) -> io::Result<()> {
 /// Content of one side.
 fn content(side: &Side) -> io::Result<Vec<u8>> {
     match &side.kind {
-        SideKind::File => fs::read(&side.abs),
+        SideKind::File => super::layer::read_regular(&side.abs),
         SideKind::Symlink(target) => Ok(target.as_os_str().as_encoded_bytes().to_vec()),
     }
 }
