@@ -97,7 +97,7 @@ fn attempt(
     } else {
         LayerKind::Copy
     };
-    let cow = super::cow_run::start(policy, options.patch.as_deref(), kind)?;
+    let mut cow = super::cow_run::start(policy, options.patch.as_deref(), kind)?;
     let adapted;
     let policy = if overlay {
         policy
@@ -116,6 +116,9 @@ fn attempt(
     };
     let (mut net, mut run) = plan_run(policy, features)?;
     crate::timing::mark("planned");
+    if let Some(c) = cow.as_mut() {
+        c.hold_to(&run.plan.limits.layer);
+    }
     check_level(policy, options.allow_unconfined, &run)?;
     // Before anything runs: the baseline of the writable trees, for what the command plants.
     let watch = Watch::start(policy)?;
@@ -137,7 +140,10 @@ fn attempt(
             super::recorder::private_tmp(policy, &run.plan.layers),
         )?;
         if let Some(c) = &cow {
-            stream.prepare(&c.watched(), kind);
+            match c.layer_mounts() {
+                Some(mounts) => stream.prepare_on_tmpfs(&c.roots(), mounts),
+                None => stream.prepare(&c.watched(), kind),
+            }
         }
         if let (Some(r), Some(listen)) = (recorder.as_mut(), stream.denial_listener()) {
             r.tell_denials(listen);
@@ -158,14 +164,15 @@ fn attempt(
         run.plan.level().name(),
         run.plan.layers.names()
     );
-    let janitor = cow.as_ref().and_then(|c| c.janitor());
+    let started = cow.as_ref().and_then(|c| c.started());
+    let mounts = cow.as_ref().and_then(|c| c.layer_mounts());
     let result = apply(
         policy,
         options,
         &mut run,
         &mut net,
         &mut recorder,
-        (&layers, janitor),
+        (&layers, started, mounts),
         events.as_ref(),
     );
     if let Some(stream) = events.as_ref() {
@@ -351,9 +358,10 @@ fn apply(
     run: &mut RunState,
     net: &mut NetRuntime,
     recorder: &mut Option<Recorder>,
-    (layers, janitor): (
+    (layers, janitor, mounts): (
         &[(std::path::PathBuf, std::path::PathBuf)],
         Option<supervisor::CommandStarted>,
+        Option<super::layer_bound::Mounts>,
     ),
     events: Option<&Events>,
 ) -> Result<Applied, JailError> {
@@ -365,6 +373,7 @@ fn apply(
         crate::timing::mark("confinement built");
         if let Some(m) = conf.mount.as_mut() {
             m.layers = layers.to_vec();
+            conf.layer_mounts = mounts.clone();
         }
         if let Some(r) = recorder.as_mut() {
             r.arm(&mut conf);
@@ -450,6 +459,7 @@ fn confinement(
         limits,
         command_started: Vec::new(),
         stop_requests: options.control_fd,
+        layer_mounts: None,
     })
 }
 

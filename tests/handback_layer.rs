@@ -1,0 +1,246 @@
+//! The layer a copy-on-write run leaves, at its two edges: its size is bounded (a runaway or
+//! hostile command cannot leave a huge layer on the host's disk), and a run whose jail was
+//! killed hands back only what a person reviewed (processes that outlived the supervisor keep
+//! writing the copy-based layer; `jail apply` must not carry their later writes to the host).
+//!
+//! Every test runs the real binary as root and as uid 65534, with the overlay and with the
+//! copy-based layer (no mount view).
+
+mod common;
+
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{Fixture, Layer, Run, Who, full_level_or_skip, users};
+
+/// The overlay, and the copy made where no mount view can be built.
+const MODES: &[&[Layer]] = &[&[], &[Layer::Mount]];
+
+fn cases() -> Vec<(Who, &'static [Layer])> {
+    users()
+        .into_iter()
+        .flat_map(|w| MODES.iter().map(move |m| (w, *m)))
+        .collect()
+}
+
+fn kind(off: &[Layer]) -> &'static str {
+    if off.is_empty() { "overlay" } else { "copy" }
+}
+
+/// A fixture whose jail state directory (where layers wait) is its own.
+struct Cow {
+    fx: Fixture,
+    off: &'static [Layer],
+}
+
+impl std::ops::Deref for Cow {
+    type Target = Fixture;
+    fn deref(&self) -> &Fixture {
+        &self.fx
+    }
+}
+
+fn fixture(who: Who, off: &'static [Layer], name: &str) -> Cow {
+    let fx = Fixture::new(who, name);
+    std::fs::create_dir_all(fx.dir.join("state")).unwrap();
+    fx.give_to(who);
+    let state = fx.p("state");
+    let fx = fx.with_env(&[("XDG_STATE_HOME", &state)]);
+    Cow { fx, off }
+}
+
+fn jail(fx: &Cow, args: &[&str]) -> Run {
+    fx.fx.jail_with(args, fx.off, &[])
+}
+
+/// `jail --cow repo --cwd repo FLAGS -- sh -c SCRIPT`.
+fn cow_sh(fx: &Cow, flags: &[&str], script: &str) -> Run {
+    let repo = fx.p("repo");
+    let mut args = vec!["--cow", &repo, "--cwd", &repo];
+    args.extend(flags);
+    args.extend(["--", "/bin/sh", "-c", script]);
+    jail(fx, &args)
+}
+
+/// Bytes the store's runs take on disk (allocated blocks, each inode once).
+fn store_usage(fx: &Cow) -> u64 {
+    fn walk(dir: &Path, seen: &mut HashSet<u64>, total: &mut u64) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let Ok(m) = std::fs::symlink_metadata(e.path()) else {
+                continue;
+            };
+            if seen.insert(m.ino()) {
+                *total += m.blocks() * 512;
+            }
+            if m.is_dir() {
+                walk(&e.path(), seen, total);
+            }
+        }
+    }
+    let mut total = 0;
+    walk(
+        &fx.dir.join("state/jail/runs"),
+        &mut HashSet::new(),
+        &mut total,
+    );
+    total
+}
+
+fn dry_run_limits(fx: &Cow) -> serde_json::Value {
+    let repo = fx.p("repo");
+    let run = jail(fx, &["--dry-run", "--cow", &repo, "--", "true"]);
+    assert!(run.ok(), "{}", run.describe());
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    v["limits"].clone()
+}
+
+#[test]
+fn every_layer_has_a_bound_by_default_and_the_run_is_held_to_it() {
+    if !full_level_or_skip("handback_layer") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "layer-default");
+        let limits = dry_run_limits(&fx);
+        let layer = &limits["layer"];
+        let bytes = layer["value"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{who:?} {}: no layer bound: {limits:#}", kind(off)));
+        assert!(
+            bytes >= 64 << 20,
+            "{who:?} {}: a default too small to work in: {layer}",
+            kind(off)
+        );
+        assert_eq!(layer["default"], true, "{layer}");
+        // The same plan is in force in a run: the overlay's upper filesystem has that size (an
+        // overlay's statfs is its upper's), and without it each file is held to it.
+        let run = cow_sh(
+            &fx,
+            &[],
+            "stat -f -c 'fs %b %S' . ; echo \"fsize $(ulimit -f)\"",
+        );
+        assert!(run.ok(), "{}", run.describe());
+        if off.is_empty() {
+            assert_eq!(layer["enforced_by"], "tmpfs", "{layer}");
+            let fs: Vec<u64> = run
+                .stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("fs "))
+                .unwrap()
+                .split(' ')
+                .map(|n| n.parse().unwrap())
+                .collect();
+            assert_eq!(fs[0] * fs[1], bytes, "{who:?}: {}", run.describe());
+        } else {
+            assert_eq!(layer["enforced_by"], "watch", "{layer}");
+            assert!(
+                run.stdout.contains(&format!("fsize {}", bytes / 512)),
+                "{who:?}: RLIMIT_FSIZE is not the bound ({bytes} bytes)\n{}",
+                run.describe()
+            );
+        }
+        // Asked for, it is the value asked for, and `none` lifts it.
+        let repo = fx.p("repo");
+        for (flag, want) in [("layer=48M", Some(48u64 << 20)), ("layer=none", None)] {
+            let run = jail(
+                &fx,
+                &["--dry-run", "--limit", flag, "--cow", &repo, "--", "true"],
+            );
+            let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+            assert_eq!(v["limits"]["layer"]["value"].as_u64(), want, "{flag}");
+        }
+    }
+}
+
+#[test]
+fn a_command_that_writes_past_the_layer_bound_is_refused_and_the_bound_named() {
+    if !full_level_or_skip("handback_layer") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "layer-dd");
+        let run = cow_sh(
+            &fx,
+            &["--limit", "layer=32M"],
+            "echo started; dd if=/dev/zero of=big bs=1M count=100 status=none; echo \"dd $?\"",
+        );
+        assert!(
+            run.stdout.contains("started"),
+            "{who:?} {}: {}",
+            kind(off),
+            run.describe()
+        );
+        assert!(
+            !run.stdout.contains("dd 0"),
+            "{who:?} {}: 100M were written into a 32M layer\n{}",
+            kind(off),
+            run.describe()
+        );
+        assert!(
+            run.stderr.contains("layer=32M") && run.stderr.contains("bound"),
+            "{who:?} {}: the bound is not named\n{}",
+            kind(off),
+            run.describe()
+        );
+        let used = store_usage(&fx);
+        assert!(
+            used <= (32 << 20) + (4 << 20),
+            "{who:?} {}: the layer takes {} MiB on disk",
+            kind(off),
+            used >> 20
+        );
+    }
+}
+
+#[test]
+fn many_files_past_the_layer_bound_are_stopped_too() {
+    if !full_level_or_skip("handback_layer") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "layer-many");
+        let start = Instant::now();
+        let run = cow_sh(
+            &fx,
+            &["--limit", "layer=16M"],
+            "echo started; i=0; while [ $i -lt 200 ]; do i=$((i+1)); \
+             dd if=/dev/zero of=f$i bs=256K count=1 status=none || break; done; echo \"wrote $i\"",
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{who:?} {}: the run was not stopped",
+            kind(off)
+        );
+        assert!(
+            run.stdout.contains("started") && run.code != Some(125),
+            "{who:?} {}: the command did not run\n{}",
+            kind(off),
+            run.describe()
+        );
+        assert!(
+            !run.stdout.contains("wrote 200"),
+            "{who:?} {}: 50M of files went into a 16M layer\n{}",
+            kind(off),
+            run.describe()
+        );
+        assert!(
+            run.stderr.contains("layer=16M"),
+            "{who:?} {}: the bound is not named\n{}",
+            kind(off),
+            run.describe()
+        );
+        // The copy's watch stops the run within one of its looks at the layer.
+        let used = store_usage(&fx);
+        assert!(
+            used <= (16 << 20) + (12 << 20),
+            "{who:?} {}: the layer takes {} MiB on disk",
+            kind(off),
+            used >> 20
+        );
+    }
+}
