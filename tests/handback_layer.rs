@@ -13,7 +13,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Fixture, Layer, Run, Who, full_level_or_skip, users};
+use common::{Background, Fixture, Layer, Run, Who, full_level_or_skip, users};
 
 /// The overlay, and the copy made where no mount view can be built.
 const MODES: &[&[Layer]] = &[&[], &[Layer::Mount]];
@@ -242,5 +242,101 @@ fn many_files_past_the_layer_bound_are_stopped_too() {
             kind(off),
             used >> 20
         );
+    }
+}
+
+/// Lines equal to `x` in `text`.
+fn xs(text: &str) -> usize {
+    text.lines().filter(|l| *l == "x").count()
+}
+
+#[test]
+fn a_killed_run_hands_back_only_what_its_review_showed() {
+    if !full_level_or_skip("handback_layer") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "layer-killed");
+        let marker = format!("hb-writer-{}-{}", std::process::id(), kind(off));
+        let repo = fx.p("repo");
+        // A writer the command leaves behind, and a command that outlives the test's patience.
+        let script = format!(
+            "(while :; do echo x >> f; sleep 0.05; done) & echo started; sleep 60 # {marker}"
+        );
+        let mut cmd = fx.command(
+            common::jail_bin(),
+            &[
+                "--cow", &repo, "--cwd", &repo, "--", "/bin/sh", "-c", &script,
+            ],
+        );
+        let disabled: Vec<&str> = off.iter().map(|l| l.name()).collect();
+        cmd.env("JAIL_TEST_DISABLE", disabled.join(","));
+        let mut bg = Background::spawn(cmd);
+        bg.expect("started");
+        std::thread::sleep(Duration::from_millis(400));
+        // SAFETY: kill sends a signal to the jail process this test started.
+        unsafe { libc::kill(bg.pid(), libc::SIGKILL) };
+        bg.wait();
+        std::thread::sleep(Duration::from_millis(200));
+
+        let runs = jail(&fx, &["runs", "--json"]);
+        let list: serde_json::Value = serde_json::from_str(&runs.stdout).unwrap();
+        let id = list[0]["id"].as_str().unwrap().to_string();
+        assert_eq!(list[0]["state"], "interrupted", "{}", runs.describe());
+        let survivors = !common::processes_with(&marker).is_empty();
+        if survivors {
+            // Said where a person looks before deciding.
+            let text = jail(&fx, &["runs"]);
+            assert!(
+                text.stdout.contains("may still be running"),
+                "{who:?} {}: `jail runs` does not say processes of the run are alive\n{}",
+                kind(off),
+                text.describe()
+            );
+        }
+        // Never reviewed: an interrupted run is not applied blind.
+        let blind = jail(&fx, &["apply", &id]);
+        assert_ne!(
+            blind.code,
+            Some(0),
+            "{who:?} {}: an interrupted run was applied without a review\n{}",
+            kind(off),
+            blind.describe()
+        );
+        assert!(
+            blind.stderr.contains("interrupted") && blind.stderr.contains("jail diff"),
+            "{}",
+            blind.describe()
+        );
+        assert!(!fx.repo.join("f").exists(), "the refused apply wrote");
+
+        let diff = jail(&fx, &["diff", &id]);
+        assert!(diff.ok(), "{}", diff.describe());
+        let shown = diff.stdout.lines().filter(|l| *l == "+x").count();
+        // The writer goes on (when it survived), then the person applies what they saw.
+        std::thread::sleep(Duration::from_millis(600));
+        let apply = jail(&fx, &["apply", &id]);
+        let host = std::fs::read_to_string(fx.repo.join("f")).unwrap_or_default();
+        if apply.ok() {
+            assert_eq!(
+                xs(&host),
+                shown,
+                "{who:?} {}: apply wrote other lines than the review showed\n{}",
+                kind(off),
+                apply.describe()
+            );
+        } else {
+            assert!(
+                apply.stderr.contains("changed since") && apply.stderr.contains("jail diff"),
+                "{who:?} {}: {}",
+                kind(off),
+                apply.describe()
+            );
+            assert_eq!(xs(&host), 0, "a refused apply wrote");
+        }
+        for pid in common::processes_with(&marker) {
+            // SAFETY: kill sends a signal to a process this test's jail left behind.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
     }
 }

@@ -14,6 +14,9 @@ use crate::linux::changes::Change;
 use crate::policy::{Access, Policy};
 use crate::workspace::{self, store::LayerKind, store::Run, store::RunState, store::Store};
 
+/// Told the command's pid and the run's cgroups once the command exists.
+pub type TreeRecord = std::rc::Rc<dyn Fn(i32, &[PathBuf])>;
+
 pub struct CowRun {
     run: Run,
     patch: Option<PathBuf>,
@@ -285,6 +288,23 @@ impl CowRun {
         }))
     }
 
+    /// Without a pid namespace (the copy-based layer) processes of the run can outlive a
+    /// supervisor killed with SIGKILL: told the command's pid and the run's cgroups once the
+    /// command exists, this records them in the run's directory, for `jail runs` and the
+    /// review to find them (see [`workspace::survivors`]). None with the overlay: its pid
+    /// namespace ends every process with the supervisor.
+    pub fn tree_record(&self) -> Option<TreeRecord> {
+        if self.run.record.kind != LayerKind::Copy {
+            return None;
+        }
+        let dir = self.run.dir.clone();
+        Some(std::rc::Rc::new(move |pid, cgroups: &[PathBuf]| {
+            if let Err(e) = workspace::survivors::record_start(&dir, pid, cgroups) {
+                tracing::warn!("recording the run's tree in {}: {e}", dir.display());
+            }
+        }))
+    }
+
     /// The tree is gone: the layers on tmpfs are copied into the store, the watch stops, and a
     /// layer that met its bound is named (one line each).
     fn take_layers(&mut self) -> Result<(), JailError> {
@@ -363,6 +383,7 @@ impl CowRun {
     pub fn finish(mut self) -> Result<Vec<Change>, JailError> {
         // From here on the layer may hold the command's work: an error keeps it.
         self.handed = true;
+        workspace::survivors::record_end(&self.run.dir);
         self.take_layers()?;
         let changes = workspace::changes(&self.run)?;
         let total = workspace::total(&changes);

@@ -164,15 +164,19 @@ fn attempt(
         run.plan.level().name(),
         run.plan.layers.names()
     );
-    let started = cow.as_ref().and_then(|c| c.started());
-    let mounts = cow.as_ref().and_then(|c| c.layer_mounts());
+    let hooks = CowHooks {
+        layers: &layers,
+        started: cow.as_ref().and_then(|c| c.started()),
+        mounts: cow.as_ref().and_then(|c| c.layer_mounts()),
+        tree: cow.as_ref().and_then(|c| c.tree_record()),
+    };
     let result = apply(
         policy,
         options,
         &mut run,
         &mut net,
         &mut recorder,
-        (&layers, started, mounts),
+        hooks,
         events.as_ref(),
     );
     if let Some(stream) = events.as_ref() {
@@ -350,6 +354,18 @@ enum Applied {
     NeedsCopy,
 }
 
+/// What a run's copy-on-write layers add to each attempt's confinement.
+struct CowHooks<'a> {
+    /// (root, layer directory) for the overlays.
+    layers: &'a [(std::path::PathBuf, std::path::PathBuf)],
+    /// Told the command's pid once it exists.
+    started: Option<supervisor::CommandStarted>,
+    /// Where the layers' tmpfs mounts go.
+    mounts: Option<super::layer_bound::Mounts>,
+    /// Told the command's pid and the run's cgroups.
+    tree: Option<super::cow_run::TreeRecord>,
+}
+
 /// Applies the plan under the supervisor; when the namespaces turn out unusable, replans without
 /// them and applies that.
 fn apply(
@@ -358,13 +374,15 @@ fn apply(
     run: &mut RunState,
     net: &mut NetRuntime,
     recorder: &mut Option<Recorder>,
-    (layers, janitor, mounts): (
-        &[(std::path::PathBuf, std::path::PathBuf)],
-        Option<supervisor::CommandStarted>,
-        Option<super::layer_bound::Mounts>,
-    ),
+    cow: CowHooks,
     events: Option<&Events>,
 ) -> Result<Applied, JailError> {
+    let CowHooks {
+        layers,
+        started: janitor,
+        mounts,
+        tree,
+    } = cow;
     let janitor = std::rc::Rc::new(janitor);
     loop {
         let limits = run.prepare_limits(policy)?;
@@ -377,6 +395,11 @@ fn apply(
         }
         if let Some(r) = recorder.as_mut() {
             r.arm(&mut conf);
+        }
+        if let Some(tree) = &tree {
+            let (tree, cgroups) = (std::rc::Rc::clone(tree), conf.limits.cgroup_dirs());
+            conf.command_started
+                .push(Box::new(move |pid| tree(pid, &cgroups)));
         }
         if janitor.is_some() {
             let janitor = std::rc::Rc::clone(&janitor);

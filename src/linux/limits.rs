@@ -761,6 +761,11 @@ struct Made {
 }
 
 impl Prepared {
+    /// The run's cgroups (made, not yet entered).
+    pub fn cgroup_dirs(&self) -> Vec<PathBuf> {
+        self.cgroups.iter().map(|m| m.dir.clone()).collect()
+    }
+
     /// Removes what earlier runs killed with SIGKILL left next to this run's cgroups. Called by
     /// the supervisor once the command is on its way (it would wait for it otherwise), so the
     /// directory listings cost the start-up nothing.
@@ -1098,6 +1103,60 @@ mod tests {
         assert_eq!(plan.memory.enforced_by, Enforcement::None);
         assert_eq!(plan.tmpfs().tmp, None, "the kernel's default size");
         assert!(plan.gaps.is_empty(), "{:?}", plan.gaps);
+    }
+
+    #[test]
+    fn a_copy_on_write_layer_is_on_a_sized_tmpfs_or_watched_with_each_file_held() {
+        let mut p = policy("");
+        p.cow = vec![PathBuf::from("/w")];
+        let plan = compile(&p, &host(true, true), true).unwrap();
+        assert_eq!(plan.layer.enforced_by, Enforcement::Tmpfs);
+        assert_eq!(plan.layer.value, Some(4 * GIB));
+        assert_eq!(
+            plan.tmpfs().layer.as_deref(),
+            Some("size=4294967296,nr_inodes=524288")
+        );
+        assert!(
+            plan.summary().ends_with("layer 4G (tmpfs size)"),
+            "{}",
+            plan.summary()
+        );
+        // No mount view (the copy-based layer), or a tmpfs without user attributes: watched,
+        // and no file grows past the bound.
+        let mut old = host(false, false);
+        old.tmpfs_user_xattrs = false;
+        for (h, view) in [(host(false, false), false), (old, true)] {
+            let plan = compile(&p, &h, view).unwrap();
+            assert_eq!(plan.layer.enforced_by, Enforcement::Watch);
+            assert_eq!(plan.tmpfs().layer, None);
+            assert!(
+                plan.rlimits()
+                    .contains(&(libc::RLIMIT_FSIZE, 4 * GIB, 4 * GIB))
+            );
+        }
+        // Asked, lifted, or no copy-on-write root: no tmpfs, no RLIMIT_FSIZE.
+        p.limits = Limits::from_flags(&["layer=64M".into()]).unwrap();
+        let plan = compile(&p, &host(true, true), true).unwrap();
+        assert_eq!(
+            (plan.layer.value, plan.layer.default),
+            (Some(64 << 20), false)
+        );
+        p.limits = Limits::from_flags(&["layer=none".into()]).unwrap();
+        let plan = compile(&p, &host(false, false), false).unwrap();
+        assert_eq!(plan.layer.enforced_by, Enforcement::None);
+        assert!(plan.rlimits().iter().all(|r| r.0 != libc::RLIMIT_FSIZE));
+        let plan = compile(&policy(""), &host(false, false), false).unwrap();
+        assert_eq!(plan.layer.enforced_by, Enforcement::None);
+        assert!(plan.rlimits().iter().all(|r| r.0 != libc::RLIMIT_FSIZE));
+    }
+
+    #[test]
+    fn kernel_releases_compare_by_major_and_minor() {
+        assert!(release_at_least("6.18.44-fc-v1252", 6, 6));
+        assert!(release_at_least("6.6.0", 6, 6));
+        assert!(!release_at_least("6.5.13-generic", 6, 6));
+        assert!(!release_at_least("5.15.0", 6, 6));
+        assert!(!release_at_least("garbage", 6, 6));
     }
 
     #[test]

@@ -16,7 +16,9 @@ pub mod copy;
 pub mod git;
 pub mod layer;
 pub mod patch;
+pub mod review;
 pub mod store;
+pub mod survivors;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -269,6 +271,8 @@ pub fn apply_run(
     let _locks = lock_all(store, run).map_err(ApplyRefused::Error)?;
     // Computed under the lock: another apply may have just changed the host.
     let mut all = changes(run).map_err(ApplyRefused::Error)?;
+    // What `jail diff` showed is what is applied (review.rs); held until the apply is done.
+    let _pinned = review::hold(run, &mut all).map_err(ApplyRefused::Error)?;
     let merged = if sel.merge {
         merge_conflicts(run, &mut all).map_err(ApplyRefused::Error)?
     } else {

@@ -1,0 +1,634 @@
+//! What a person reviewed is what is applied: `jail diff` records a digest of the exact change
+//! set it showed, and `jail apply` recomputes it under the roots' apply locks and refuses when
+//! it differs.
+//!
+//! Why: a layer is not always frozen when a person looks at it. Processes of a copy-based run
+//! whose jail was killed go on writing the copy (see [`super::survivors`]); without this, a
+//! review shows one state and an apply writes a later one, lines nobody saw included.
+//!
+//! Facts behind the design:
+//! - The digest covers what decides what an apply writes: per root, the run's commits (the
+//!   branch offered), and each change's path (as bytes), both sides' kinds, modes, content
+//!   (SHA-256 of the bytes) and symlink targets, and each directory step with its mode. It is
+//!   kept as one digest per change, so that what is left after a partial apply can be checked
+//!   against what was shown ([`carry_over`]).
+//! - SHA-256, not the SHA-1 the store names its locks with: the layer's content is chosen by
+//!   the command, and SHA-1 collisions with chosen prefixes are practical.
+//! - Reading a file twice (once to show it, once to hash or apply it) can see two versions of
+//!   a file something still writes. So where the layer may still change (an interrupted run),
+//!   its changed files are first copied into the run's directory, out of the command's reach
+//!   (Landlock kept it to the copy), opened without following symlinks and only as regular
+//!   files; the patch, the digest and the apply all read those copies ([`pin`]).
+//! - An interrupted run that was never reviewed is not applied: nobody saw any state of it.
+
+use std::collections::BTreeSet;
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::RootChanges;
+use super::changes::{ChangeSet, DirOp, Side, SideKind};
+use super::store::{Run, RunState, Store};
+use crate::error::JailError;
+
+/// The record's name in the run's directory.
+pub const FILE: &str = "review.json";
+
+/// A SHA-256 digest.
+pub type Digest = [u8; 32];
+
+/// The digests of each element of one root's change set (see the module's notes): each file
+/// or symlink change, each directory step, and the run's commit. `content` gives the SHA-256
+/// of a file side's bytes (read from [`Side::abs`]); everything else comes from the set itself.
+pub fn elements(
+    root: &Path,
+    commit: Option<&str>,
+    set: &ChangeSet,
+    content: &mut dyn FnMut(&Path) -> io::Result<Digest>,
+) -> io::Result<Vec<Digest>> {
+    let element = |tag: u8, body: &[u8]| {
+        let mut h = Sha256::new();
+        h.update(b"jail-review/1\0");
+        field(&mut h, root.as_os_str().as_bytes());
+        h.update(&[tag]);
+        h.update(body);
+        h.finish()
+    };
+    let mut out = Vec::new();
+    if let Some(c) = commit {
+        out.push(element(b'g', &framed(c.as_bytes())));
+    }
+    for it in &set.items {
+        let mut body = framed(it.path.as_os_str().as_bytes());
+        for side in [&it.old, &it.new] {
+            side_bytes(side.as_ref(), &mut body, content)?;
+        }
+        out.push(element(b'i', &body));
+    }
+    for op in &set.dirs {
+        let (tag, path, mode) = match op {
+            DirOp::Remove(p) => (b'r', p, 0),
+            DirOp::Make(p, m) => (b'm', p, *m),
+            DirOp::Chmod(p, m) => (b'c', p, *m),
+        };
+        let mut body = framed(path.as_os_str().as_bytes());
+        body.extend(mode.to_be_bytes());
+        out.push(element(tag, &body));
+    }
+    Ok(out)
+}
+
+fn side_bytes(
+    side: Option<&Side>,
+    out: &mut Vec<u8>,
+    content: &mut dyn FnMut(&Path) -> io::Result<Digest>,
+) -> io::Result<()> {
+    match side {
+        None => out.push(0),
+        Some(s) => {
+            match &s.kind {
+                SideKind::File => {
+                    out.push(1);
+                    out.extend(content(&s.abs)?);
+                }
+                SideKind::Symlink(target) => {
+                    out.push(2);
+                    out.extend(framed(target.as_os_str().as_bytes()));
+                }
+            }
+            out.extend(s.mode.to_be_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// `bytes` with its length before it: no two sequences of fields encode alike.
+fn framed(bytes: &[u8]) -> Vec<u8> {
+    let mut out = (bytes.len() as u64).to_be_bytes().to_vec();
+    out.extend(bytes);
+    out
+}
+
+fn field(h: &mut Sha256, bytes: &[u8]) {
+    h.update(&framed(bytes));
+}
+
+/// The digest of a whole change set: of its elements, in order of their digests.
+pub fn digest(elements: &BTreeSet<Digest>) -> Digest {
+    let mut h = Sha256::new();
+    for e in elements {
+        h.update(e);
+    }
+    h.finish()
+}
+
+/// What `jail diff` showed (`review.json`): the digest of each element, and of them all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Record {
+    digest: String,
+    elements: Vec<String>,
+}
+
+fn hex(d: &Digest) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The elements of every root's change set, file contents hashed from each side's `abs`.
+fn all_elements(changes: &[RootChanges]) -> io::Result<BTreeSet<Digest>> {
+    let mut out = BTreeSet::new();
+    for rc in changes {
+        out.extend(elements(
+            &rc.root,
+            rc.commit.as_deref(),
+            &rc.set,
+            &mut file_digest,
+        )?);
+    }
+    Ok(out)
+}
+
+/// SHA-256 of a regular file's bytes, opened without following a symlink and without waiting
+/// on a fifo (a layer something still writes may have swapped the file).
+fn file_digest(path: &Path) -> io::Result<Digest> {
+    let mut f = open_regular(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(h.finish());
+        }
+        h.update(&buf[..n]);
+    }
+}
+
+fn open_regular(path: &Path) -> io::Result<std::fs::File> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{}: no longer a regular file",
+            path.display()
+        )));
+    }
+    Ok(f)
+}
+
+fn write_record(run: &Run, elements: &BTreeSet<Digest>) -> Result<(), JailError> {
+    let record = Record {
+        digest: hex(&digest(elements)),
+        elements: elements.iter().map(hex).collect(),
+    };
+    let path = run.dir.join(FILE);
+    let tmp = run.dir.join(format!("{FILE}.new"));
+    std::fs::write(&tmp, serde_json::to_vec(&record).expect("serializable"))
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| JailError::bad_path("diff", &path, format!("recording the review: {e}")))
+}
+
+fn read_record(run: &Run) -> Option<Record> {
+    let text = std::fs::read(run.dir.join(FILE)).ok()?;
+    // A record that cannot be read is one that matches nothing: review again.
+    Some(serde_json::from_slice(&text).unwrap_or(Record {
+        digest: String::new(),
+        elements: Vec::new(),
+    }))
+}
+
+/// Whether the run's layer may still change: its jail was killed while its tree ran.
+pub fn may_change(run: &Run) -> bool {
+    run.interrupted() || super::survivors::unfinished(run)
+}
+
+/// Copies of the changed files of a layer that may still change, in the run's directory;
+/// removed when dropped.
+pub struct Pinned {
+    dir: PathBuf,
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// When the run's layer may still change: copies every file the changes would write (each
+/// run side) into the run's directory and points the changes at the copies, so that what is
+/// shown, digested and applied is one version. None when the layer cannot change.
+pub fn pin(run: &Run, changes: &mut [RootChanges]) -> Result<Option<Pinned>, JailError> {
+    if !may_change(run) {
+        return Ok(None);
+    }
+    let dir = run.dir.join("pinned");
+    let bad = |e: io::Error| {
+        JailError::bad_path(
+            "layer",
+            &dir,
+            format!("copying the changed files out of a layer that may still change: {e}"),
+        )
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+        .create(&dir)
+        .map_err(bad)?;
+    let pinned = Pinned { dir: dir.clone() };
+    let mut n = 0usize;
+    for rc in changes.iter_mut() {
+        for it in rc.set.items.iter_mut() {
+            let Some(new) = it.new.as_mut().filter(|s| s.kind == SideKind::File) else {
+                continue;
+            };
+            let to = dir.join(n.to_string());
+            n += 1;
+            let mut from = open_regular(&new.abs).map_err(bad)?;
+            let mut out = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&to)
+                .map_err(bad)?;
+            io::copy(&mut from, &mut out).map_err(bad)?;
+            new.abs = to;
+        }
+    }
+    Ok(Some(pinned))
+}
+
+/// `jail diff`: records what `changes` (as shown) hold.
+pub fn record(run: &Run, changes: &[RootChanges]) -> Result<(), JailError> {
+    let elements = all_elements(changes)
+        .map_err(|e| JailError::bad_path("diff", &run.dir, format!("reading the layer: {e}")))?;
+    write_record(run, &elements)
+}
+
+/// `jail apply`, under the roots' locks, before anything is written: the changes are the ones
+/// `jail diff` showed (pinned first where the layer may still change), or, never reviewed, the
+/// run is not one whose layer may still change. Returns the pinned copies, which the apply
+/// reads.
+pub fn hold(run: &Run, changes: &mut [RootChanges]) -> Result<Option<Pinned>, JailError> {
+    let id = &run.record.id;
+    let Some(recorded) = read_record(run) else {
+        if may_change(run) {
+            return Err(JailError::BadInput(format!(
+                "run {id}: interrupted (its jail was killed) and never reviewed: processes of it \
+                 may still write its layer; review it first (jail diff {id}), then apply what it \
+                 showed"
+            )));
+        }
+        return Ok(None);
+    };
+    let pinned = pin(run, changes)?;
+    let now = all_elements(changes)
+        .map_err(|e| JailError::bad_path("apply", &run.dir, format!("reading the layer: {e}")))?;
+    if hex(&digest(&now)) != recorded.digest {
+        return Err(JailError::BadInput(format!(
+            "run {id}: its changes changed since `jail diff` showed them; nothing was applied; \
+             review it again (jail diff {id})"
+        )));
+    }
+    Ok(pinned)
+}
+
+/// After an apply that left part of the run: what is left is recorded as reviewed when every
+/// change of it was shown; otherwise the record matches nothing (the next apply refuses until
+/// the run is reviewed again). Under the roots' locks.
+pub fn carry_over(store: &Store, run: &Run) -> Result<(), JailError> {
+    let Some(recorded) = read_record(run) else {
+        return Ok(());
+    };
+    let mut roots: Vec<&Path> = run.record.layers.iter().map(|l| l.root.as_path()).collect();
+    roots.sort();
+    let _locks: Vec<_> = roots
+        .iter()
+        .map(|r| store.lock(r))
+        .collect::<Result<_, _>>()?;
+    let run = Run::load(&run.dir)?;
+    if run.record.state != RunState::Partial {
+        return Ok(());
+    }
+    let mut changes = super::changes(&run)?;
+    let _pinned = pin(&run, &mut changes)?;
+    let shown: BTreeSet<&str> = recorded.elements.iter().map(String::as_str).collect();
+    let left = all_elements(&changes).unwrap_or_default();
+    let all_shown = left.iter().all(|e| shown.contains(hex(e).as_str()));
+    if all_shown {
+        write_record(&run, &left)
+    } else {
+        write_record(&run, &BTreeSet::from([[0u8; 32]]))
+    }
+}
+
+/// SHA-256 (FIPS 180-4), for a review's digests (no dependency for ~60 lines).
+pub struct Sha256 {
+    state: [u32; 8],
+    block: Vec<u8>,
+    length: u64,
+}
+
+const K: [u32; 64] = [
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+];
+
+impl Default for Sha256 {
+    fn default() -> Sha256 {
+        Sha256::new()
+    }
+}
+
+impl Sha256 {
+    pub fn new() -> Sha256 {
+        Sha256 {
+            state: [
+                0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
+                0x5be0cd19,
+            ],
+            block: Vec::with_capacity(64),
+            length: 0,
+        }
+    }
+
+    pub fn update(&mut self, mut data: &[u8]) {
+        self.length = self.length.wrapping_add(data.len() as u64);
+        while !data.is_empty() {
+            let take = (64 - self.block.len()).min(data.len());
+            self.block.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if self.block.len() == 64 {
+                let block: [u8; 64] = self.block[..].try_into().expect("64 bytes");
+                self.compress(&block);
+                self.block.clear();
+            }
+        }
+    }
+
+    pub fn finish(mut self) -> Digest {
+        let bits = self.length.wrapping_mul(8);
+        self.update(&[0x80]);
+        while self.block.len() != 56 {
+            self.update(&[0]);
+        }
+        self.update(&bits.to_be_bytes());
+        let mut out = [0u8; 32];
+        for (chunk, word) in out.chunks_mut(4).zip(self.state) {
+            chunk.copy_from_slice(&word.to_be_bytes());
+        }
+        out
+    }
+
+    fn compress(&mut self, block: &[u8; 64]) {
+        let mut w = [0u32; 64];
+        for (i, c) in block.chunks(4).enumerate() {
+            w[i] = u32::from_be_bytes(c.try_into().expect("4 bytes"));
+        }
+        for i in 16..64 {
+            let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
+            let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
+            w[i] = w[i - 16]
+                .wrapping_add(s0)
+                .wrapping_add(w[i - 7])
+                .wrapping_add(s1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = self.state;
+        for i in 0..64 {
+            let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
+            let ch = (e & f) ^ (!e & g);
+            let t1 = h
+                .wrapping_add(s1)
+                .wrapping_add(ch)
+                .wrapping_add(K[i])
+                .wrapping_add(w[i]);
+            let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
+            let maj = (a & b) ^ (a & c) ^ (b & c);
+            let t2 = s0.wrapping_add(maj);
+            (h, g, f, e, d, c, b, a) = (g, f, e, d.wrapping_add(t1), c, b, a, t1.wrapping_add(t2));
+        }
+        for (s, v) in self.state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
+            *s = s.wrapping_add(v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::changes::Item;
+    use std::ffi::OsStr;
+
+    fn sha(data: &[u8]) -> String {
+        let mut h = Sha256::new();
+        h.update(data);
+        hex(&h.finish())
+    }
+
+    #[test]
+    fn sha256_gives_the_standards_answers() {
+        assert_eq!(
+            sha(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(
+            sha(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            sha(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+        );
+        // Fed in pieces that straddle the blocks.
+        let mut h = Sha256::new();
+        for _ in 0..1000 {
+            h.update(&[b'a'; 1000]);
+        }
+        assert_eq!(
+            hex(&h.finish()),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
+        );
+    }
+
+    fn side(kind: SideKind, abs: &str, mode: u32) -> Side {
+        Side {
+            kind,
+            abs: abs.into(),
+            mode,
+        }
+    }
+
+    fn item(path: &Path, old: Option<Side>, new: Option<Side>) -> Item {
+        Item {
+            path: path.into(),
+            old,
+            new,
+            conflict: None,
+            flags: vec![],
+        }
+    }
+
+    /// Contents by path: what a file side's bytes are.
+    fn digest_of(set: &ChangeSet, files: &[(&str, &str)]) -> Digest {
+        let mut content = |p: &Path| -> io::Result<Digest> {
+            let text = files
+                .iter()
+                .find(|(n, _)| Path::new(n) == p)
+                .map(|(_, t)| *t)
+                .ok_or_else(|| io::Error::other("no such file"))?;
+            let mut h = Sha256::new();
+            h.update(text.as_bytes());
+            Ok(h.finish())
+        };
+        let e = elements(Path::new("/r"), Some("c0ffee"), set, &mut content).unwrap();
+        digest(&e.into_iter().collect())
+    }
+
+    fn base() -> ChangeSet {
+        ChangeSet {
+            items: vec![
+                item(
+                    Path::new("f"),
+                    Some(side(SideKind::File, "/host/f", 0o644)),
+                    Some(side(SideKind::File, "/layer/f", 0o644)),
+                ),
+                item(
+                    Path::new("l"),
+                    None,
+                    Some(side(SideKind::Symlink("t".into()), "/layer/l", 0o777)),
+                ),
+            ],
+            dirs: vec![DirOp::Make("d".into(), 0o755)],
+            dir_conflicts: vec![],
+        }
+    }
+
+    const FILES: &[(&str, &str)] = &[("/host/f", "a\n"), ("/layer/f", "a\nb\n")];
+
+    #[test]
+    fn the_digest_changes_with_every_part_of_a_change_and_nothing_else() {
+        let d = digest_of(&base(), FILES);
+        assert_eq!(d, digest_of(&base(), FILES), "deterministic");
+        // The order of the set's lists does not matter; where the bytes are read does not.
+        let mut s = base();
+        s.items.reverse();
+        for it in &mut s.items {
+            if let Some(n) = it.new.as_mut().filter(|n| n.kind == SideKind::File) {
+                n.abs = "/pinned/0".into();
+            }
+        }
+        assert_eq!(
+            d,
+            digest_of(&s, &[("/host/f", "a\n"), ("/pinned/0", "a\nb\n")])
+        );
+        type Case<'a> = (&'a str, ChangeSet, &'a [(&'a str, &'a str)]);
+        let changed: Vec<Case> = vec![
+            (
+                "new content",
+                base(),
+                &[("/host/f", "a\n"), ("/layer/f", "a\nb\nc\n")],
+            ),
+            (
+                "old content",
+                base(),
+                &[("/host/f", "x\n"), ("/layer/f", "a\nb\n")],
+            ),
+            (
+                "new mode",
+                {
+                    let mut s = base();
+                    s.items[0].new.as_mut().unwrap().mode = 0o755;
+                    s
+                },
+                FILES,
+            ),
+            (
+                "symlink target",
+                {
+                    let mut s = base();
+                    s.items[1].new.as_mut().unwrap().kind = SideKind::Symlink("u".into());
+                    s
+                },
+                FILES,
+            ),
+            (
+                "a side's kind",
+                {
+                    let mut s = base();
+                    s.items[1].old = Some(side(SideKind::Symlink("t".into()), "/host/l", 0o777));
+                    s
+                },
+                FILES,
+            ),
+            (
+                "a path's bytes",
+                {
+                    let mut s = base();
+                    s.items[1].path = Path::new(OsStr::from_bytes(b"l\xff")).into();
+                    s
+                },
+                FILES,
+            ),
+            (
+                "a directory's mode",
+                {
+                    let mut s = base();
+                    s.dirs = vec![DirOp::Make("d".into(), 0o700)];
+                    s
+                },
+                FILES,
+            ),
+            (
+                "a directory step",
+                {
+                    let mut s = base();
+                    s.dirs = vec![DirOp::Chmod("d".into(), 0o755)];
+                    s
+                },
+                FILES,
+            ),
+            (
+                "one change more",
+                {
+                    let mut s = base();
+                    s.items.push(item(
+                        Path::new("g"),
+                        Some(side(SideKind::File, "/host/f", 0o644)),
+                        None,
+                    ));
+                    s
+                },
+                FILES,
+            ),
+        ];
+        for (what, set, files) in changed {
+            assert_ne!(d, digest_of(&set, files), "{what} went unseen");
+        }
+        // The commit the run made is part of it too.
+        let e = |commit| {
+            let mut c = |p: &Path| file_digest_fake(p);
+            elements(Path::new("/r"), commit, &base(), &mut c).unwrap()
+        };
+        assert_ne!(e(Some("a")), e(Some("b")));
+        assert_ne!(e(None), e(Some("a")));
+    }
+
+    fn file_digest_fake(p: &Path) -> io::Result<Digest> {
+        let mut h = Sha256::new();
+        h.update(p.as_os_str().as_bytes());
+        Ok(h.finish())
+    }
+
+    #[test]
+    fn an_unreadable_side_is_an_error_not_a_digest() {
+        let mut content = |_: &Path| -> io::Result<Digest> { Err(io::Error::other("gone")) };
+        assert!(elements(Path::new("/r"), None, &base(), &mut content).is_err());
+    }
+}
