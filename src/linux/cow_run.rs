@@ -28,6 +28,8 @@ pub struct CowRun {
     mounts: Mounts,
     /// The watch of layers on disk (the bound held by the supervisor).
     watch: std::sync::Arc<std::sync::Mutex<Option<Watch>>>,
+    /// What each copy took on disk as it was made (the copy-based layer).
+    copied: Vec<u64>,
 }
 
 /// A run that never got to its end (jail's own error before the command started) leaves no
@@ -72,13 +74,14 @@ pub fn start(
         refuse_submounts(root)?;
     }
     let run = store.create_run(kind, &policy.cow, &policy.command)?;
-    let cow = CowRun {
+    let mut cow = CowRun {
         run,
         patch,
         handed: false,
         bound: None,
         mounts: Mounts::default(),
         watch: Default::default(),
+        copied: Vec::new(),
     };
     if kind == LayerKind::Copy {
         for l in &cow.run.record.layers {
@@ -86,14 +89,18 @@ pub fn start(
             let made = workspace::copy::copy_tree(&l.root, &upper).and_then(|m| {
                 let path = cow.run.layer_dir(l).join(workspace::copy::MANIFEST);
                 let text = serde_json::to_vec(&m).map_err(std::io::Error::other)?;
-                std::fs::write(path, text)
+                std::fs::write(path, text)?;
+                Ok(m.disk_usage)
             });
-            if let Err(e) = made {
-                return Err(JailError::bad_path(
-                    "--cow",
-                    &l.root,
-                    format!("copying it into the layer: {e}"),
-                ));
+            match made {
+                Ok(bytes) => cow.copied.push(bytes),
+                Err(e) => {
+                    return Err(JailError::bad_path(
+                        "--cow",
+                        &l.root,
+                        format!("copying it into the layer: {e}"),
+                    ));
+                }
             }
         }
     }
@@ -192,14 +199,8 @@ impl CowRun {
                 .record
                 .layers
                 .iter()
-                .map(|l| {
-                    let upper = self.run.upper(l);
-                    let base = match self.run.record.kind {
-                        LayerKind::Copy => layer_bound::usage(&upper),
-                        LayerKind::Overlay => 0,
-                    };
-                    (upper, base)
-                })
+                .enumerate()
+                .map(|(i, l)| (self.run.upper(l), self.copied.get(i).copied().unwrap_or(0)))
                 .collect();
             *lock(&self.watch) = Some(Watch::new(dirs, bytes));
         }

@@ -36,6 +36,10 @@ enum Kind {
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Manifest {
     entries: BTreeMap<PathBuf, (Kind, u64, i64, i64)>,
+    /// Bytes the copy takes on disk (allocated blocks), as made: what the layer's bound
+    /// counts the run's additions from. Not kept in the file.
+    #[serde(skip)]
+    pub disk_usage: u64,
 }
 
 fn kind_of(meta: &fs::Metadata) -> Option<Kind> {
@@ -92,6 +96,7 @@ pub fn copy_tree(root: &Path, to: &Path) -> io::Result<Manifest> {
     for (path, v) in m.entries.iter_mut() {
         let meta = fs::symlink_metadata(to.join(path))?;
         *v = (v.0, meta.ino(), meta.ctime(), meta.ctime_nsec());
+        m.disk_usage += meta.blocks() * 512;
     }
     Ok(m)
 }
