@@ -283,7 +283,15 @@ fn a_killed_run_hands_back_only_what_its_review_showed() {
         let list: serde_json::Value = serde_json::from_str(&runs.stdout).unwrap();
         let id = list[0]["id"].as_str().unwrap().to_string();
         assert_eq!(list[0]["state"], "interrupted", "{}", runs.describe());
+        // Without a pid namespace the writer outlives the jail; with one it dies with it.
         let survivors = !common::processes_with(&marker).is_empty();
+        assert_eq!(
+            survivors,
+            !off.is_empty(),
+            "{who:?} {}: survivors: {:?}",
+            kind(off),
+            common::processes_with(&marker)
+        );
         if survivors {
             // Said where a person looks before deciding.
             let text = jail(&fx, &["runs"]);
@@ -334,6 +342,101 @@ fn a_killed_run_hands_back_only_what_its_review_showed() {
             );
             assert_eq!(xs(&host), 0, "a refused apply wrote");
         }
+        for pid in common::processes_with(&marker) {
+            // SAFETY: kill sends a signal to a process this test's jail left behind.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+#[test]
+fn what_a_partial_apply_leaves_stays_reviewed_only_while_it_is_what_was_shown() {
+    if !full_level_or_skip("handback_layer") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "layer-partial");
+        let marker = format!("hb-partial-{}-{}", std::process::id(), kind(off));
+        let (repo, go) = (fx.p("repo"), fx.p("go"));
+        // A flagged file (a new executable) stays in the layer after the first apply; a writer
+        // left behind changes it once told to.
+        let script = format!(
+            "echo a > a; printf '#!/bin/sh\\n' > run.sh; chmod +x run.sh; \
+             (while [ ! -e {go} ]; do sleep 0.05; done; echo late >> run.sh) & \
+             echo started; sleep 60 # {marker}"
+        );
+        // With the overlay, on disk: its layer outlives the killed jail.
+        let mut args = vec!["--cow", &repo, "--cwd", &repo];
+        if off.is_empty() {
+            args.extend(["--limit", "layer=none"]);
+        }
+        args.extend(["--", "/bin/sh", "-c", &script]);
+        let mut cmd = fx.command(common::jail_bin(), &args);
+        let disabled: Vec<&str> = off.iter().map(|l| l.name()).collect();
+        cmd.env("JAIL_TEST_DISABLE", disabled.join(","));
+        let mut bg = Background::spawn(cmd);
+        bg.expect("started");
+        // SAFETY: kill sends a signal to the jail process this test started.
+        unsafe { libc::kill(bg.pid(), libc::SIGKILL) };
+        bg.wait();
+        std::thread::sleep(Duration::from_millis(200));
+        let runs: serde_json::Value =
+            serde_json::from_str(&jail(&fx, &["runs", "--json"]).stdout).unwrap();
+        let id = runs[0]["id"].as_str().unwrap().to_string();
+        // Without a pid namespace the writer outlives the jail; with one it dies with it.
+        let writer = !off.is_empty();
+        assert_eq!(
+            !common::processes_with(&marker).is_empty(),
+            writer,
+            "{who:?} {}",
+            kind(off)
+        );
+
+        assert!(jail(&fx, &["diff", &id]).ok());
+        let first = jail(&fx, &["apply", &id]);
+        assert!(first.ok(), "{who:?} {}: {}", kind(off), first.describe());
+        assert!(
+            first.stderr.contains("left in the layer"),
+            "{}",
+            first.describe()
+        );
+        assert_eq!(std::fs::read_to_string(fx.repo.join("a")).unwrap(), "a\n");
+        let run_sh = fx.repo.join("run.sh");
+        if writer {
+            // The flagged file changes after the review: the rest is no longer what was shown.
+            std::fs::write(&go, "").unwrap();
+            let layer = fx.dir.join(format!("state/jail/runs/{id}/0/upper/run.sh"));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !std::fs::read_to_string(&layer)
+                .unwrap_or_default()
+                .contains("late")
+            {
+                assert!(
+                    Instant::now() < deadline,
+                    "{who:?} {}: the writer never wrote; alive: {:?}",
+                    kind(off),
+                    common::processes_with(&marker)
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let second = jail(&fx, &["apply", &id, &fx.p("repo/run.sh")]);
+            assert!(
+                !second.ok() && second.stderr.contains("changed since"),
+                "{who:?} {}: {}",
+                kind(off),
+                second.describe()
+            );
+            assert!(!run_sh.exists(), "a refused apply wrote");
+            assert!(jail(&fx, &["diff", &id]).stdout.contains("+late"));
+        }
+        let last = jail(&fx, &["apply", &id, &fx.p("repo/run.sh")]);
+        assert!(last.ok(), "{who:?} {}: {}", kind(off), last.describe());
+        let want = if writer {
+            "#!/bin/sh\nlate\n"
+        } else {
+            "#!/bin/sh\n"
+        };
+        assert_eq!(std::fs::read_to_string(&run_sh).unwrap(), want);
         for pid in common::processes_with(&marker) {
             // SAFETY: kill sends a signal to a process this test's jail left behind.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };

@@ -147,7 +147,6 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
                     let rest = if done.finished {
                         "the layer is removed".to_string()
                     } else {
-                        review::carry_over(&store, &run)?;
                         format!(
                             "the rest stays: jail apply {} PATH... (or --include-flagged), jail discard {}",
                             run.record.id, run.record.id

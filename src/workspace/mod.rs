@@ -365,6 +365,8 @@ pub fn apply_run(
     } else {
         run.record.state = RunState::Partial;
         run.save().map_err(ApplyRefused::Error)?;
+        // What is left stays reviewed only if all of it was shown (review.rs).
+        review::carry_over(run);
     }
     Ok(out)
 }

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use super::RootChanges;
 use super::changes::{ChangeSet, DirOp, Side, SideKind};
-use super::store::{Run, RunState, Store};
+use super::store::Run;
 use crate::error::JailError;
 
 /// The record's name in the run's directory.
@@ -224,7 +224,14 @@ pub fn pin(run: &Run, changes: &mut [RootChanges]) -> Result<Option<Pinned>, Jai
     if !may_change(run) {
         return Ok(None);
     }
-    let dir = run.dir.join("pinned");
+    // A name of its own: a review and an apply of the run may pin at once.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let dir = run
+        .dir
+        .join(format!("pinned-{}-{nanos}", std::process::id()));
     let bad = |e: io::Error| {
         JailError::bad_path(
             "layer",
@@ -232,7 +239,6 @@ pub fn pin(run: &Run, changes: &mut [RootChanges]) -> Result<Option<Pinned>, Jai
             format!("copying the changed files out of a layer that may still change: {e}"),
         )
     };
-    let _ = std::fs::remove_dir_all(&dir);
     std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
         .create(&dir)
         .map_err(bad)?;
@@ -294,33 +300,25 @@ pub fn hold(run: &Run, changes: &mut [RootChanges]) -> Result<Option<Pinned>, Ja
     Ok(pinned)
 }
 
-/// After an apply that left part of the run: what is left is recorded as reviewed when every
-/// change of it was shown; otherwise the record matches nothing (the next apply refuses until
-/// the run is reviewed again). Under the roots' locks.
-pub fn carry_over(store: &Store, run: &Run) -> Result<(), JailError> {
+/// After an apply that left part of the run (under the roots' locks, which the apply holds):
+/// what is left is recorded as reviewed when every change of it was shown; otherwise the
+/// record matches nothing (the next apply refuses until the run is reviewed again). The part
+/// applied stays applied whatever happens here: a failure leaves the record as it was, which
+/// matches nothing left either.
+pub fn carry_over(run: &Run) {
     let Some(recorded) = read_record(run) else {
-        return Ok(());
+        return;
     };
-    let mut roots: Vec<&Path> = run.record.layers.iter().map(|l| l.root.as_path()).collect();
-    roots.sort();
-    let _locks: Vec<_> = roots
-        .iter()
-        .map(|r| store.lock(r))
-        .collect::<Result<_, _>>()?;
-    let run = Run::load(&run.dir)?;
-    if run.record.state != RunState::Partial {
-        return Ok(());
-    }
-    let mut changes = super::changes(&run)?;
-    let _pinned = pin(&run, &mut changes)?;
     let shown: BTreeSet<&str> = recorded.elements.iter().map(String::as_str).collect();
-    let left = all_elements(&changes).unwrap_or_default();
-    let all_shown = left.iter().all(|e| shown.contains(hex(e).as_str()));
-    if all_shown {
-        write_record(&run, &left)
-    } else {
-        write_record(&run, &BTreeSet::from([[0u8; 32]]))
-    }
+    let left = super::changes(run).ok().and_then(|mut changes| {
+        let _pinned = pin(run, &mut changes).ok()?;
+        all_elements(&changes).ok()
+    });
+    let record = match left {
+        Some(left) if left.iter().all(|e| shown.contains(hex(e).as_str())) => left,
+        _ => BTreeSet::from([[0u8; 32]]),
+    };
+    let _ = write_record(run, &record);
 }
 
 /// SHA-256 (FIPS 180-4), for a review's digests (no dependency for ~60 lines).
