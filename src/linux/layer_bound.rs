@@ -15,8 +15,8 @@
 //!   (below).
 //! - tmpfs pages are charged to the memory cgroup of the process that writes them, and the
 //!   run's cgroup refuses swap: the layer costs RAM while the run goes on and counts against
-//!   `memory` (a memory bound below the layer's is met first: the writer is OOM-killed). The
-//!   default is a quarter of RAM at most.
+//!   `memory` (a memory bound below the layer's is met first: the OOM killer ends processes of
+//!   the tree). The default is a quarter of RAM at most.
 //! - The supervisor holds the tmpfs, so it outlives the namespace; once the whole tree has
 //!   ended (init gone, so the pid namespace and everything in it) nothing can write it, and
 //!   the supervisor copies the upper directory into the store: files, directories, symlinks,
