@@ -245,6 +245,31 @@ fn many_files_past_the_layer_bound_are_stopped_too() {
     }
 }
 
+/// Kills, when dropped (also when a test fails), every process working in `dir` or with a
+/// marker in its command line: what a killed jail's command left behind.
+struct Reaper {
+    dir: std::path::PathBuf,
+    marker: String,
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let mut pids = common::processes_with(&self.marker);
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            if std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(&self.dir)) {
+                pids.push(pid);
+            }
+        }
+        for pid in pids {
+            // SAFETY: kill sends a signal to a process the test's jail left behind.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    }
+}
+
 /// Lines equal to `x` in `text`.
 fn xs(text: &str) -> usize {
     text.lines().filter(|l| *l == "x").count()
@@ -258,6 +283,10 @@ fn a_killed_run_hands_back_only_what_its_review_showed() {
     for (who, off) in cases() {
         let fx = fixture(who, off, "layer-killed");
         let marker = format!("hb-writer-{}-{}", std::process::id(), kind(off));
+        let _reaper = Reaper {
+            dir: fx.dir.clone(),
+            marker: marker.clone(),
+        };
         let repo = fx.p("repo");
         // A writer the command leaves behind, and a command that outlives the test's patience.
         let script = format!(
@@ -342,10 +371,6 @@ fn a_killed_run_hands_back_only_what_its_review_showed() {
             );
             assert_eq!(xs(&host), 0, "a refused apply wrote");
         }
-        for pid in common::processes_with(&marker) {
-            // SAFETY: kill sends a signal to a process this test's jail left behind.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-        }
     }
 }
 
@@ -357,6 +382,10 @@ fn what_a_partial_apply_leaves_stays_reviewed_only_while_it_is_what_was_shown() 
     for (who, off) in cases() {
         let fx = fixture(who, off, "layer-partial");
         let marker = format!("hb-partial-{}-{}", std::process::id(), kind(off));
+        let _reaper = Reaper {
+            dir: fx.dir.clone(),
+            marker: marker.clone(),
+        };
         let (repo, go) = (fx.p("repo"), fx.p("go"));
         // A flagged file (a new executable) stays in the layer after the first apply; a writer
         // left behind changes it once told to.
@@ -437,9 +466,5 @@ fn what_a_partial_apply_leaves_stays_reviewed_only_while_it_is_what_was_shown() 
             "#!/bin/sh\n"
         };
         assert_eq!(std::fs::read_to_string(&run_sh).unwrap(), want);
-        for pid in common::processes_with(&marker) {
-            // SAFETY: kill sends a signal to a process this test's jail left behind.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-        }
     }
 }
