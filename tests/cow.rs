@@ -1313,8 +1313,18 @@ fn a_run_that_changed_nothing_leaves_only_scratch_the_next_run_clears() {
         let fx = fixture(who, &[], "cow-trash");
         let trash = fx.dir.join("state/jail/runs/.trash");
         let entries = || std::fs::read_dir(&trash).map_or(0, |d| d.count());
+        // The overlay's scratch is on disk only with the layer there (`layer=none`); on its
+        // tmpfs (the default) it goes with the mount.
+        let repo = fx.p("repo");
+        let on_disk = |script: &str| {
+            sh(
+                &fx,
+                &["--limit", "layer=none", "--cow", &repo, "--cwd", &repo],
+                script,
+            )
+        };
         for _ in 0..20 {
-            let run = cow_sh(&fx, "true");
+            let run = on_disk("true");
             assert!(run.ok(), "{who:?}: {}", run.describe());
         }
         // Bounded however short the runs are.
@@ -1324,9 +1334,16 @@ fn a_run_that_changed_nothing_leaves_only_scratch_the_next_run_clears() {
             entries()
         );
         // A run that lasts empties what earlier runs left, and leaves its own.
-        let run = cow_sh(&fx, "sleep 2");
+        let run = on_disk("sleep 2");
         assert!(run.ok(), "{who:?}: {}", run.describe());
         assert_eq!(entries(), 1, "{who:?}");
+        let run = cow_sh(&fx, "sleep 1");
+        assert!(run.ok(), "{who:?}: {}", run.describe());
+        assert_eq!(
+            entries(),
+            0,
+            "{who:?}: a layer on tmpfs left scratch on disk"
+        );
         let runs: Vec<_> = std::fs::read_dir(fx.dir.join("state/jail/runs"))
             .unwrap()
             .flatten()

@@ -210,7 +210,8 @@ pub struct RunArgs {
 
     /// Resource bounds: `memory=SIZE` (the whole tree, or each process without a cgroup),
     /// `procs=N` (processes and threads), `tmp=SIZE` and `shm=SIZE` (the private /tmp and
-    /// /dev/shm), `cpu=DURATION` (CPU time of each process); `none` or 0 lifts one.
+    /// /dev/shm), `cpu=DURATION` (CPU time of each process), `layer=SIZE` (each --cow
+    /// layer); `none` or 0 lifts one.
     /// Comma-separated, repeatable; wins over the profile's `[limits]`.
     #[arg(long = "limit", value_name = "NAME=VALUE")]
     pub limit: Vec<String>,

@@ -59,7 +59,10 @@ struct LimitsProbe {
 #[cfg(target_os = "linux")]
 fn limits_probe(layers: &Layers) -> Option<LimitsProbe> {
     let host = linux::limits::Host::detect();
-    let plan = linux::limits::compile(&Policy::probe_default(), &host, layers.mount).ok()?;
+    // As a run with a copy-on-write root would be, so that its layer's bound is shown too.
+    let mut policy = Policy::probe_default();
+    policy.cow = vec![std::path::PathBuf::from("/")];
+    let plan = linux::limits::compile(&policy, &host, layers.mount).ok()?;
     Some(LimitsProbe {
         json: serde_json::to_value(&plan).expect("serializable"),
         summary: plan.summary(),

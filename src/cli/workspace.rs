@@ -14,7 +14,7 @@ pub fn workspace_command(_: WorkspaceCommand) -> Result<i32, JailError> {
 #[cfg(target_os = "linux")]
 pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
     use crate::text::say;
-    use crate::workspace::{self, ApplyRefused, apply::Selection, store::Store};
+    use crate::workspace::{self, ApplyRefused, apply::Selection, review, store::Store, survivors};
     let store = Store::locate()?;
     match cmd {
         WorkspaceCommand::Runs { json } => {
@@ -30,15 +30,16 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
                 let counts = workspace::changes(run)
                     .map(|c| workspace::total(&c))
                     .unwrap_or_default();
-                rows.push((run, state, counts));
+                rows.push((run, state, counts, survivors::alive(run)));
             }
             if json {
                 let out: Vec<serde_json::Value> = rows
                     .iter()
-                    .map(|(run, state, c)| {
+                    .map(|(run, state, c, alive)| {
                         serde_json::json!({
                             "id": run.record.id,
                             "state": state,
+                            "alive": alive,
                             "roots": run.record.layers.iter().map(|l| l.root.display().to_string()).collect::<Vec<_>>(),
                             "changed": c.changed,
                             "flagged": c.flagged,
@@ -55,7 +56,7 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
             } else if rows.is_empty() {
                 println!("no pending copy-on-write runs");
             } else {
-                for (run, state, c) in rows {
+                for (run, state, c, alive) in rows {
                     let roots: Vec<String> = run
                         .record
                         .layers
@@ -75,6 +76,12 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
                             run.record.command.join(" ")
                         ))
                     );
+                    if !alive.is_empty() {
+                        println!(
+                            "          its layer may still change: {}",
+                            alive_note(&alive)
+                        );
+                    }
                 }
             }
             Ok(0)
@@ -82,8 +89,25 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
         WorkspaceCommand::Diff { id } => {
             let run = store.find(&id)?;
             workspace::recover(&store, &run)?;
-            let changes = workspace::changes(&run)?;
             use std::io::{IsTerminal, Write};
+            let mut changes = workspace::changes(&run)?;
+            // Where the layer may still change, what is shown is a copy no process writes, and
+            // exactly what is recorded as reviewed.
+            let pinned = review::pin(&run, &mut changes)?;
+            if pinned.is_some() {
+                let alive = survivors::alive(&run);
+                let who = if alive.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", alive_note(&alive))
+                };
+                say(format!(
+                    "jail: run {id} was interrupted (its jail was killed): this is its layer as it \
+                     is now, and `jail apply {id}` applies exactly this or refuses if it \
+                     changed{who}",
+                    id = run.record.id
+                ));
+            }
             let stdout = std::io::stdout();
             let terminal = stdout.is_terminal();
             let mut out = std::io::BufWriter::new(stdout.lock());
@@ -99,6 +123,7 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
             written
                 .and_then(|()| out.flush())
                 .map_err(|e| JailError::io("writing the patch", e))?;
+            review::record(&run, &changes)?;
             Ok(0)
         }
         WorkspaceCommand::Apply {
@@ -165,6 +190,22 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
         }
         _ => unreachable!("dispatched here for the workspace commands only"),
     }
+}
+
+/// "N processes of the run may still be running (pid …); stop them: kill …".
+#[cfg(target_os = "linux")]
+fn alive_note(pids: &[u32]) -> String {
+    let list: Vec<String> = pids.iter().map(u32::to_string).collect();
+    let n = if pids.len() == 1 {
+        "1 process".to_string()
+    } else {
+        format!("{} processes", pids.len())
+    };
+    format!(
+        "{n} of the run may still be running (pid {}); stop them: kill {}",
+        list.join(" "),
+        list.join(" ")
+    )
 }
 
 /// Named paths, relative to the run's root (absolute ones must lie in a root).

@@ -7,16 +7,29 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use super::layer_bound::{self, Mounts, Watch};
+use super::limits::{Bound, Enforcement};
 use crate::error::JailError;
 use crate::linux::changes::Change;
 use crate::policy::{Access, Policy};
 use crate::workspace::{self, store::LayerKind, store::Run, store::RunState, store::Store};
+
+/// Told the command's pid and the run's cgroups once the command exists.
+pub type TreeRecord = std::rc::Rc<dyn Fn(i32, &[PathBuf])>;
 
 pub struct CowRun {
     run: Run,
     patch: Option<PathBuf>,
     /// Handed over (or written out): a drop no longer removes the layers.
     handed: bool,
+    /// The layers' bound in force: bytes, and how it is held ([`CowRun::hold_to`]).
+    bound: Option<(u64, Enforcement)>,
+    /// The tmpfs mounts the layers are on while the run goes on (the bound held by tmpfs).
+    mounts: Mounts,
+    /// The watch of layers on disk (the bound held by the supervisor).
+    watch: std::sync::Arc<std::sync::Mutex<Option<Watch>>>,
+    /// What each copy took on disk as it was made (the copy-based layer).
+    copied: Vec<u64>,
 }
 
 /// A run that never got to its end (jail's own error before the command started) leaves no
@@ -61,10 +74,14 @@ pub fn start(
         refuse_submounts(root)?;
     }
     let run = store.create_run(kind, &policy.cow, &policy.command)?;
-    let cow = CowRun {
+    let mut cow = CowRun {
         run,
         patch,
         handed: false,
+        bound: None,
+        mounts: Mounts::default(),
+        watch: Default::default(),
+        copied: Vec::new(),
     };
     if kind == LayerKind::Copy {
         for l in &cow.run.record.layers {
@@ -72,14 +89,18 @@ pub fn start(
             let made = workspace::copy::copy_tree(&l.root, &upper).and_then(|m| {
                 let path = cow.run.layer_dir(l).join(workspace::copy::MANIFEST);
                 let text = serde_json::to_vec(&m).map_err(std::io::Error::other)?;
-                std::fs::write(path, text)
+                std::fs::write(path, text)?;
+                Ok(m.disk_usage)
             });
-            if let Err(e) = made {
-                return Err(JailError::bad_path(
-                    "--cow",
-                    &l.root,
-                    format!("copying it into the layer: {e}"),
-                ));
+            match made {
+                Ok(bytes) => cow.copied.push(bytes),
+                Err(e) => {
+                    return Err(JailError::bad_path(
+                        "--cow",
+                        &l.root,
+                        format!("copying it into the layer: {e}"),
+                    ));
+                }
             }
         }
     }
@@ -163,6 +184,43 @@ fn check_patch_path(path: &Path, policy: &Policy) -> Result<PathBuf, JailError> 
 }
 
 impl CowRun {
+    /// Holds the layers to `bound` (the plan's): on tmpfs mounts ([`CowRun::layer_mounts`]), or
+    /// watched on disk from the command's start, each against what it took then (the copy of
+    /// the tree, or nothing).
+    pub fn hold_to(&mut self, bound: &Bound) {
+        let Some(bytes) = bound.value else {
+            self.bound = None;
+            return;
+        };
+        self.bound = Some((bytes, bound.enforced_by.clone()));
+        if bound.enforced_by == Enforcement::Watch {
+            let dirs = self
+                .run
+                .record
+                .layers
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (self.run.upper(l), self.copied.get(i).copied().unwrap_or(0)))
+                .collect();
+            *lock(&self.watch) = Some(Watch::new(dirs, bytes));
+        }
+    }
+
+    /// Where the supervisor puts the layers' tmpfs mounts, when the bound is held by tmpfs.
+    pub fn layer_mounts(&self) -> Option<Mounts> {
+        matches!(self.bound, Some((_, Enforcement::Tmpfs))).then(|| self.mounts.clone())
+    }
+
+    /// The host roots, in the layers' order.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        self.run
+            .record
+            .layers
+            .iter()
+            .map(|l| l.root.clone())
+            .collect()
+    }
+
     /// The policy a copy-based run runs: each root read-only, its copy writable in its place
     /// (and the working directory moved into the copy).
     pub fn copy_policy(&self, policy: &Policy) -> Policy {
@@ -201,19 +259,111 @@ impl CowRun {
             .collect()
     }
 
-    /// Empties the trash of earlier runs' overlay scratch on a thread of its own once the
-    /// command runs (off the start-up and exit paths: an unfinished job is taken up by the next
-    /// run). The hook runs in the supervisor after its signals are blocked, so the thread
-    /// inherits the mask and never takes the supervisor's SIGCHLD.
-    pub fn janitor(&self) -> Option<super::supervisor::CommandStarted> {
-        let trash = self.run.trash_dir()?;
-        std::fs::symlink_metadata(&trash).ok()?;
-        Some(Box::new(move |_pid| {
-            let trash = trash.clone();
-            let _ = std::thread::Builder::new()
-                .name("jail-trash".into())
-                .spawn(move || workspace::store::empty_trash(&trash));
+    /// Once the command runs: the watch of layers on disk starts, and the trash of earlier
+    /// runs' overlay scratch is emptied on a thread of its own (off the start-up and exit
+    /// paths: an unfinished job is taken up by the next run). The hook runs in the supervisor
+    /// after its signals are blocked, so the threads inherit the mask and never take the
+    /// supervisor's SIGCHLD.
+    pub fn started(&self) -> Option<super::supervisor::CommandStarted> {
+        let trash = self
+            .run
+            .trash_dir()
+            .filter(|t| std::fs::symlink_metadata(t).is_ok());
+        let watch = lock(&self.watch)
+            .is_some()
+            .then(|| std::sync::Arc::clone(&self.watch));
+        if trash.is_none() && watch.is_none() {
+            return None;
+        }
+        Some(Box::new(move |pid| {
+            if let Some(w) = &watch {
+                if let Some(w) = lock(w).as_mut() {
+                    w.start(pid);
+                }
+            }
+            if let Some(trash) = trash.clone() {
+                let _ = std::thread::Builder::new()
+                    .name("jail-trash".into())
+                    .spawn(move || workspace::store::empty_trash(&trash));
+            }
         }))
+    }
+
+    /// Without a pid namespace (the copy-based layer) processes of the run can outlive a
+    /// supervisor killed with SIGKILL: told the command's pid and the run's cgroups once the
+    /// command exists, this records them in the run's directory, for `jail runs` and the
+    /// review to find them (see [`workspace::survivors`]). None with the overlay: its pid
+    /// namespace ends every process with the supervisor.
+    pub fn tree_record(&self) -> Option<TreeRecord> {
+        if self.run.record.kind != LayerKind::Copy {
+            return None;
+        }
+        let dir = self.run.dir.clone();
+        Some(std::rc::Rc::new(move |pid, cgroups: &[PathBuf]| {
+            if let Err(e) = workspace::survivors::record_start(&dir, pid, cgroups) {
+                tracing::warn!("recording the run's tree in {}: {e}", dir.display());
+            }
+        }))
+    }
+
+    /// The tree is gone: the layers on tmpfs are copied into the store, the watch stops, and a
+    /// layer that met its bound is named (one line each).
+    fn take_layers(&mut self) -> Result<(), JailError> {
+        let Some((bytes, how)) = self.bound.clone() else {
+            return Ok(());
+        };
+        let value = crate::policy::limits::size_text(bytes);
+        let mounts: Vec<std::os::fd::OwnedFd> = std::mem::take(&mut *lock(&self.mounts));
+        let mut met = Vec::new();
+        match how {
+            Enforcement::Tmpfs => {
+                for (l, mount) in self.run.record.layers.iter().zip(&mounts) {
+                    let to = self.run.upper(l);
+                    layer_bound::copy_out(&layer_bound::upper_of(mount), &to).map_err(|e| {
+                        JailError::bad_path(
+                            "--cow",
+                            &l.root,
+                            format!(
+                                "copying the run's layer into {}: {e}; the run's changes are lost",
+                                to.display()
+                            ),
+                        )
+                    })?;
+                    if layer_bound::full(mount) {
+                        met.push((&l.root, "writes past it failed (no space left on device)"));
+                    }
+                }
+            }
+            Enforcement::Watch => {
+                let outcomes = lock(&self.watch).take().map(Watch::finish);
+                for (l, o) in self
+                    .run
+                    .record
+                    .layers
+                    .iter()
+                    .zip(outcomes.unwrap_or_default())
+                {
+                    match o {
+                        layer_bound::Outcome::Exceeded => {
+                            met.push((&l.root, "the run was stopped when it grew past it"))
+                        }
+                        layer_bound::Outcome::Reached => {
+                            met.push((&l.root, "writes past it failed (file too large)"))
+                        }
+                        layer_bound::Outcome::Within => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+        for (root, what) in met {
+            crate::text::say(format!(
+                "jail: the copy-on-write layer of {} reached its bound, --limit layer={value}: \
+                 {what}; what it holds waits for review; a larger bound: --limit layer=SIZE",
+                root.display()
+            ));
+        }
+        Ok(())
     }
 
     /// Throws the layers away (the run did not start).
@@ -234,6 +384,8 @@ impl CowRun {
     pub fn finish(mut self) -> Result<Vec<Change>, JailError> {
         // From here on the layer may hold the command's work: an error keeps it.
         self.handed = true;
+        workspace::survivors::record_end(&self.run.dir);
+        self.take_layers()?;
         let changes = workspace::changes(&self.run)?;
         let total = workspace::total(&changes);
         let items = workspace::report_items(&changes);
@@ -285,6 +437,10 @@ impl CowRun {
         ));
         Ok(items)
     }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn files(n: usize) -> String {

@@ -250,6 +250,9 @@ pub struct Events {
 
 enum WatchPhase {
     Idle,
+    /// The layers are on tmpfs mounts init hands over with the view (host roots, where the
+    /// mounts arrive): watched once the command exists, what they hold by then reported.
+    Deferred(Vec<PathBuf>, super::layer_bound::Mounts),
     Ready(Watcher),
     Running(JoinHandle<Tally>, OwnedFd),
     Done(Tally),
@@ -322,6 +325,13 @@ impl Events {
         };
     }
 
+    /// As [`Events::prepare`], for overlay layers on tmpfs mounts that arrive in `mounts` (one
+    /// per root, in order) once the view is built.
+    pub fn prepare_on_tmpfs(&mut self, roots: &[PathBuf], mounts: super::layer_bound::Mounts) {
+        self.roots = roots.iter().map(|r| r.display().to_string()).collect();
+        *lock(&self.watch) = WatchPhase::Deferred(roots.to_vec(), mounts);
+    }
+
     /// Told of each denial the audit reader keeps.
     pub fn denial_listener(&self) -> Option<DenialListener> {
         let sink = Arc::clone(self.sink.as_ref()?);
@@ -358,6 +368,17 @@ impl Events {
                 },
             }));
             let mut phase = lock(&watch);
+            if let WatchPhase::Deferred(roots, mounts) = &*phase {
+                let uppers: Vec<PathBuf> = lock(mounts)
+                    .iter()
+                    .map(super::layer_bound::upper_of)
+                    .collect();
+                let layers: Vec<(PathBuf, PathBuf)> = roots.iter().cloned().zip(uppers).collect();
+                *phase = match Watcher::catching_up(&layers, &sink) {
+                    Some(w) => WatchPhase::Ready(w),
+                    None => WatchPhase::Idle,
+                };
+            }
             if let WatchPhase::Ready(_) = &*phase {
                 let WatchPhase::Ready(w) = std::mem::replace(&mut *phase, WatchPhase::Idle) else {
                     unreachable!("matched above")
@@ -500,6 +521,26 @@ impl Watcher {
         };
         for (host, layer) in layers {
             w.watch_tree(host.clone(), layer.clone(), false);
+        }
+        Some(w)
+    }
+
+    /// As [`Watcher::new`] for overlay layers the command may have written already: what they
+    /// hold is reported now.
+    fn catching_up(layers: &[(PathBuf, PathBuf)], sink: &Sink) -> Option<Watcher> {
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+        let mut w = Watcher {
+            inotify,
+            dirs: HashMap::new(),
+            layers: layers.to_vec(),
+            kind: LayerKind::Overlay,
+            seen: HashSet::new(),
+            tally: Tally::default(),
+        };
+        for (host, layer) in layers {
+            for p in w.watch_tree(host.clone(), layer.clone(), true) {
+                w.report(sink, p);
+            }
         }
         Some(w)
     }

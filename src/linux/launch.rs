@@ -97,7 +97,7 @@ fn attempt(
     } else {
         LayerKind::Copy
     };
-    let cow = super::cow_run::start(policy, options.patch.as_deref(), kind)?;
+    let mut cow = super::cow_run::start(policy, options.patch.as_deref(), kind)?;
     let adapted;
     let policy = if overlay {
         policy
@@ -116,6 +116,9 @@ fn attempt(
     };
     let (mut net, mut run) = plan_run(policy, features)?;
     crate::timing::mark("planned");
+    if let Some(c) = cow.as_mut() {
+        c.hold_to(&run.plan.limits.layer);
+    }
     check_level(policy, options.allow_unconfined, &run)?;
     // Before anything runs: the baseline of the writable trees, for what the command plants.
     let watch = Watch::start(policy)?;
@@ -137,7 +140,10 @@ fn attempt(
             super::recorder::private_tmp(policy, &run.plan.layers),
         )?;
         if let Some(c) = &cow {
-            stream.prepare(&c.watched(), kind);
+            match c.layer_mounts() {
+                Some(mounts) => stream.prepare_on_tmpfs(&c.roots(), mounts),
+                None => stream.prepare(&c.watched(), kind),
+            }
         }
         if let (Some(r), Some(listen)) = (recorder.as_mut(), stream.denial_listener()) {
             r.tell_denials(listen);
@@ -158,14 +164,19 @@ fn attempt(
         run.plan.level().name(),
         run.plan.layers.names()
     );
-    let janitor = cow.as_ref().and_then(|c| c.janitor());
+    let hooks = CowHooks {
+        layers: &layers,
+        started: cow.as_ref().and_then(|c| c.started()),
+        mounts: cow.as_ref().and_then(|c| c.layer_mounts()),
+        tree: cow.as_ref().and_then(|c| c.tree_record()),
+    };
     let result = apply(
         policy,
         options,
         &mut run,
         &mut net,
         &mut recorder,
-        (&layers, janitor),
+        hooks,
         events.as_ref(),
     );
     if let Some(stream) = events.as_ref() {
@@ -343,6 +354,18 @@ enum Applied {
     NeedsCopy,
 }
 
+/// What a run's copy-on-write layers add to each attempt's confinement.
+struct CowHooks<'a> {
+    /// (root, layer directory) for the overlays.
+    layers: &'a [(std::path::PathBuf, std::path::PathBuf)],
+    /// Told the command's pid once it exists.
+    started: Option<supervisor::CommandStarted>,
+    /// Where the layers' tmpfs mounts go.
+    mounts: Option<super::layer_bound::Mounts>,
+    /// Told the command's pid and the run's cgroups.
+    tree: Option<super::cow_run::TreeRecord>,
+}
+
 /// Applies the plan under the supervisor; when the namespaces turn out unusable, replans without
 /// them and applies that.
 fn apply(
@@ -351,12 +374,15 @@ fn apply(
     run: &mut RunState,
     net: &mut NetRuntime,
     recorder: &mut Option<Recorder>,
-    (layers, janitor): (
-        &[(std::path::PathBuf, std::path::PathBuf)],
-        Option<supervisor::CommandStarted>,
-    ),
+    cow: CowHooks,
     events: Option<&Events>,
 ) -> Result<Applied, JailError> {
+    let CowHooks {
+        layers,
+        started: janitor,
+        mounts,
+        tree,
+    } = cow;
     let janitor = std::rc::Rc::new(janitor);
     loop {
         let limits = run.prepare_limits(policy)?;
@@ -365,9 +391,15 @@ fn apply(
         crate::timing::mark("confinement built");
         if let Some(m) = conf.mount.as_mut() {
             m.layers = layers.to_vec();
+            conf.layer_mounts = mounts.clone();
         }
         if let Some(r) = recorder.as_mut() {
             r.arm(&mut conf);
+        }
+        if let Some(tree) = &tree {
+            let (tree, cgroups) = (std::rc::Rc::clone(tree), conf.limits.cgroup_dirs());
+            conf.command_started
+                .push(Box::new(move |pid| tree(pid, &cgroups)));
         }
         if janitor.is_some() {
             let janitor = std::rc::Rc::clone(&janitor);
@@ -450,6 +482,7 @@ fn confinement(
         limits,
         command_started: Vec::new(),
         stop_requests: options.control_fd,
+        layer_mounts: None,
     })
 }
 

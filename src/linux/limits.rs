@@ -23,6 +23,8 @@
 //!   SIGKILL at the hard limit).
 //! - A tmpfs without size= takes up to half of RAM, and without nr_inodes= half of RAM's pages
 //!   in inodes, whose kernel memory no size= counts.
+//! - A copy-on-write layer is bounded too (`layer`): see [`crate::linux::layer_bound`] for how
+//!   and why each kind of layer is held to its size.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -44,6 +46,10 @@ pub const DEFAULT_TMP_MAX: u64 = 4 << 30;
 /// The private /dev/shm by default: browsers and Python multiprocessing need more than Docker's
 /// 64M; at most a sixteenth of RAM.
 pub const DEFAULT_SHM_MAX: u64 = 1 << 30;
+/// A copy-on-write run's layer by default: what a build's output needs in a project (a
+/// node_modules, a target directory of a mid-sized crate), at most a quarter of RAM, since the
+/// overlay's layer lives in memory while the run goes on.
+pub const DEFAULT_LAYER_MAX: u64 = 4 << 30;
 /// A tmpfs gets one inode per this many bytes of its size: an empty-file flood costs kernel
 /// memory that size= does not count. 4G of /tmp holds 512Ki files, more than a large
 /// node_modules has.
@@ -59,6 +65,9 @@ pub enum Enforcement {
     Rlimit,
     /// By the size of jail's own tmpfs.
     Tmpfs,
+    /// By the supervisor, which watches the disk use and stops the run past the bound, with
+    /// RLIMIT_FSIZE holding each file to it.
+    Watch,
     /// Not bounded by jail.
     None,
 }
@@ -82,6 +91,8 @@ pub struct LimitsPlan {
     pub tmp: Bound,
     pub shm: Bound,
     pub cpu: Bound,
+    /// The copy-on-write layers, each on its own.
+    pub layer: Bound,
     /// The cgroups to make, one per parent directory (v1: one per controller).
     pub cgroups: Vec<CgroupDir>,
     /// What a default could not get here (said by the gaps).
@@ -131,6 +142,9 @@ pub struct Host {
     pub memory: Option<CgroupHome>,
     /// Why no cgroup can be used, when one cannot.
     pub cgroup_detail: Option<String>,
+    /// tmpfs keeps `user.*` extended attributes (Linux 6.6), which an overlay whose upper layer
+    /// is on it needs in a user namespace (`userxattr`: whiteouts' opaque marks, copy-up origins).
+    pub tmpfs_user_xattrs: bool,
 }
 
 impl Host {
@@ -143,6 +157,7 @@ impl Host {
             pids: None,
             memory: None,
             cgroup_detail: None,
+            tmpfs_user_xattrs: kernel_at_least(6, 6),
         };
         if test_disabled() {
             host.cgroup_detail = Some("disabled by JAIL_TEST_DISABLE".into());
@@ -187,6 +202,24 @@ fn test_disabled() -> bool {
 #[cfg(not(feature = "test-hooks"))]
 fn test_disabled() -> bool {
     false
+}
+
+/// Whether the running kernel's release is at least `major.minor`.
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let release = nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    release_at_least(&release, major, minor)
+}
+
+fn release_at_least(release: &str, major: u32, minor: u32) -> bool {
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(a), Some(b)) => (a, b) >= (major, minor),
+        _ => false,
+    }
 }
 
 /// /proc/meminfo's MemTotal (both are totalram_pages), without generating the whole file: the
@@ -408,15 +441,70 @@ pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsP
         Limit::Default => unbounded("no default (an agent session runs for hours)", true),
         Limit::Lifted => unbounded("lifted (cpu=none)", false),
     };
+    let layer = if policy.cow.is_empty() {
+        unbounded(
+            "no copy-on-write root in this run",
+            l.layer == Limit::Default,
+        )
+    } else {
+        layer_bound(l.layer, host, mount_view)
+    };
     Ok(LimitsPlan {
         procs,
         memory,
         tmp,
         shm,
         cpu,
+        layer,
         cgroups,
         gaps,
     })
+}
+
+/// How a copy-on-write run's layer is bounded: with the mount view on a tmpfs of that size
+/// (where tmpfs keeps the overlay's extended attributes), otherwise by the supervisor's watch
+/// and RLIMIT_FSIZE (see [`super::layer_bound`]).
+pub fn layer_bound(asked: Limit<u64>, host: &Host, mount_view: bool) -> Bound {
+    let (bytes, default) = match asked {
+        Limit::Lifted => {
+            return unbounded(
+                "lifted (layer=none): the layer is on the state directory's disk, unbounded",
+                false,
+            );
+        }
+        other => value_or(
+            other,
+            DEFAULT_LAYER_MAX.min(host.mem_total / 4).max(64 << 20),
+        ),
+    };
+    if mount_view && host.tmpfs_user_xattrs {
+        return bound(
+            bytes,
+            Enforcement::Tmpfs,
+            format!(
+                "the overlay's upper layer on a tmpfs of size={}, nr_inodes={} (its pages count \
+                 against memory), copied to the state directory when the run ends",
+                size_text(bytes),
+                inodes_for(bytes)
+            ),
+            default,
+        );
+    }
+    let why = if mount_view {
+        "tmpfs keeps no user extended attributes before Linux 6.6, so the layer is on disk: "
+    } else {
+        ""
+    };
+    bound(
+        bytes,
+        Enforcement::Watch,
+        format!(
+            "{why}RLIMIT_FSIZE for each file, and the supervisor's look at what the layer adds \
+             on disk every {} ms, which stops the run past it",
+            super::layer_bound::INTERVAL.as_millis()
+        ),
+        default,
+    )
 }
 
 const FIX: &str = "run as root, from a delegated cgroup (systemd-run --user --scope -p Delegate=yes \
@@ -520,6 +608,7 @@ impl LimitsPlan {
         super::mounts::TmpfsSizes {
             tmp: opt(&self.tmp),
             shm: opt(&self.shm),
+            layer: opt(&self.layer),
         }
     }
 
@@ -543,6 +632,7 @@ impl LimitsPlan {
                 Enforcement::Cgroup => "cgroup",
                 Enforcement::Rlimit => "rlimit",
                 Enforcement::Tmpfs => "tmpfs size",
+                Enforcement::Watch => "watched",
                 Enforcement::None => "not bounded",
             };
             format!("{name} {value} ({by})")
@@ -557,6 +647,7 @@ impl LimitsPlan {
             one("tmp", &self.tmp, true),
             one("shm", &self.shm, true),
             cpu,
+            one("layer", &self.layer, true),
         ]
         .join(", ")
     }
@@ -630,6 +721,11 @@ impl LimitsPlan {
             // SIGXCPU first, which a program may catch to end cleanly; SIGKILL 5 s later.
             out.push((libc::RLIMIT_CPU, s, s + 5));
         }
+        if let (Enforcement::Watch, Some(b)) = (&self.layer.enforced_by, self.layer.value) {
+            // No file grows past the layer's bound (EFBIG, and SIGXFSZ): the watch cannot see
+            // one that is written faster than it looks.
+            out.push((libc::RLIMIT_FSIZE, b, b));
+        }
         out
     }
 }
@@ -665,6 +761,11 @@ struct Made {
 }
 
 impl Prepared {
+    /// The run's cgroups (made, not yet entered).
+    pub fn cgroup_dirs(&self) -> Vec<PathBuf> {
+        self.cgroups.iter().map(|m| m.dir.clone()).collect()
+    }
+
     /// Removes what earlier runs killed with SIGKILL left next to this run's cgroups. Called by
     /// the supervisor once the command is on its way (it would wait for it otherwise), so the
     /// directory listings cost the start-up nothing.
@@ -773,6 +874,7 @@ fn rlimit_name(r: RlimitResource) -> &'static str {
         libc::RLIMIT_NPROC => "RLIMIT_NPROC",
         libc::RLIMIT_DATA => "RLIMIT_DATA",
         libc::RLIMIT_CPU => "RLIMIT_CPU",
+        libc::RLIMIT_FSIZE => "RLIMIT_FSIZE",
         _ => "rlimit",
     }
 }
@@ -818,6 +920,7 @@ pub struct LimitsReport {
     pub tmp: ReportedBound,
     pub shm: ReportedBound,
     pub cpu: ReportedBound,
+    pub layer: ReportedBound,
     #[serde(flatten)]
     pub reached: Reached,
 }
@@ -840,6 +943,7 @@ impl LimitsReport {
             tmp: b(&plan.tmp),
             shm: b(&plan.shm),
             cpu: b(&plan.cpu),
+            layer: b(&plan.layer),
             reached,
         }
     }
@@ -906,6 +1010,7 @@ mod tests {
             pids: cgroup.then(|| home("pids")),
             memory: cgroup.then(|| home("memory")),
             cgroup_detail: (!cgroup).then(|| "no cgroup".into()),
+            tmpfs_user_xattrs: true,
         }
     }
 
@@ -998,6 +1103,60 @@ mod tests {
         assert_eq!(plan.memory.enforced_by, Enforcement::None);
         assert_eq!(plan.tmpfs().tmp, None, "the kernel's default size");
         assert!(plan.gaps.is_empty(), "{:?}", plan.gaps);
+    }
+
+    #[test]
+    fn a_copy_on_write_layer_is_on_a_sized_tmpfs_or_watched_with_each_file_held() {
+        let mut p = policy("");
+        p.cow = vec![PathBuf::from("/w")];
+        let plan = compile(&p, &host(true, true), true).unwrap();
+        assert_eq!(plan.layer.enforced_by, Enforcement::Tmpfs);
+        assert_eq!(plan.layer.value, Some(4 * GIB));
+        assert_eq!(
+            plan.tmpfs().layer.as_deref(),
+            Some("size=4294967296,nr_inodes=524288")
+        );
+        assert!(
+            plan.summary().ends_with("layer 4G (tmpfs size)"),
+            "{}",
+            plan.summary()
+        );
+        // No mount view (the copy-based layer), or a tmpfs without user attributes: watched,
+        // and no file grows past the bound.
+        let mut old = host(false, false);
+        old.tmpfs_user_xattrs = false;
+        for (h, view) in [(host(false, false), false), (old, true)] {
+            let plan = compile(&p, &h, view).unwrap();
+            assert_eq!(plan.layer.enforced_by, Enforcement::Watch);
+            assert_eq!(plan.tmpfs().layer, None);
+            assert!(
+                plan.rlimits()
+                    .contains(&(libc::RLIMIT_FSIZE, 4 * GIB, 4 * GIB))
+            );
+        }
+        // Asked, lifted, or no copy-on-write root: no tmpfs, no RLIMIT_FSIZE.
+        p.limits = Limits::from_flags(&["layer=64M".into()]).unwrap();
+        let plan = compile(&p, &host(true, true), true).unwrap();
+        assert_eq!(
+            (plan.layer.value, plan.layer.default),
+            (Some(64 << 20), false)
+        );
+        p.limits = Limits::from_flags(&["layer=none".into()]).unwrap();
+        let plan = compile(&p, &host(false, false), false).unwrap();
+        assert_eq!(plan.layer.enforced_by, Enforcement::None);
+        assert!(plan.rlimits().iter().all(|r| r.0 != libc::RLIMIT_FSIZE));
+        let plan = compile(&policy(""), &host(false, false), false).unwrap();
+        assert_eq!(plan.layer.enforced_by, Enforcement::None);
+        assert!(plan.rlimits().iter().all(|r| r.0 != libc::RLIMIT_FSIZE));
+    }
+
+    #[test]
+    fn kernel_releases_compare_by_major_and_minor() {
+        assert!(release_at_least("6.18.44-fc-v1252", 6, 6));
+        assert!(release_at_least("6.6.0", 6, 6));
+        assert!(!release_at_least("6.5.13-generic", 6, 6));
+        assert!(!release_at_least("5.15.0", 6, 6));
+        assert!(!release_at_least("garbage", 6, 6));
     }
 
     #[test]

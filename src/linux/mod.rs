@@ -9,6 +9,7 @@ pub mod events;
 pub mod evidence;
 pub mod landlock;
 pub mod launch;
+pub mod layer_bound;
 pub mod limits;
 pub mod mounts;
 pub mod net_setup;

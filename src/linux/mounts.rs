@@ -13,7 +13,7 @@
 //!   path is never followed; and only what the policy names is bound (no tree walks: no hangs on
 //!   NFS or autofs) and nothing is created in the user's tree.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::mount::{MsFlags, mount};
@@ -133,6 +133,9 @@ impl MountPlan {
 pub struct TmpfsSizes {
     pub tmp: Option<String>,
     pub shm: Option<String>,
+    /// Each copy-on-write root's upper layer, on a tmpfs of this size (None: in the state
+    /// directory, on disk).
+    pub layer: Option<String>,
 }
 
 fn tmpfs_options(base: &str, extra: &Option<String>) -> String {
@@ -340,8 +343,10 @@ fn fail(step: &str, path: &Path, e: impl std::fmt::Display) -> JailError {
 }
 
 /// Applies the plan. Runs as pid 1 of the new pid namespace, with full capabilities in the new
-/// user namespace and before any confinement of its own.
-pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<(), MountError> {
+/// user namespace and before any confinement of its own. Returns the tmpfs mounts that hold the
+/// copy-on-write roots' upper layers, in the plan's order, when they are on tmpfs
+/// ([`TmpfsSizes::layer`]): the supervisor copies them to the state directory at the end.
+pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<Vec<OwnedFd>, MountError> {
     // Sockets and trees to show in the private /tmp, held before it covers them.
     let mut held = Vec::new();
     for step in &plan.steps {
@@ -364,8 +369,11 @@ pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<(), MountError> {
     // read-only (and before the store is hidden): the overlay writes through them alone.
     let mut layers = Vec::new();
     for (root, dir) in &plan.layers {
-        let fd = layer_mount(dir).map_err(MountError::Failed)?;
-        layers.push((root, fd));
+        let fd = match &plan.tmpfs.layer {
+            Some(size) => layer_tmpfs(root, size),
+            None => layer_mount(dir),
+        };
+        layers.push((root, fd.map_err(MountError::Failed)?));
     }
     for (i, step) in plan.steps.iter().enumerate() {
         if let Step::Overlay(p) = step {
@@ -408,7 +416,10 @@ pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<(), MountError> {
     // The cwd inherited from before still points into the old, writable mounts: enter the view.
     std::env::set_current_dir(&plan.cwd)
         .map_err(|e| MountError::Failed(fail("chdir", &plan.cwd, e)))?;
-    Ok(())
+    Ok(match plan.tmpfs.layer {
+        Some(_) => layers.into_iter().map(|(_, fd)| fd).collect(),
+        None => Vec::new(),
+    })
 }
 
 /// Why the view was not built.
@@ -584,6 +595,22 @@ fn layer_mount(dir: &Path) -> Result<std::os::fd::OwnedFd, JailError> {
         )
     })?;
     Ok(fd)
+}
+
+/// A tmpfs of `size` (mount options) attached nowhere, holding a copy-on-write root's `upper`
+/// (with the root's mode, which the overlay's root shows) and `work` directories: the layer's
+/// bound (see [`super::layer_bound`]).
+fn layer_tmpfs(root: &Path, size: &str) -> Result<OwnedFd, JailError> {
+    let layer = sys::detached_tmpfs(Some(size)).map_err(|e| fail("tmpfs", root, e))?;
+    for (dir, mode) in [("upper", 0o755), ("work", 0o700)] {
+        sys::mkdir_at(&layer, dir, mode).map_err(|e| fail("mkdir", root, e))?;
+    }
+    let mode = std::fs::metadata(root)
+        .map_err(|e| fail("stat", root, e))?
+        .permissions();
+    let upper = format!("{}/upper", fd_path(layer.as_raw_fd()));
+    std::fs::set_permissions(&upper, mode).map_err(|e| fail("chmod", root, e))?;
+    Ok(layer)
 }
 
 /// Mounts the overlay of a copy-on-write root over the root itself. Kernel facts: in a user

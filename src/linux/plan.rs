@@ -254,6 +254,7 @@ mod tests {
             pids: None,
             memory: None,
             cgroup_detail: Some("no cgroup".into()),
+            tmpfs_user_xattrs: true,
         };
         compile(
             p,

@@ -115,6 +115,9 @@ pub struct Confinement {
     /// The control socket of the program that started jail (`--control-fd`): a byte on it, or
     /// its closing, stops the whole tree as a timeout does.
     pub stop_requests: Option<i32>,
+    /// Where the tmpfs mounts holding the copy-on-write roots' upper layers go once init has
+    /// made them (with the mount view, when the plan puts the layers on tmpfs).
+    pub layer_mounts: Option<super::layer_bound::Mounts>,
 }
 
 /// What a mediated run needs before the command is forked.
@@ -356,6 +359,19 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
                     };
                 }
                 crate::timing::mark("supervisor: mount view ready");
+                // Init sends the layers' tmpfs mounts first: held here, they outlive the
+                // namespace, and the run's writes are copied out of them at its end.
+                if mount_plan.tmpfs.layer.is_some() {
+                    let sock = std::os::fd::AsRawFd::as_raw_fd(&fd_parent);
+                    for _ in &mount_plan.layers {
+                        let fd = super::sys::recv_fd(sock).ok().flatten().ok_or_else(|| {
+                            abandon(io("copy-on-write layer", &"init sent no tmpfs"))
+                        })?;
+                        if let Some(held) = &conf.layer_mounts {
+                            held.lock().unwrap_or_else(|e| e.into_inner()).push(fd);
+                        }
+                    }
+                }
                 // Now, not while init mounts: with two CPUs, init and the command (which drops
                 // its privileges and loads its filter meanwhile) need both, and the command
                 // started ~0.4 ms later when this ran beside them.
@@ -970,12 +986,24 @@ fn init_main(
     // With the id maps written and before /proc/sys is read-only in the view; after the fork,
     // so that the command does not wait for these four sysctl accesses to start.
     super::limits::share_kernel_pools();
+    let mut layer_mounts = Vec::new();
     let mut report = match entered.map(|_| mounts::apply(mount_plan, &conf.policy_json)) {
         Err(e) => format!("E{e}"),
-        Ok(Ok(())) => "ok".to_string(),
+        Ok(Ok(fds)) => {
+            layer_mounts = fds;
+            "ok".to_string()
+        }
         Ok(Err(mounts::MountError::Unusable(e))) => format!("N{e}"),
         Ok(Err(mounts::MountError::Failed(e))) => format!("E{e}"),
     };
+    // The layers' tmpfs mounts, to the supervisor (which reads them before the proxy's socket).
+    for fd in layer_mounts.drain(..) {
+        let sock = std::os::fd::AsRawFd::as_raw_fd(&fd_channel);
+        if let Err(e) = super::sys::send_fd(sock, std::os::fd::AsRawFd::as_raw_fd(&fd)) {
+            report = format!("Ecopy-on-write layer: handing the tmpfs over: {e}");
+            break;
+        }
+    }
     if report == "ok" {
         if let Err(e) = init_network(&conf.net, &fd_channel) {
             report = format!("E{e}");

@@ -1,6 +1,6 @@
-//! Resource bounds asked for: `--limit memory=4G,procs=512,tmp=2G,shm=256M,cpu=30m` and a
-//! profile's `[limits]` table. Pure parsing and merging; how each bound is enforced (cgroup,
-//! rlimit, tmpfs size) is the Linux limits layer's decision.
+//! Resource bounds asked for: `--limit memory=4G,procs=512,tmp=2G,shm=256M,cpu=30m,layer=8G`
+//! and a profile's `[limits]` table. Pure parsing and merging; how each bound is enforced
+//! (cgroup, rlimit, tmpfs size, a watch of the layer) is the Linux limits layer's decision.
 
 use std::time::Duration;
 
@@ -41,6 +41,8 @@ pub struct Limits {
     /// CPU time of each process (RLIMIT_CPU).
     #[serde(serialize_with = "serialize_cpu")]
     pub cpu: Limit<Duration>,
+    /// Bytes a copy-on-write run's layer may hold (what it adds to a copied tree).
+    pub layer: Limit<u64>,
 }
 
 fn serialize_cpu<S: serde::Serializer>(l: &Limit<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -53,7 +55,7 @@ fn serialize_cpu<S: serde::Serializer>(l: &Limit<Duration>, s: S) -> Result<S::O
 }
 
 /// The names `--limit` and `[limits]` accept.
-pub const NAMES: &[&str] = &["memory", "procs", "tmp", "shm", "cpu"];
+pub const NAMES: &[&str] = &["memory", "procs", "tmp", "shm", "cpu", "layer"];
 
 /// Smallest values that still let a jail start: init, the command and a shell need a few
 /// processes and a few MiB.
@@ -71,6 +73,7 @@ impl Limits {
             tmp: later.tmp.or(self.tmp),
             shm: later.shm.or(self.shm),
             cpu: later.cpu.or(self.cpu),
+            layer: later.layer.or(self.layer),
         }
     }
 
@@ -101,6 +104,7 @@ impl Limits {
             "shm" => self.shm = size(value, MIN_TMPFS)?,
             "procs" => self.procs = count(value)?,
             "cpu" => self.cpu = cpu(value)?,
+            "layer" => self.layer = size(value, MIN_TMPFS)?,
             _ => {
                 return Err(format!("unknown limit '{name}' (use {})", NAMES.join(", ")));
             }
@@ -137,6 +141,7 @@ impl Limits {
             matches!(self.tmp, Limit::Set(_)),
             matches!(self.shm, Limit::Set(_)),
             matches!(self.cpu, Limit::Set(_)),
+            matches!(self.layer, Limit::Set(_)),
         ];
         NAMES.iter().zip(set).find(|(_, s)| *s).map(|(n, _)| *n)
     }
@@ -168,6 +173,7 @@ impl Limits {
                     Limit::Set(d) => Some(format!("\"{}s\"", d.as_secs())),
                 },
             ),
+            ("layer", size(self.layer)),
         ];
         lines
             .into_iter()
@@ -258,7 +264,7 @@ mod tests {
         let l = Limits::from_flags(&[
             "memory=4G,procs=512".into(),
             "tmp=2g, shm=256MiB".into(),
-            "cpu=30m".into(),
+            "cpu=30m,layer=8G".into(),
         ])
         .unwrap();
         assert_eq!(l.memory, Limit::Set(4 << 30));
@@ -266,7 +272,10 @@ mod tests {
         assert_eq!(l.tmp, Limit::Set(2 << 30));
         assert_eq!(l.shm, Limit::Set(256 << 20));
         assert_eq!(l.cpu, Limit::Set(Duration::from_secs(1800)));
-        let l = Limits::from_flags(&["procs=none,memory=0,tmp=NONE".into()]).unwrap();
+        assert_eq!(l.layer, Limit::Set(8 << 30));
+        assert_eq!(l.to_toml().lines().last(), Some("layer = \"8G\""));
+        let l = Limits::from_flags(&["procs=none,memory=0,tmp=NONE,layer=none".into()]).unwrap();
+        assert_eq!(l.layer, Limit::Lifted);
         assert_eq!(
             (l.procs, l.memory, l.tmp, l.shm),
             (Limit::Lifted, Limit::Lifted, Limit::Lifted, Limit::Default)
@@ -288,6 +297,7 @@ mod tests {
             ("cpu=5d", &["cpu=5d", "unit"]),
             ("cpu=0.5s", &["below one second"]),
             ("tmp=99999999999T", &["too large"]),
+            ("layer=100K", &["layer=100K", "too small"]),
         ] {
             let e = Limits::from_flags(&[flag.into()]).unwrap_err();
             for n in needles {

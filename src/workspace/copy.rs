@@ -38,6 +38,10 @@ pub struct Manifest {
     /// A list in JSON (a map's keys would have to be UTF-8 strings; names are bytes).
     #[serde(with = "entry_list")]
     entries: BTreeMap<PathBuf, (Kind, u64, i64, i64)>,
+    /// Bytes the copy takes on disk (allocated blocks), as made: what the layer's bound
+    /// counts the run's additions from. Not kept in the file.
+    #[serde(skip)]
+    pub disk_usage: u64,
 }
 
 mod entry_list {
@@ -113,6 +117,7 @@ pub fn copy_tree(root: &Path, to: &Path) -> io::Result<Manifest> {
     for (path, v) in m.entries.iter_mut() {
         let meta = fs::symlink_metadata(to.join(path))?;
         *v = (v.0, meta.ino(), meta.ctime(), meta.ctime_nsec());
+        m.disk_usage += meta.blocks() * 512;
     }
     Ok(m)
 }

@@ -18,7 +18,9 @@ pub mod git;
 pub mod judge;
 pub mod layer;
 pub mod patch;
+pub mod review;
 pub mod store;
+pub mod survivors;
 pub mod view;
 
 use std::io::Write;
@@ -332,6 +334,8 @@ pub fn apply_run(
     let _locks = lock_all(store, run).map_err(ApplyRefused::Error)?;
     // Computed under the lock: another apply may have just changed the host.
     let mut all = changes(run).map_err(ApplyRefused::Error)?;
+    // What `jail diff` showed is what is applied (review.rs); held until the apply is done.
+    let _pinned = review::hold(run, &mut all).map_err(ApplyRefused::Error)?;
     let merged = if sel.merge {
         merge_conflicts(run, &mut all).map_err(ApplyRefused::Error)?
     } else {
@@ -439,6 +443,8 @@ pub fn apply_run(
     } else {
         run.record.state = RunState::Partial;
         run.save().map_err(ApplyRefused::Error)?;
+        // What is left stays reviewed only if all of it was shown (review.rs).
+        review::carry_over(run);
     }
     Ok(out)
 }
