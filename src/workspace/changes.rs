@@ -167,7 +167,6 @@ pub fn compute(
     root: &Path,
     layer_root: &Path,
     since: &Since,
-    start: Option<&str>,
 ) -> io::Result<ChangeSet> {
     let mut items: BTreeMap<PathBuf, Item> = BTreeMap::new();
     let mut set = ChangeSet::default();
@@ -258,12 +257,8 @@ pub fn compute(
     set.dirs
         .splice(0..0, removed_dirs.into_iter().map(DirOp::Remove));
     // A file the run changed that equals the host's now: nothing to do, nothing to lose.
-    let mut out: Vec<Item> = items.into_values().filter(|i| !same(i)).collect();
-    let judge = super::judge::Judge::new(root, layer_root, entries, start);
-    for it in &mut out {
-        it.flags = judge.flags(it);
-    }
-    set.items = out;
+    // The flags are the judge's ([`super::judge`]), set by the caller.
+    set.items = items.into_values().filter(|i| !same(i)).collect();
     set.dir_conflicts
         .retain(|(p, _)| !set.items.iter().any(|i| &i.path == p));
     Ok(set)
@@ -332,44 +327,4 @@ fn host_files(root: &Path, rel: &Path) -> io::Result<Vec<(PathBuf, Side, fs::Met
         }
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn item(path: &str, new_mode: u32, old_mode: Option<u32>) -> Item {
-        let side = |mode| Side {
-            kind: SideKind::File,
-            abs: "/nonexistent".into(),
-            mode,
-        };
-        Item {
-            path: path.into(),
-            old: old_mode.map(side),
-            new: Some(side(new_mode)),
-            conflict: None,
-            flags: vec![],
-        }
-    }
-
-    #[test]
-    fn protected_names_executables_and_mode_changes_are_flagged_at_any_depth() {
-        let none = Path::new("/nonexistent");
-        let judge = super::super::judge::Judge::new(none, none, &[], None);
-        let f = |i: &Item| judge.flags(i);
-        assert!(f(&item("a/b/.envrc", 0o644, None))[0].contains(".envrc"));
-        assert!(f(&item("x/.husky/pre-commit", 0o644, None))[0].contains(".husky"));
-        assert!(
-            f(&item("sub/.git/hooks/post-checkout", 0o644, None))
-                .iter()
-                .any(|s| s.contains(".git"))
-        );
-        assert_eq!(f(&item("src/run.sh", 0o755, None)), vec!["executable"]);
-        assert_eq!(
-            f(&item("src/run.sh", 0o755, Some(0o755))),
-            Vec::<String>::new()
-        );
-        assert!(f(&item("src/lib.rs", 0o644, Some(0o644))).is_empty());
-    }
 }

@@ -349,3 +349,44 @@ fn tracked(root: &Path, start: Option<&str>) -> Result<Tracked, String> {
     }
     Ok(map)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::changes::Side;
+
+    fn item(path: &str, new_mode: u32, old_mode: Option<u32>) -> Item {
+        let side = |mode| Side {
+            kind: SideKind::File,
+            abs: "/nonexistent".into(),
+            mode,
+        };
+        Item {
+            path: path.into(),
+            old: old_mode.map(side),
+            new: Some(side(new_mode)),
+            conflict: None,
+            flags: vec![],
+        }
+    }
+
+    #[test]
+    fn protected_names_executables_and_mode_changes_are_flagged_at_any_depth() {
+        let none = Path::new("/nonexistent");
+        let judge = Judge::new(none, none, &[], None);
+        let f = |i: &Item| judge.flags(i);
+        assert!(f(&item("a/b/.envrc", 0o644, None))[0].contains(".envrc"));
+        assert!(f(&item("x/.husky/pre-commit", 0o644, None))[0].contains(".husky"));
+        assert!(
+            f(&item("sub/.git/hooks/post-checkout", 0o644, None))
+                .iter()
+                .any(|s| s.contains(".git"))
+        );
+        assert_eq!(f(&item("src/run.sh", 0o755, None)), vec!["executable"]);
+        assert_eq!(
+            f(&item("src/run.sh", 0o755, Some(0o755))),
+            Vec::<String>::new()
+        );
+        assert!(f(&item("src/lib.rs", 0o644, Some(0o644))).is_empty());
+    }
+}

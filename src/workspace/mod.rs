@@ -119,14 +119,11 @@ fn root_changes(run: &Run, layer: &LayerRecord) -> Result<RootChanges, JailError
             copy::read_copy(&upper, &manifest).map_err(bad)?
         }
     };
-    let set = changes::compute(
-        &entries,
-        &layer.root,
-        &upper,
-        &since(run),
-        layer.git_head.as_deref(),
-    )
-    .map_err(bad)?;
+    let mut set = changes::compute(&entries, &layer.root, &upper, &since(run)).map_err(bad)?;
+    let judge = judge::Judge::new(&layer.root, &upper, &entries, layer.git_head.as_deref());
+    for it in &mut set.items {
+        it.flags = judge.flags(it);
+    }
     let commit = git::layer_head(&upper.join(".git"), &layer.root.join(".git"))
         .filter(|c| Some(c) != layer.git_head.as_ref());
     let commits = commit.as_ref().map(|head| {
