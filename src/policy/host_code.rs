@@ -50,6 +50,20 @@ pub fn places(tree: &Path, home: Option<&Path>, read: Reader<'_>) -> Vec<Place> 
     out
 }
 
+/// The places of a repository inside a tree (a nested clone, a submodule, a linked worktree):
+/// the one its `.git` entry `dotgit` (a directory or a gitfile) leads to, relative values
+/// resolved against the directory that holds `dotgit`.
+pub fn nested_places(dotgit: &Path, home: Option<&Path>, read: Reader<'_>) -> Vec<Place> {
+    let mut out = Vec::new();
+    let Some(worktree) = dotgit.parent() else {
+        return out;
+    };
+    for gitdir in super::git_dirs_behind(dotgit) {
+        repository_places(&gitdir, worktree, home, read, &mut out);
+    }
+    out
+}
+
 /// The places of one repository: `gitdir` with its work tree at `worktree`.
 fn repository_places(
     gitdir: &Path,
@@ -144,7 +158,7 @@ fn repository_places(
             }
             if let Some(text) = read(&hook) {
                 out.extend(
-                    script_paths(&text, worktree, home)
+                    script_paths(&text, &[worktree, &real], home)
                         .into_iter()
                         .map(|path| Place {
                             path,
@@ -156,10 +170,11 @@ fn repository_places(
     }
 }
 
-/// The paths a script's words name: every word with a `/` in it, relative to the work tree
-/// (where git runs hooks); a word that starts with an expansion (`$(git rev-parse
+/// The paths a script's (or a tool's configuration's) words name: every word with a `/` in it,
+/// relative to each of `bases` (a hook runs in the work tree, and names files beside itself
+/// with `$(dirname "$0")/x`); a word that starts with an expansion (`$(git rev-parse
 /// --show-toplevel)/x`, `${ROOT}/x`) is taken from its first `/` after it, as relative too.
-fn script_paths(text: &str, worktree: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+pub fn script_paths(text: &str, bases: &[&Path], home: Option<&Path>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let split = |c: char| {
         c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | '`' | '"' | '\'' | '<' | '>')
@@ -168,14 +183,19 @@ fn script_paths(text: &str, worktree: &Path, home: Option<&Path>) -> Vec<PathBuf
         if !w.contains('/') || w.contains("://") {
             continue;
         }
-        if let Some(i) = w.rfind(['}', ')']) {
-            let rest = w[i + 1..].trim_start_matches('/');
-            if !rest.is_empty() {
-                out.push(worktree.join(rest));
+        // Quotes and a key's `=` around a path (`--require=./x`, `"./x",`).
+        let w = w.rsplit('=').next().unwrap_or(w);
+        let w = w.trim_matches(|c: char| matches!(c, '"' | '\'' | ',' | '[' | ']' | '{' | '}' | ':'));
+        for base in bases {
+            if let Some(i) = w.rfind(['}', ')']) {
+                let rest = w[i + 1..].trim_start_matches('/');
+                if !rest.is_empty() {
+                    out.push(base.join(rest));
+                }
+                continue;
             }
-            continue;
+            out.extend(gitconfig::expand(w, base, home));
         }
-        out.extend(gitconfig::expand(w, worktree, home));
     }
     out.truncate(1024);
     out
@@ -225,18 +245,11 @@ fn command_value(e: &Entry) -> Option<String> {
     })
 }
 
-/// The words of a command value that name a path (`./x`, `tools/x`, `/abs/x`, `~/x`), as the
-/// shell git starts would find them: relative to the work tree, where git runs them.
+/// The words of a command value that name a path (`./x`, `tools/x`, `/abs/x`, `~/x`,
+/// `$(git rev-parse --show-toplevel)/x`), as the shell git starts would find them: relative to
+/// the work tree, where git runs them.
 fn named_paths(value: &str, worktree: &Path, home: Option<&Path>) -> Vec<PathBuf> {
-    value
-        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')' | '`'))
-        .map(|w| {
-            w.trim_matches(|c| c == '"' || c == '\'')
-                .trim_start_matches('!')
-        })
-        .filter(|w| w.contains('/'))
-        .filter_map(|w| gitconfig::expand(w.split('=').next_back().unwrap_or(w), worktree, home))
-        .collect()
+    script_paths(value, &[worktree], home)
 }
 
 /// The place `path` is (or is beneath), if any.
@@ -328,10 +341,11 @@ mod tests {
     fn the_scripts_a_hook_runs_are_places() {
         let wt = Path::new("/w");
         let got = script_paths(
-            "#!/bin/sh\n. \"$(dirname \"$0\")/_/husky.sh\"\nexec ./tools/check.sh \"$@\"\nnode \"$(git rev-parse --show-toplevel)/scripts/lint.js\"\ncurl https://example.invalid/x\n",
-            wt,
+            "#!/bin/sh\n. \"$(dirname \"$0\")/_/husky.sh\"\nexec ./tools/check.sh \"$@\"\nnode \"$(git rev-parse --show-toplevel)/scripts/lint.js\"\ncurl https://example.invalid/x\nnode-options=--require=./pre.cjs\n",
+            &[wt],
             None,
         );
+        assert!(got.contains(&PathBuf::from("/w/pre.cjs")), "{got:?}");
         assert!(got.contains(&PathBuf::from("/w/tools/check.sh")), "{got:?}");
         assert!(
             got.contains(&PathBuf::from("/w/scripts/lint.js")),

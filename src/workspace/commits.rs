@@ -56,25 +56,17 @@ pub fn review(
         }
     };
     out.log = log;
+    // The first 8000 bytes of every blob the commits write (a link's target, a script's head),
+    // read by one process.
+    let ids: Vec<&str> = changed
+        .iter()
+        .filter(|c| matches!(c.new_mode.as_str(), "100644" | "100755" | "120000"))
+        .map(|c| c.new_id.as_str())
+        .collect();
+    let heads = git::blob_heads(scratch, &ids, 8000);
     let mut entries = Vec::new();
     let mut items = Vec::new();
     for c in &changed {
-        let side = |mode: &str, id: Option<&str>| -> Option<Side> {
-            let kind = match mode {
-                "120000" => SideKind::Symlink(PathBuf::from(
-                    <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(git::blob(
-                        scratch, id?,
-                    )?),
-                )),
-                "100644" | "100755" => SideKind::File,
-                _ => return None,
-            };
-            Some(Side {
-                kind,
-                abs: PathBuf::from("/nonexistent"),
-                mode: if mode == "100755" { 0o755 } else { 0o644 },
-            })
-        };
         if c.new_mode == "160000" {
             out.flagged.push((
                 c.path.clone(),
@@ -84,32 +76,74 @@ pub fn review(
             ));
             continue;
         }
-        let Some(new) = side(&c.new_mode, Some(&c.new_id)) else {
+        let kind = match c.new_mode.as_str() {
+            "120000" => {
+                let Some(target) = heads.get(&c.new_id) else {
+                    continue;
+                };
+                SideKind::Symlink(PathBuf::from(
+                    <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(
+                        target.clone(),
+                    ),
+                ))
+            }
+            "100644" | "100755" => SideKind::File,
             // Deleted by a commit: the history still holds it.
-            continue;
+            _ => continue,
         };
-        let node = match &new.kind {
-            SideKind::Symlink(t) => Node::Symlink { target: t.clone() },
-            SideKind::File => Node::File { mode: new.mode },
+        let mode = if c.new_mode == "100755" { 0o755 } else { 0o644 };
+        let new = Side {
+            kind,
+            abs: PathBuf::from("/nonexistent"),
+            mode,
         };
         entries.push(Entry {
             path: c.path.clone(),
-            node,
+            node: match &new.kind {
+                SideKind::Symlink(t) => Node::Symlink { target: t.clone() },
+                SideKind::File => Node::File { mode },
+            },
             copied_up: false,
         });
-        items.push(Item {
-            path: c.path.clone(),
-            old: side(&c.old_mode, None).filter(|s| s.kind == SideKind::File),
-            new: Some(new),
-            conflict: None,
-            flags: Vec::new(),
+        let old = matches!(c.old_mode.as_str(), "100644" | "100755").then(|| Side {
+            kind: SideKind::File,
+            abs: PathBuf::from("/nonexistent"),
+            mode: if c.old_mode == "100755" { 0o755 } else { 0o644 },
         });
+        items.push((
+            Item {
+                path: c.path.clone(),
+                old,
+                new: Some(new),
+                conflict: None,
+                flags: Vec::new(),
+            },
+            c.new_id.clone(),
+        ));
     }
     let judge = Judge::new(root, Path::new("/nonexistent"), &entries, start);
-    for it in &items {
-        let flags = judge.flags(it);
-        if !flags.is_empty() && !out.flagged.iter().any(|(p, _)| *p == it.path) {
-            out.flagged.push((it.path.clone(), flags));
+    // Every version a commit writes of a path is judged; a path's flags are all of theirs.
+    for (it, id) in &items {
+        let mut flags = judge.flags(it);
+        // A merge or checkout of the branch writes over what the host has at the path: lost
+        // for good when git does not hold it (an ignored or untracked file).
+        flags.extend(judge.overwrites(&it.path));
+        if let Some(head) = heads.get(id) {
+            let exec = it.new.as_ref().is_some_and(|n| n.mode == 0o755);
+            flags.extend(super::judge::hidden_code_in(head, exec));
+        }
+        if flags.is_empty() {
+            continue;
+        }
+        match out.flagged.iter_mut().find(|(p, _)| *p == it.path) {
+            Some((_, have)) => {
+                for f in flags {
+                    if !have.contains(&f) {
+                        have.push(f);
+                    }
+                }
+            }
+            None => out.flagged.push((it.path.clone(), flags)),
         }
     }
     out

@@ -168,30 +168,27 @@ pub fn review(
         None => head.to_string(),
     };
     let list = scratch_git(scratch, &["rev-list", &range])?;
-    let commits: Vec<&str> = std::str::from_utf8(&list)
-        .map_err(|e| e.to_string())?
-        .lines()
-        .collect();
-    if commits.len() > MAX_COMMITS {
+    if list.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count() > MAX_COMMITS {
         return Err(format!("more than {MAX_COMMITS} commits"));
     }
-    let mut changed = Vec::new();
-    for c in &commits {
-        let raw = scratch_git(
-            scratch,
-            &[
-                "diff-tree",
-                "-r",
-                "-z",
-                "-m",
-                "--root",
-                "--no-renames",
-                "--no-commit-id",
-                c,
-            ],
-        )?;
-        changed.extend(parse_raw(&raw));
-    }
+    // One process for every commit's changes against each of its parents.
+    let raw = scratch_git(
+        scratch,
+        &[
+            "-c",
+            "log.showRoot=true",
+            "log",
+            "-z",
+            "-m",
+            "-r",
+            "--raw",
+            "--no-renames",
+            "--no-abbrev",
+            "--format=tformat:%H",
+            &range,
+        ],
+    )?;
+    let mut changed = parse_raw(&raw);
     changed.sort_by(|a: &Changed, b| a.path.cmp(&b.path));
     let log = scratch_git(
         scratch,
@@ -215,6 +212,8 @@ fn parse_raw(raw: &[u8]) -> Vec<Changed> {
     let mut out = Vec::new();
     let mut fields = raw.split(|b| *b == 0);
     while let Some(head) = fields.next() {
+        // In a log, each commit's first record follows its header line.
+        let head = head.strip_prefix(b"\n").unwrap_or(head);
         let Some(head) = head.strip_prefix(b":") else {
             continue;
         };
@@ -237,6 +236,58 @@ fn parse_raw(raw: &[u8]) -> Vec<Changed> {
 /// A blob's bytes, from the scratch repository.
 pub fn blob(scratch: &Path, id: &str) -> Option<Vec<u8>> {
     scratch_git(scratch, &["cat-file", "blob", id]).ok()
+}
+
+/// The first `head` bytes of each blob of `ids`, read by one `git cat-file --batch`.
+pub fn blob_heads(
+    scratch: &Path,
+    ids: &[&str],
+    head: usize,
+) -> std::collections::HashMap<String, Vec<u8>> {
+    use std::io::Write;
+    let mut out = std::collections::HashMap::new();
+    let Ok(mut child) = Command::new("git")
+        .arg("--git-dir")
+        .arg(scratch)
+        .args(["cat-file", "--batch"])
+        .env_remove("GIT_DIR")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    else {
+        return out;
+    };
+    let input: String = ids.iter().map(|i| format!("{i}\n")).collect();
+    let mut stdin = child.stdin.take();
+    let writer = std::thread::spawn(move || {
+        if let Some(s) = stdin.as_mut() {
+            let _ = s.write_all(input.as_bytes());
+        }
+    });
+    let Ok(done) = child.wait_with_output() else {
+        return out;
+    };
+    let _ = writer.join();
+    // "<id> <type> <size>\n<bytes>\n" for each, "<id> missing\n" for one it lacks.
+    let data = done.stdout;
+    let mut at = 0;
+    while at < data.len() {
+        let Some(nl) = data[at..].iter().position(|b| *b == b'\n') else {
+            break;
+        };
+        let line = String::from_utf8_lossy(&data[at..at + nl]).into_owned();
+        at += nl + 1;
+        let parts: Vec<&str> = line.split(' ').collect();
+        let (Some(id), Some(size)) = (parts.first(), parts.get(2).and_then(|s| s.parse::<usize>().ok()))
+        else {
+            continue;
+        };
+        let end = (at + size).min(data.len());
+        out.insert(id.to_string(), data[at..end.min(at + head)].to_vec());
+        at = end + 1;
+    }
+    out
 }
 
 /// Offers the commits of the scratch repository (see [`scratch_repo`]) as branch `branch` of

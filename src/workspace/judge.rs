@@ -42,6 +42,8 @@ pub struct Judge<'a> {
     places: Vec<Place>,
     /// Layer symlinks on the way to a place: (relative path, the place's reason).
     links_to_places: Vec<(PathBuf, String)>,
+    /// Every symlink the layer adds or changes.
+    layer_links: std::collections::BTreeSet<PathBuf>,
     /// The start commit's files, read when a deletion first asks.
     tracked: std::cell::OnceCell<Result<Tracked, String>>,
     start: Option<String>,
@@ -62,8 +64,7 @@ impl<'a> Judge<'a> {
         let home = std::env::var_os("HOME")
             .map(PathBuf::from)
             .filter(|h| h.is_absolute());
-        // The host's git configuration as it is, and as the apply would leave the files of it
-        // that live in the work tree.
+        // The host's files as they are, and as the apply would leave those in the work tree.
         let merged_read = |p: &Path| -> Option<String> {
             let rel = p.strip_prefix(root).ok()?;
             match view.kind(rel) {
@@ -74,11 +75,39 @@ impl<'a> Judge<'a> {
                 _ => None,
             }
         };
-        let mut places = host_code::places(root, home.as_deref(), &host_code::host_reader);
-        places.extend(host_code::places(root, home.as_deref(), &merged_read));
+        let readers: [host_code::Reader<'_>; 2] = [&host_code::host_reader, &merged_read];
+        let scan = scan_host(root);
+        let mut places = Vec::new();
+        for read in readers {
+            // The root's repository and every one that holds it; every repository inside it
+            // (a nested clone, a submodule, a linked worktree).
+            places.extend(host_code::places(root, home.as_deref(), read));
+            for dotgit in &scan.dotgits {
+                places.extend(host_code::nested_places(
+                    &root.join(dotgit),
+                    home.as_deref(),
+                    read,
+                ));
+            }
+        }
+        // What a protected file names runs when the tool runs it (a husky hook's `sh
+        // scripts/lint.sh`, .npmrc's `node-options=--require ./x.cjs`, .yarnrc.yml's
+        // yarnPath, a pre-commit `entry:`, a VS Code task's command), and what that names.
+        let mut protected_files: Vec<PathBuf> = scan.protected.clone();
+        protected_files.extend(
+            entries
+                .iter()
+                .filter(|e| {
+                    matches!(e.node, Node::File { .. })
+                        && protected(&e.path).is_some()
+                        && !prose(&e.path)
+                })
+                .map(|e| e.path.clone()),
+        );
+        places.extend(named_by(root, &protected_files, &view, &merged_read, home.as_deref()));
         // Protected names that are symlinks, on the host or in the layer: where they lead is
         // what the tool reads.
-        let (mut links, incomplete) = host_links(root);
+        let mut links = scan.links.clone();
         links.extend(entries.iter().filter_map(|e| match &e.node {
             Node::Symlink { .. } => Some(e.path.clone()),
             _ => None,
@@ -109,7 +138,7 @@ impl<'a> Judge<'a> {
             let Ok(rel) = place.path.strip_prefix(root) else {
                 continue;
             };
-            if let Resolved::Inside { path, links } = view.resolve(rel, true) {
+            if let Resolved::Inside { path, links, .. } = view.resolve(rel, true) {
                 for l in links {
                     if entries.iter().any(|e| e.path == l) {
                         links_to_places.push((l, place.why.clone()));
@@ -124,15 +153,21 @@ impl<'a> Judge<'a> {
             }
         }
         places.extend(resolved);
+        let layer_links = entries
+            .iter()
+            .filter(|e| matches!(e.node, Node::Symlink { .. }))
+            .map(|e| e.path.clone())
+            .collect();
         Judge {
             root,
             layer_root,
             view,
             places,
             links_to_places,
+            layer_links,
             tracked: std::cell::OnceCell::new(),
             start: start.map(str::to_string),
-            incomplete,
+            incomplete: scan.incomplete,
         }
     }
 
@@ -142,10 +177,21 @@ impl<'a> Judge<'a> {
         if let Some(why) = &self.incomplete {
             out.push(why.clone());
         }
-        let Some(new) = &it.new else {
-            if let Some(why) = self.lost(it) {
-                out.push(why);
+        let names: Vec<&[u8]> = it.path.iter().map(|c| c.as_bytes()).collect();
+        let host_use = |out: &mut Vec<String>, verb: &str| {
+            if let Some(p) = protected(&it.path) {
+                out.push(format!("{verb}protected name {} ({})", p.pattern, p.why));
             }
+            if let Some(p) = host_code::place_of(&self.places, &self.root.join(&it.path)) {
+                out.push(format!("{verb}{}", p.why));
+            }
+        };
+        let Some(new) = &it.new else {
+            // A deletion loses what git cannot bring back, or takes away what the host runs
+            // (a secret-scanning hook, an .npmrc's ignore-scripts).
+            out.extend(self.lost(it));
+            host_use(&mut out, "deletes: ");
+            out.dedup();
             return out;
         };
         // A file replaced by a link (or back): the patch shows the host's side deleted.
@@ -154,32 +200,25 @@ impl<'a> Judge<'a> {
             .as_ref()
             .is_some_and(|o| o.kind.is_file() != new.kind.is_file())
         {
-            if let Some(why) = self.lost(it) {
-                out.push(why);
-            }
+            out.extend(self.lost(it));
         }
-        let names: Vec<&[u8]> = it.path.iter().map(|c| c.as_bytes()).collect();
-        if let Some(p) = (1..=names.len()).find_map(|i| protected_name(&names[..i])) {
-            out.push(format!("protected name {} ({})", p.pattern, p.why));
-        }
+        host_use(&mut out, "");
         if names[..names.len() - 1].contains(&&b".git"[..]) {
             out.push("inside a .git directory".into());
         }
-        // A git repository on the way (new or changed): its config and hooks run code.
+        // A git repository on the way (new or changed, in the layer, the host or a commit):
+        // git run anywhere beneath it takes its config and hooks.
         let mut dir = it.path.parent();
         while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
             let has = |n: &str| {
-                fs::symlink_metadata(self.layer_root.join(d).join(n)).is_ok()
-                    || fs::symlink_metadata(self.root.join(d).join(n)).is_ok()
+                self.view.kind(&d.join(n)) != Kind::Missing
+                    || fs::symlink_metadata(self.layer_root.join(d).join(n)).is_ok()
             };
             if is_git_layout(has) {
                 out.push(format!("inside the git repository {}", d.display()));
                 break;
             }
             dir = d.parent();
-        }
-        if let Some(p) = host_code::place_of(&self.places, &self.root.join(&it.path)) {
-            out.push(p.why.clone());
         }
         if let Some((_, why)) = self.links_to_places.iter().find(|(l, _)| *l == it.path) {
             out.push(format!(
@@ -196,30 +235,91 @@ impl<'a> Judge<'a> {
                 if executable(new.mode) && !was_exec {
                     out.push("executable".into());
                 }
+                if let Some(why) = hidden_code(&new.abs, executable(new.mode)) {
+                    out.push(why);
+                }
             }
             SideKind::Symlink(target) => {
-                let alone = View::host_with(
-                    self.root,
-                    [(
-                        it.path.clone(),
-                        Node::Symlink {
-                            target: target.clone(),
-                        },
-                    )],
-                );
-                for view in [&self.view, &alone] {
-                    if let Resolved::Outside(why) = view.resolve(&it.path, true) {
-                        out.push(format!(
-                            "symlink to {} leads outside the root ({why})",
-                            target.display()
-                        ));
-                        break;
-                    }
+                if let Some(why) = self.link_leaves(&it.path, target) {
+                    out.push(format!("symlink to {}: {why}", target.display()));
                 }
             }
         }
         out.dedup();
         out
+    }
+
+    /// Why a symlink at `path` may lead out of the root, if it may: as the kernel resolves it
+    /// with the whole layer applied and with it alone applied; or, either way, through another
+    /// link of the layer (which may not be applied with it, or may be applied later) or past a
+    /// name that does not exist yet (what is made there decides). Such a link is judged by what
+    /// an apply of any part of the layer could make of it, not by one tree.
+    fn link_leaves(&self, path: &Path, target: &Path) -> Option<String> {
+        let alone = View::host_with(
+            self.root,
+            [(
+                path.to_path_buf(),
+                Node::Symlink {
+                    target: target.to_path_buf(),
+                },
+            )],
+        );
+        for view in [&self.view, &alone] {
+            match view.resolve(path, true) {
+                Resolved::Outside(why) => return Some(format!("leads outside the root ({why})")),
+                Resolved::Inside { links, guessed, .. } => {
+                    if let Some(other) = links
+                        .iter()
+                        .find(|l| *l != path && self.layer_links.contains(*l))
+                    {
+                        return Some(format!(
+                            "leads through {}, another symlink of the run: where it goes depends on what is applied",
+                            other.display()
+                        ));
+                    }
+                    if guessed {
+                        return Some(
+                            "climbs back out of a name that does not exist yet: what is made there decides where it leads"
+                                .into(),
+                        );
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Why writing the run's version of `rel` over what the host has there loses what git
+    /// cannot bring back (a commit's file that a merge or checkout would write over an
+    /// ignored or untracked one), if it does.
+    pub fn overwrites(&self, rel: &Path) -> Option<String> {
+        let abs = self.root.join(rel);
+        let meta = fs::symlink_metadata(&abs).ok()?;
+        let kind = if meta.file_type().is_symlink() {
+            SideKind::Symlink(fs::read_link(&abs).ok()?)
+        } else if meta.is_file() {
+            SideKind::File
+        } else {
+            return None;
+        };
+        let host = Item {
+            path: rel.to_path_buf(),
+            old: Some(super::changes::Side {
+                kind,
+                abs,
+                mode: std::os::unix::fs::MetadataExt::mode(&meta),
+            }),
+            new: None,
+            conflict: None,
+            flags: Vec::new(),
+        };
+        self.lost(&host).map(|why| {
+            format!(
+                "writes over the host's {} ({})",
+                rel.display(),
+                why.trim_start_matches("a deletion git cannot bring back: ")
+            )
+        })
     }
 
     /// Why deleting the host's side of `it` loses what git cannot bring back, if it does.
@@ -274,10 +374,26 @@ impl<'a> Judge<'a> {
     }
 }
 
-/// Every symlink in the host's tree at `root` (relative paths), `.git` directories not entered;
-/// with why the list is incomplete, when the tree is larger than a layer may be.
-fn host_links(root: &Path) -> (Vec<PathBuf>, Option<String>) {
-    let mut out = Vec::new();
+/// What the judge needs from a walk of the host's tree.
+#[derive(Default)]
+struct Scan {
+    /// Every symlink (relative paths).
+    links: Vec<PathBuf>,
+    /// Every `.git` entry below the root's own (a nested repository, a submodule, a linked
+    /// worktree), not entered.
+    dotgits: Vec<PathBuf>,
+    /// Every regular file at or inside a protected name (at most [`MAX_PROTECTED`]).
+    protected: Vec<PathBuf>,
+    /// Why the walk is incomplete, when the tree is larger than a layer may be.
+    incomplete: Option<String>,
+}
+
+/// Protected files read for the paths they name, at most.
+const MAX_PROTECTED: usize = 4096;
+
+/// One walk of the host's tree at `root` (file types from the directory entries, no stat).
+fn scan_host(root: &Path) -> Scan {
+    let mut out = Scan::default();
     let mut seen = 0usize;
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
@@ -287,23 +403,119 @@ fn host_links(root: &Path) -> (Vec<PathBuf>, Option<String>) {
         for e in entries.flatten() {
             seen += 1;
             if seen > MAX_ENTRIES {
-                return (
-                    out,
-                    Some(format!(
-                        "not checked: the root holds more than {MAX_ENTRIES} entries, so where its symlinks lead is unknown"
-                    )),
-                );
+                out.incomplete = Some(format!(
+                    "not checked: the root holds more than {MAX_ENTRIES} entries, so where its symlinks lead is unknown"
+                ));
+                return out;
             }
             let Ok(ty) = e.file_type() else { continue };
             let path = rel.join(e.file_name());
-            if ty.is_symlink() {
-                out.push(path);
-            } else if ty.is_dir() && e.file_name() != ".git" {
+            if e.file_name() == ".git" {
+                if !rel.as_os_str().is_empty() {
+                    out.dotgits.push(path);
+                }
+            } else if ty.is_symlink() {
+                out.links.push(path);
+            } else if ty.is_dir() {
                 stack.push(path);
+            } else if ty.is_file()
+                && out.protected.len() < MAX_PROTECTED
+                && protected(&path).is_some()
+                && !prose(&path)
+            {
+                out.protected.push(path);
             }
         }
     }
-    (out, None)
+    out
+}
+
+/// A file of prose (an agent's instructions, a readme) names paths that nothing runs.
+fn prose(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|x| matches!(x.as_bytes(), b"md" | b"txt" | b"rst"))
+}
+
+/// The protected name `path` is, or is inside.
+fn protected(path: &Path) -> Option<&'static crate::policy::ProtectedName> {
+    let names: Vec<&[u8]> = path.iter().map(|c| c.as_bytes()).collect();
+    (1..=names.len()).find_map(|i| protected_name(&names[..i]))
+}
+
+/// The files that the protected `files` name (each read as the apply would leave it), and the
+/// files those name, two steps deep: places, since the tool that reads the protected file runs
+/// them. Only what is not a directory counts (a settings file names many directories).
+fn named_by(
+    root: &Path,
+    files: &[PathBuf],
+    view: &View<'_>,
+    read: host_code::Reader<'_>,
+    home: Option<&Path>,
+) -> Vec<Place> {
+    let mut out: Vec<Place> = Vec::new();
+    let mut queue: Vec<(PathBuf, String, usize)> = files
+        .iter()
+        .filter_map(|f| {
+            protected(f).map(|p| (f.clone(), format!("{} ({})", f.display(), p.why), 0))
+        })
+        .collect();
+    let mut reads = 0;
+    while let Some((rel, chain, depth)) = queue.pop() {
+        reads += 1;
+        if reads > MAX_PROTECTED {
+            break;
+        }
+        let abs = root.join(&rel);
+        let Some(text) = read(&abs) else { continue };
+        let dir = abs.parent().unwrap_or(root).to_path_buf();
+        for named in host_code::script_paths(&text, &[&dir, root], home) {
+            let Ok(named_rel) = named.strip_prefix(root) else {
+                continue;
+            };
+            let named_rel = crate::policy::absolute(Path::new("/"), named_rel);
+            let named_rel = named_rel.strip_prefix("/").unwrap_or(&named_rel).to_path_buf();
+            if named_rel.as_os_str().is_empty()
+                || view.kind(&named_rel) == Kind::Dir
+                || out.iter().any(|p| p.path == root.join(&named_rel))
+            {
+                continue;
+            }
+            out.push(Place {
+                path: root.join(&named_rel),
+                why: format!("named by {chain}: it runs when that does"),
+            });
+            if depth < 2 && view.kind(&named_rel) == Kind::File {
+                queue.push((
+                    named_rel.clone(),
+                    format!("{}, which {chain} runs", named_rel.display()),
+                    depth + 1,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Why a file's content hides code from the reviewer, if it does: an executable, or a script
+/// (`#!`), that git's test shows as binary (a NUL in the first 8000 bytes) runs all the same —
+/// a shell stops only at a NUL on its first line.
+pub fn hidden_code(path: &Path, executable: bool) -> Option<String> {
+    let mut head = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(super::layer::open_regular(path).ok()?, 8000),
+        &mut head,
+    )
+    .ok()?;
+    hidden_code_in(&head, executable)
+}
+
+/// [`hidden_code`] of the first 8000 bytes of a file.
+pub fn hidden_code_in(head: &[u8], executable: bool) -> Option<String> {
+    let head = &head[..head.len().min(8000)];
+    ((executable || head.starts_with(b"#!")) && head.contains(&0)).then(|| {
+        "an executable or script whose content is shown as binary: read it whole before applying"
+            .into()
+    })
 }
 
 /// The files of the commit the root started from (or of the repository's HEAD for a root

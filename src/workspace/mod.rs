@@ -190,6 +190,17 @@ pub fn write_patch(run: &Run, changes: &[RootChanges], out: &mut dyn Write) -> s
         if let Some(review) = &rc.commits {
             write_commit_review(run, review, out)?;
         }
+        // Directory steps a patch cannot carry, said so that the diff shows all an apply does.
+        for op in &rc.set.dirs {
+            let line = match op {
+                changes::DirOp::Make(p, _) => format!("# jail: makes the directory {}", p.display()),
+                changes::DirOp::Remove(p) => format!(
+                    "# jail: removes the directory {} (and what is beneath it, when empty)",
+                    p.display()
+                ),
+            };
+            writeln!(out, "{}", crate::text::printable(&line))?;
+        }
         patch::write(&rc.set.items, out)?;
     }
     Ok(())
@@ -405,7 +416,16 @@ pub fn apply_run(
                 )));
             }
         }
-        if let Some(review) = &rc.commits {
+        // The branch is part of a whole apply; a named one takes the paths it names only.
+        if let (Some(review), false) = (&rc.commits, sel.named.is_empty()) {
+            out.left.push((
+                rc.root.join(".git"),
+                format!(
+                    "the run's commits (head {}): a named apply takes only the paths it names; `jail apply {}` offers them",
+                    review.head, run.record.id
+                ),
+            ));
+        } else if let Some(review) = &rc.commits {
             if review.flagged.is_empty() || sel.include_flagged {
                 let branch = branch_name(run);
                 git::offer_branch(&rc.root, &review.scratch, &branch)

@@ -56,18 +56,25 @@ fn blob_id(data: &[u8]) -> String {
 const NULL_ID: &str = "0000000000000000000000000000000000000000";
 
 /// Pairs of (deleted, new) positions in `order` with the same content and kind: renames.
+/// Looked up by content (a map), so a run that deletes and makes many files costs linear time.
 fn pair_renames(order: &[&Item]) -> Vec<(usize, usize)> {
     let id = |s: &Side| {
         content(s)
             .ok()
             .map(|c| (git_mode(s) == "120000", blob_id(&c)))
     };
-    let mut gone: Vec<(usize, (bool, String))> = order
-        .iter()
-        .enumerate()
-        .filter(|(_, i)| i.new.is_none())
-        .filter_map(|(n, i)| Some((n, id(i.old.as_ref()?)?)))
-        .collect();
+    let mut gone: std::collections::HashMap<(bool, String), Vec<usize>> =
+        std::collections::HashMap::new();
+    for (n, i) in order.iter().enumerate() {
+        if i.new.is_none() {
+            if let Some(key) = i.old.as_ref().and_then(id) {
+                gone.entry(key).or_default().push(n);
+            }
+        }
+    }
+    for list in gone.values_mut() {
+        list.reverse(); // taken from the end: the first deleted pairs first
+    }
     let mut out = Vec::new();
     for (n, it) in order.iter().enumerate() {
         let (None, Some(new)) = (&it.old, &it.new) else {
@@ -78,8 +85,8 @@ fn pair_renames(order: &[&Item]) -> Vec<(usize, usize)> {
         if want.1 == blob_id(b"") {
             continue;
         }
-        if let Some(pos) = gone.iter().position(|(_, g)| *g == want) {
-            out.push((gone.remove(pos).0, n));
+        if let Some(from) = gone.get_mut(&want).and_then(Vec::pop) {
+            out.push((from, n));
         }
     }
     out

@@ -30,8 +30,13 @@ pub enum Kind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolved {
     /// To this path beneath the root (relative; empty for the root itself), through these
-    /// symlinks (relative paths, in the order followed).
-    Inside { path: PathBuf, links: Vec<PathBuf> },
+    /// symlinks (relative paths, in the order followed); `guessed` when a `..` came right after a
+    /// name that does not exist (yet): what is made there later (a link) decides where it goes.
+    Inside {
+        path: PathBuf,
+        links: Vec<PathBuf>,
+        guessed: bool,
+    },
     /// Out of the root: why.
     Outside(String),
 }
@@ -45,13 +50,23 @@ pub struct View<'a> {
 impl<'a> View<'a> {
     /// The host's root with every entry of the layer over it.
     pub fn merged(root: &'a Path, entries: &[Entry]) -> View<'a> {
-        View {
-            root,
-            layer: entries
-                .iter()
-                .map(|e| (e.path.clone(), e.node.clone()))
-                .collect(),
+        let mut layer: BTreeMap<PathBuf, Node> = entries
+            .iter()
+            .map(|e| (e.path.clone(), e.node.clone()))
+            .collect();
+        // The directories an entry implies (a commit's files come without their directories).
+        for e in entries {
+            for anc in e.path.ancestors().skip(1) {
+                if anc.as_os_str().is_empty() {
+                    break;
+                }
+                layer.entry(anc.to_path_buf()).or_insert(Node::Dir {
+                    mode: 0o755,
+                    opaque: false,
+                });
+            }
         }
+        View { root, layer }
     }
 
     /// The host's root with only `entries` over it (what a partial apply would leave).
@@ -109,8 +124,11 @@ impl<'a> View<'a> {
         let mut queue: VecDeque<OsString> = components(rel);
         let mut at: Vec<OsString> = Vec::new();
         let mut links = Vec::new();
+        let mut guessed = false;
+        let mut last_missing = false;
         while let Some(name) = queue.pop_front() {
             if name == ".." {
+                guessed |= last_missing;
                 if at.pop().is_none() {
                     return Resolved::Outside("climbs above the root".into());
                 }
@@ -121,7 +139,9 @@ impl<'a> View<'a> {
                 break;
             }
             let here: PathBuf = at.iter().collect();
-            if let Kind::Link(target) = self.kind(&here) {
+            let kind = self.kind(&here);
+            last_missing = kind == Kind::Missing;
+            if let Kind::Link(target) = kind {
                 links.push(here.clone());
                 if links.len() > MAX_LINKS {
                     return Resolved::Outside("a loop of symlinks".into());
@@ -142,6 +162,7 @@ impl<'a> View<'a> {
         Resolved::Inside {
             path: at.iter().collect(),
             links,
+            guessed,
         }
     }
 }
@@ -187,6 +208,7 @@ mod tests {
             Resolved::Inside { path, .. } => Resolved::Inside {
                 path,
                 links: vec![],
+                guessed: false,
             },
             o => o,
         }
@@ -205,7 +227,8 @@ mod tests {
             view.resolve(Path::new("a/b/up"), true),
             Resolved::Inside {
                 path: "".into(),
-                links: vec!["a/b/up".into()]
+                links: vec!["a/b/up".into()],
+                guessed: false
             }
         );
         assert!(matches!(
@@ -222,9 +245,11 @@ mod tests {
                 },
             )],
         );
+        // Without the first link, the second stays inside, but only by guessing what the
+        // missing `a/b/up` will be.
         assert!(matches!(
             alone.resolve(Path::new("cfg.json"), true),
-            Resolved::Inside { .. }
+            Resolved::Inside { guessed: true, .. }
         ));
     }
 
@@ -245,7 +270,8 @@ mod tests {
             inside("a/./b/../c"),
             Resolved::Inside {
                 path: "a/c".into(),
-                links: vec![]
+                links: vec![],
+                guessed: false
             }
         );
         // The last link is not followed when not asked.
@@ -253,7 +279,8 @@ mod tests {
             view.resolve(Path::new("l"), false),
             Resolved::Inside {
                 path: "l".into(),
-                links: vec![]
+                links: vec![],
+                guessed: false
             }
         );
     }
