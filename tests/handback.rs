@@ -443,3 +443,170 @@ fn the_layers_git_files_are_never_waited_on_or_followed() {
         assert!(exists(&fx.repo.join("b")));
     }
 }
+
+/// Class 1, second round: what a repository inside the root runs, and what a protected file
+/// names, are judged as the root's own hooks are.
+#[test]
+fn nested_repositories_and_what_protected_files_name_are_judged_too() {
+    if !full_level_or_skip("handback") {
+        return;
+    }
+    type Setup = fn(&Cow);
+    // A nested repository whose own hooksPath is a work-tree directory of its.
+    let nested: Setup = |fx| {
+        let lib = fx.repo.join("lib");
+        std::fs::create_dir_all(lib.join("tools/hooks")).unwrap();
+        std::fs::write(lib.join("tools/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(
+            lib.join("tools/hooks/pre-commit"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        common::cow::nested_repo(fx, &lib);
+        common::git(
+            fx,
+            &["-C", "lib", "config", "core.hooksPath", "tools/hooks"],
+        );
+    };
+    // husky: the hook the manager runs names a work-tree script.
+    let husky: Setup = |fx| {
+        std::fs::create_dir_all(fx.repo.join(".husky")).unwrap();
+        std::fs::create_dir_all(fx.repo.join("scripts")).unwrap();
+        std::fs::write(fx.repo.join(".husky/pre-commit"), "sh scripts/lint.sh\n").unwrap();
+        std::fs::write(fx.repo.join("scripts/lint.sh"), "exit 0\n").unwrap();
+        std::fs::set_permissions(
+            fx.repo.join(".husky/pre-commit"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        common::git(fx, &["add", "-A"]);
+        common::git(fx, &["commit", "-qm", "husky"]);
+        common::git(fx, &["config", "core.hooksPath", ".husky"]);
+    };
+    // npm: node-options in .npmrc preloads a work-tree file into every npm run.
+    let npmrc: Setup = |fx| {
+        std::fs::create_dir_all(fx.repo.join("scripts")).unwrap();
+        std::fs::write(
+            fx.repo.join(".npmrc"),
+            "node-options=--require ./scripts/preload.cjs\n",
+        )
+        .unwrap();
+        std::fs::write(fx.repo.join("scripts/preload.cjs"), "// preload\n").unwrap();
+        common::git(fx, &["add", "-A"]);
+        common::git(fx, &["commit", "-qm", "npm"]);
+    };
+    let all: [(&str, Setup, &str); 3] = [
+        ("nested", nested, "lib/tools/hooks/pre-commit"),
+        ("husky", husky, "scripts/lint.sh"),
+        ("npmrc", npmrc, "scripts/preload.cjs"),
+    ];
+    for (who, off) in cases() {
+        for (name, setup, target) in all {
+            let fx = Cow::new(who, off, &format!("hb-named-{name}"));
+            fx.committed();
+            setup(&fx);
+            fx.give_to(who);
+            let marker = fx.dir.join("pwned");
+            let run = fx.run(&format!(
+                "printf 'touch {}\\n' >> {target}",
+                marker.display()
+            ));
+            assert!(run.ok(), "{who:?} {name}: {}", run.describe());
+            let id = run_id(&run);
+            let apply = fx.jail(&["apply", &id]);
+            assert!(apply.ok(), "{}", apply.describe());
+            assert!(
+                apply.stderr.contains(target),
+                "{who:?} {off:?} {name}: {target} was applied unflagged:\n{}",
+                apply.describe()
+            );
+            assert!(
+                !std::fs::read_to_string(fx.repo.join(target))
+                    .unwrap()
+                    .contains("touch"),
+                "{who:?} {off:?} {name}: the run's {target} reached the host"
+            );
+        }
+    }
+}
+
+/// Classes 2, 4, 5 and 6, second round: a repository's layout or an overwrite in a commit; a
+/// link that leaves only through another of the run's links; a protected file deleted; code in
+/// an executable that git shows as binary.
+#[test]
+fn commits_links_deletions_and_binary_scripts_second_round() {
+    if !full_level_or_skip("handback") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = Cow::new(who, off, "hb-round2");
+        std::fs::write(fx.repo.join(".gitignore"), "config/master.key\n").unwrap();
+        std::fs::create_dir_all(fx.repo.join(".vscode")).unwrap();
+        std::fs::write(fx.repo.join(".vscode/notes"), "mine\n").unwrap();
+        std::fs::write(fx.repo.join(".envrc"), "export SAFE=1\n").unwrap();
+        std::fs::write(fx.repo.join("build.sh"), "#!/bin/sh\necho build\n").unwrap();
+        std::fs::set_permissions(
+            fx.repo.join("build.sh"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        fx.committed();
+        std::fs::create_dir_all(fx.repo.join("config")).unwrap();
+        std::fs::write(fx.repo.join("config/master.key"), "OWNER-SECRET\n").unwrap();
+        std::fs::create_dir_all(fx.dir.join("outside")).unwrap();
+        fx.give_to(who);
+        let run = fx.run(
+            "set -e; \
+             mkdir -p src/objects/info src/refs/heads; echo 'ref: refs/heads/main' > src/HEAD; \
+             touch src/objects/info/keep src/refs/heads/keep; \
+             printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' > src/config; \
+             b=$(printf 'attacker\\n' | git hash-object -w --stdin); \
+             git update-index --add --cacheinfo 100644,$b,config/master.key; \
+             git add src; git commit -qm 'add sources' --no-verify; rm -rf src; \
+             rm -rf .vscode; ln -s x/y .vscode; ln -s .vscode/.. m; ln -s m/../outside/v escape; \
+             rm .envrc; \
+             printf '#!/bin/sh\\n# \\000\\necho hidden\\n' > build.sh",
+        );
+        assert!(run.ok(), "{who:?}: {}", run.describe());
+        let id = run_id(&run);
+        let diff = fx.jail(&["diff", &id]).stdout;
+        for (what, needle) in [
+            (
+                "the committed repository layout",
+                "flagged in the commits: src/config",
+            ),
+            (
+                "the overwrite of an ignored file",
+                "flagged in the commits: config/master.key",
+            ),
+        ] {
+            assert!(
+                diff.contains(needle),
+                "{who:?} {off:?}: {what} not flagged:\n{diff}"
+            );
+        }
+        let apply = fx.jail(&["apply", &id]);
+        assert!(apply.ok(), "{}", apply.describe());
+        for left in ["/m:", "/escape:", "/.envrc:", "/build.sh:"] {
+            assert!(
+                apply.stderr.contains(left),
+                "{who:?} {off:?}: {left} was applied unflagged:\n{}",
+                apply.describe()
+            );
+        }
+        assert!(
+            common::git(&fx, &["branch", "--list", "jail/*"])
+                .trim()
+                .is_empty()
+        );
+        let _ = std::fs::write(fx.repo.join("escape"), "x");
+        assert!(
+            !exists(&fx.dir.join("outside/v")),
+            "{who:?} {off:?}: a write left the root"
+        );
+        assert_eq!(
+            std::fs::read_to_string(fx.repo.join("config/master.key")).unwrap(),
+            "OWNER-SECRET\n"
+        );
+    }
+}

@@ -185,7 +185,8 @@ pub fn script_paths(text: &str, bases: &[&Path], home: Option<&Path>) -> Vec<Pat
         }
         // Quotes and a key's `=` around a path (`--require=./x`, `"./x",`).
         let w = w.rsplit('=').next().unwrap_or(w);
-        let w = w.trim_matches(|c: char| matches!(c, '"' | '\'' | ',' | '[' | ']' | '{' | '}' | ':'));
+        let w =
+            w.trim_matches(|c: char| matches!(c, '"' | '\'' | ',' | '[' | ']' | '{' | '}' | ':'));
         for base in bases {
             if let Some(i) = w.rfind(['}', ')']) {
                 let rest = w[i + 1..].trim_start_matches('/');

@@ -168,7 +168,12 @@ pub fn review(
         None => head.to_string(),
     };
     let list = scratch_git(scratch, &["rev-list", &range])?;
-    if list.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count() > MAX_COMMITS {
+    if list
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count()
+        > MAX_COMMITS
+    {
         return Err(format!("more than {MAX_COMMITS} commits"));
     }
     // One process for every commit's changes against each of its parents.
@@ -279,8 +284,10 @@ pub fn blob_heads(
         let line = String::from_utf8_lossy(&data[at..at + nl]).into_owned();
         at += nl + 1;
         let parts: Vec<&str> = line.split(' ').collect();
-        let (Some(id), Some(size)) = (parts.first(), parts.get(2).and_then(|s| s.parse::<usize>().ok()))
-        else {
+        let (Some(id), Some(size)) = (
+            parts.first(),
+            parts.get(2).and_then(|s| s.parse::<usize>().ok()),
+        ) else {
             continue;
         };
         let end = (at + size).min(data.len());

@@ -104,7 +104,13 @@ impl<'a> Judge<'a> {
                 })
                 .map(|e| e.path.clone()),
         );
-        places.extend(named_by(root, &protected_files, &view, &merged_read, home.as_deref()));
+        places.extend(named_by(
+            root,
+            &protected_files,
+            &view,
+            &merged_read,
+            home.as_deref(),
+        ));
         // Protected names that are symlinks, on the host or in the layer: where they lead is
         // what the tool reads.
         let mut links = scan.links.clone();
@@ -473,7 +479,10 @@ fn named_by(
                 continue;
             };
             let named_rel = crate::policy::absolute(Path::new("/"), named_rel);
-            let named_rel = named_rel.strip_prefix("/").unwrap_or(&named_rel).to_path_buf();
+            let named_rel = named_rel
+                .strip_prefix("/")
+                .unwrap_or(&named_rel)
+                .to_path_buf();
             if named_rel.as_os_str().is_empty()
                 || view.kind(&named_rel) == Kind::Dir
                 || out.iter().any(|p| p.path == root.join(&named_rel))

@@ -193,7 +193,9 @@ pub fn write_patch(run: &Run, changes: &[RootChanges], out: &mut dyn Write) -> s
         // Directory steps a patch cannot carry, said so that the diff shows all an apply does.
         for op in &rc.set.dirs {
             let line = match op {
-                changes::DirOp::Make(p, _) => format!("# jail: makes the directory {}", p.display()),
+                changes::DirOp::Make(p, _) => {
+                    format!("# jail: makes the directory {}", p.display())
+                }
                 changes::DirOp::Remove(p) => format!(
                     "# jail: removes the directory {} (and what is beneath it, when empty)",
                     p.display()
