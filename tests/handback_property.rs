@@ -76,9 +76,11 @@ fn name(rng: &mut Rng) -> Vec<u8> {
 }
 
 fn content(rng: &mut Rng) -> Vec<u8> {
-    match rng.below(4) {
+    match rng.below(5) {
         0 => vec![0, 1, 2, 255, 0, 7],
         1 => b"caf\xe9\nline \x1b]52;c;eA==\x07\n".to_vec(),
+        // A lone CR is inside a line for git (and for the patch).
+        2 => b"one\rtwo\r\nthree".to_vec(),
         _ => format!("line {}\nmore {}\n", rng.below(100), rng.below(100)).into_bytes(),
     }
 }

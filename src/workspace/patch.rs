@@ -210,10 +210,70 @@ fn write_item(it: &Item, out: &mut dyn Write) -> io::Result<()> {
     let dev_null = "/dev/null".to_string();
     writeln!(out, "--- {}", if it.old.is_some() { &a } else { &dev_null })?;
     writeln!(out, "+++ {}", if it.new.is_some() { &b } else { &dev_null })?;
-    let diff = similar::TextDiff::from_lines(old_b, new_b);
-    // Hunk by hunk as bytes: the whole diff's writer goes through Display, which is lossy.
-    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
-        hunk.to_writer(&mut *out)?;
+    unified(old_b, new_b, out)
+}
+
+/// The lines of `data` as git splits them: at each `\n` only (a lone `\r` is part of a line;
+/// a diff that split there would be a patch git apply calls corrupt), each with its `\n`.
+fn lines(data: &[u8]) -> Vec<&[u8]> {
+    data.split_inclusive(|b| *b == b'\n').collect()
+}
+
+/// The unified hunks (three lines of context) from `old` to `new`, as bytes.
+fn unified(old: &[u8], new: &[u8], out: &mut dyn Write) -> io::Result<()> {
+    let (a, b) = (lines(old), lines(new));
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &a, &b);
+    for group in similar::group_diff_ops(ops, 3) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let (_, o1, n1) = first.as_tag_tuple();
+        let (_, o2, n2) = last.as_tag_tuple();
+        let range = |start: usize, end: usize| {
+            let len = end - start;
+            match len {
+                1 => format!("{}", start + 1),
+                0 => format!("{start},0"),
+                _ => format!("{},{len}", start + 1),
+            }
+        };
+        writeln!(out, "@@ -{} +{} @@", range(o1.start, o2.end), range(n1.start, n2.end))?;
+        let line = |out: &mut dyn Write, tag: u8, l: &[u8]| -> io::Result<()> {
+            out.write_all(&[tag])?;
+            out.write_all(l)?;
+            if !l.ends_with(b"\n") {
+                out.write_all(b"\n\\ No newline at end of file\n")?;
+            }
+            Ok(())
+        };
+        for op in &group {
+            let (tag, o, n) = op.as_tag_tuple();
+            match tag {
+                similar::DiffTag::Equal => {
+                    for l in &a[o] {
+                        line(out, b' ', l)?;
+                    }
+                }
+                similar::DiffTag::Delete => {
+                    for l in &a[o] {
+                        line(out, b'-', l)?;
+                    }
+                }
+                similar::DiffTag::Insert => {
+                    for l in &b[n] {
+                        line(out, b'+', l)?;
+                    }
+                }
+                similar::DiffTag::Replace => {
+                    for l in &a[o] {
+                        line(out, b'-', l)?;
+                    }
+                    for l in &b[n] {
+                        line(out, b'+', l)?;
+                    }
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -317,6 +377,19 @@ mod tests {
             quote("a/", Path::new("t\"\n\u{e9}")),
             "\"a/t\\\"\\n\\303\\251\""
         );
+    }
+
+    #[test]
+    fn lines_split_at_newlines_only_and_the_last_one_is_marked() {
+        let mut out = Vec::new();
+        unified(b"a\rb\nc\n", b"a\rB\nc", &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "@@ -1,2 +1,2 @@\n-a\rb\n-c\n+a\rB\n+c\n\\ No newline at end of file\n"
+        );
+        let mut out = Vec::new();
+        unified(b"", b"x\n", &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "@@ -0,0 +1 @@\n+x\n");
     }
 
     #[test]
