@@ -202,48 +202,16 @@ pub fn script_paths(text: &str, bases: &[&Path], home: Option<&Path>) -> Vec<Pat
     out
 }
 
-/// Why a config entry's value may name a program git runs, or None for one that never does.
+/// Why a config entry's value may name a file git (or a tool it starts) runs or reads. Every
+/// key may: git grows keys that run commands (`core.fsmonitor`, aliases, filters, credential
+/// helpers, `interactive.diffFilter`, `trailer.*.cmd`, `core.alternateRefsCommand`,
+/// `lfs.customtransfer.*`, tools' own sections), and a list would miss the next one. A value
+/// that names a path that is not a program only makes a change at exactly that path flagged.
 fn command_value(e: &Entry) -> Option<String> {
-    // Every key whose value git (or a tool it starts) runs as a command or loads as a file of
-    // commands: a value with a path in it is taken at its word.
-    let runs = matches!(
-        (e.section.split('.').next().unwrap_or(""), e.key.as_str()),
-        (
-            "core",
-            "fsmonitor" | "sshcommand" | "pager" | "editor" | "askpass" | "attributesfile"
-        ) | ("alias", _)
-            | ("filter", _)
-            | ("diff", _)
-            | ("merge", _)
-            | ("mergetool", _)
-            | ("difftool", _)
-            | ("credential", _)
-            | ("gpg", _)
-            | ("sequence", "editor")
-            | ("commit", "template")
-            | ("uploadpack", _)
-            | ("receive", _)
-            | ("remote", "uploadpack" | "receivepack" | "vcs")
-            | ("protocol", _)
-            | ("http", "sslcert" | "sslkey" | "cookiefile")
-            | ("sendemail", _)
-            | ("pager", _)
-            | ("web", "browser")
-            | ("browser", _)
-            | ("man", _)
-            | ("instaweb", _)
-            | ("gui", _)
-            | ("guitool", _)
-            | ("status", _)
-            | ("hook", _)
-            | ("submodule", _)
-    );
-    runs.then(|| {
-        format!(
-            "named by git's configuration ({}.{}): git runs or reads it",
-            e.section, e.key
-        )
-    })
+    Some(format!(
+        "named by git's configuration ({}.{}): git runs or reads it",
+        e.section, e.key
+    ))
 }
 
 /// The words of a command value that name a path (`./x`, `tools/x`, `/abs/x`, `~/x`,
