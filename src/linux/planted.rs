@@ -398,6 +398,22 @@ impl Watch {
         let (hooks, included) = repository_configs(&[&self.baseline, &after]);
         rules.hooks_dirs.extend(hooks);
         rules.exact.extend(included);
+        // Every repository inside the trees (a nested clone, a submodule, a linked worktree):
+        // the places its git runs code from, as the copy-on-write judge reads them.
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        for snap in [&self.baseline, &after] {
+            for dotgit in snap.paths_named(".git").into_iter().take(10_000) {
+                rules.host_code.extend(
+                    crate::policy::host_code::nested_places(
+                        &dotgit,
+                        home.as_deref(),
+                        &crate::policy::host_code::host_reader,
+                    )
+                    .into_iter()
+                    .filter(|p| self.roots.iter().any(|r| p.path.starts_with(r))),
+                );
+            }
+        }
         rules.normalize();
         let mut finder = Finder::new(&rules);
         let changes = changes::compare_with(&self.baseline, &after, &mut |t| finder.visit(t));
