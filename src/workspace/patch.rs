@@ -237,7 +237,12 @@ fn unified(old: &[u8], new: &[u8], out: &mut dyn Write) -> io::Result<()> {
                 _ => format!("{},{len}", start + 1),
             }
         };
-        writeln!(out, "@@ -{} +{} @@", range(o1.start, o2.end), range(n1.start, n2.end))?;
+        writeln!(
+            out,
+            "@@ -{} +{} @@",
+            range(o1.start, o2.end),
+            range(n1.start, n2.end)
+        )?;
         let line = |out: &mut dyn Write, tag: u8, l: &[u8]| -> io::Result<()> {
             out.write_all(&[tag])?;
             out.write_all(l)?;
