@@ -239,6 +239,7 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         home: home.clone(),
         profile_paths,
         jail_state,
+        jail_state_links: jail_state_links(),
         guarded,
         credential_files: env.credential_files.clone(),
         homes: homes_input(req, o.home, home.as_deref(), &base_dir),
@@ -246,6 +247,23 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         caller_env: caller,
     };
     policy::resolve(&input)
+}
+
+/// The symlinks on the way to jail's state directories as this environment spells them.
+fn jail_state_links() -> Vec<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        use crate::workspace::store;
+        let mut out: Vec<PathBuf> = store::written_state_paths()
+            .iter()
+            .flat_map(|p| store::links_on_the_way(p))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+    #[cfg(not(target_os = "linux"))]
+    Vec::new()
 }
 
 /// jail's own state, hidden in every jail whatever the flags: the store this environment names

@@ -319,7 +319,7 @@ impl CowRun {
             Enforcement::Tmpfs => {
                 for (l, mount) in self.run.record.layers.iter().zip(&mounts) {
                     let to = self.run.upper(l);
-                    layer_bound::copy_out(&layer_bound::upper_of(mount), &to).map_err(|e| {
+                    layer_bound::copy_out(&layer_bound::upper_of(mount), &to, bytes).map_err(|e| {
                         JailError::bad_path(
                             "--cow",
                             &l.root,

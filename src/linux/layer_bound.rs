@@ -81,9 +81,15 @@ pub fn near_full(total: u64) -> u64 {
 /// the `user.overlay.*` attributes. Sockets, fifos and devices the run made are left out (the
 /// hand-back ignores them). `from` belongs to this user: what it cannot read (a file or
 /// directory the command made mode 0) is opened to it first.
-pub fn copy_out(from: &Path, to: &Path) -> io::Result<()> {
+pub fn copy_out(from: &Path, to: &Path, budget: u64) -> io::Result<()> {
     let mut dirs = Vec::new();
     let mut stack = vec![PathBuf::new()];
+    // What the copy may write, and has written: the layer's bytes on the tmpfs never pass its
+    // size, so the copy must not either. A sparse file keeps its holes (a run's `truncate -s
+    // 1T` costs the tmpfs nothing, and must cost the disk nothing), and names of one inode stay
+    // one inode (a hundred hard links are one file's bytes).
+    let mut written = 0u64;
+    let mut linked: std::collections::HashMap<u64, PathBuf> = std::collections::HashMap::new();
     while let Some(rel) = stack.pop() {
         let src_dir = from.join(&rel);
         let entries = match fs::read_dir(&src_dir) {
@@ -106,7 +112,14 @@ pub fn copy_out(from: &Path, to: &Path) -> io::Result<()> {
                 dirs.push((dst, mode));
                 stack.push(rel);
             } else if ft.is_file() {
-                copy_file(&src, &dst, mode)?;
+                if meta.nlink() > 1 {
+                    if let Some(first) = linked.get(&meta.ino()) {
+                        fs::hard_link(first, &dst)?;
+                        continue;
+                    }
+                    linked.insert(meta.ino(), dst.clone());
+                }
+                written += copy_file(&src, &dst, mode, budget.saturating_sub(written))?;
             } else if ft.is_symlink() {
                 std::os::unix::fs::symlink(fs::read_link(&src)?, &dst)?;
             } else if std::os::unix::fs::FileTypeExt::is_char_device(&ft) && meta.rdev() == 0 {
@@ -121,7 +134,10 @@ pub fn copy_out(from: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
-fn copy_file(src: &Path, dst: &Path, mode: u32) -> io::Result<()> {
+/// Copies the data of `src` (its holes kept: only the ranges SEEK_DATA finds are written) to
+/// the new file `dst`; refuses past `budget` bytes. Returns the bytes written.
+fn copy_file(src: &Path, dst: &Path, mode: u32, budget: u64) -> io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom, Write};
     let mut input = match fs::File::open(src) {
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
             fs::set_permissions(src, fs::Permissions::from_mode(mode | 0o400))?;
@@ -135,10 +151,44 @@ fn copy_file(src: &Path, dst: &Path, mode: u32) -> io::Result<()> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(dst)?;
-    io::copy(&mut input, &mut output)?;
+    let len = input.metadata()?.len();
+    let mut written = 0u64;
+    let mut at: i64 = 0;
+    let mut buf = vec![0u8; 1 << 16];
+    while (at as u64) < len {
+        // SAFETY: lseek on a descriptor this function owns.
+        let data = unsafe { libc::lseek(input.as_raw_fd(), at, libc::SEEK_DATA) };
+        if data < 0 {
+            break; // ENXIO: nothing but a hole up to the end
+        }
+        // SAFETY: as above.
+        let hole = unsafe { libc::lseek(input.as_raw_fd(), data, libc::SEEK_HOLE) };
+        let hole = if hole < 0 { len as i64 } else { hole };
+        input.seek(SeekFrom::Start(data as u64))?;
+        output.seek(SeekFrom::Start(data as u64))?;
+        let mut left = (hole - data) as u64;
+        while left > 0 {
+            let want = left.min(buf.len() as u64) as usize;
+            let n = input.read(&mut buf[..want])?;
+            if n == 0 {
+                break;
+            }
+            written += n as u64;
+            if written > budget {
+                return Err(io::Error::other(
+                    "the layer holds more than its bound; nothing of it is kept",
+                ));
+            }
+            output.write_all(&buf[..n])?;
+            left -= n as u64;
+        }
+        at = hole;
+    }
+    output.set_len(len)?;
     // Before the mode: setting a user attribute needs write permission on the file.
     copy_overlay_xattrs(src, dst)?;
-    output.set_permissions(fs::Permissions::from_mode(mode))
+    output.set_permissions(fs::Permissions::from_mode(mode))?;
+    Ok(written)
 }
 
 /// A whiteout: the character device 0:0 an overlay reads as "deleted".
@@ -396,7 +446,7 @@ mod tests {
                 0,
             )
         } == 0;
-        copy_out(&from, &to).unwrap();
+        copy_out(&from, &to, u64::MAX).unwrap();
         assert_eq!(fs::read_to_string(to.join("d/f")).unwrap(), "text");
         let mode = |p: &str| fs::symlink_metadata(to.join(p)).unwrap().mode() & 0o7777;
         assert_eq!(mode("d/f"), 0o751);

@@ -52,6 +52,10 @@ pub struct PolicyInput {
     /// stores and the registry of them): hidden whatever the flags, and no flag may name a
     /// path inside one.
     pub jail_state: Vec<PathBuf>,
+    /// The symlinks on the way to them as the environment spells them (`~/.local/state ->
+    /// /data/state`): a run that may write where one lives is refused, since it could point
+    /// jail's next review at a store of its own making.
+    pub jail_state_links: Vec<PathBuf>,
     /// The profiles' guarded JSON files, expanded (absolute), with their keys.
     pub guarded: Vec<(PathBuf, Vec<String>)>,
     /// Credential files the caller's environment names (variable, absolute path): hidden like
@@ -583,6 +587,34 @@ fn hide_jail_state(
                 "--allow-socket",
                 &socket,
                 format!("is inside jail's state directory {} {why}", state.display()),
+            ));
+        }
+    }
+    for link in &input.jail_state_links {
+        let dir = link.parent().unwrap_or(link);
+        let writable = user
+            .iter()
+            .filter(|(path, _)| dir.starts_with(path))
+            .max_by_key(|(path, _)| path.components().count())
+            .is_some_and(|(_, (access, _, flag))| *access == Access::Rw && *flag != COW_FLAG)
+            || rules
+                .values()
+                .filter(|r| dir.starts_with(&r.path))
+                .max_by_key(|r| r.path.components().count())
+                .is_some_and(|r| {
+                    r.access == Access::Rw && r.origin != Origin::Flag(COW_FLAG.into())
+                });
+        if writable {
+            return Err(JailError::bad_path(
+                "jail state",
+                link,
+                format!(
+                    "is a symlink on the way to jail's state directory, in a directory this run \
+                     may write: the command could point your next `jail apply` at a store of its \
+                     own making; set XDG_STATE_HOME to the real path {}, or keep {} read-only",
+                    crate::policy::real_path(link).display(),
+                    dir.display()
+                ),
             ));
         }
     }

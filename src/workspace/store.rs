@@ -507,7 +507,8 @@ const REGISTRY_MAX: u64 = 256 << 10;
 /// creates a home). Neither depends on `XDG_STATE_HOME`, and both are stores themselves, hidden
 /// in every run.
 pub fn registry_dirs() -> Vec<PathBuf> {
-    let passwd = nix::unistd::User::from_uid(nix::unistd::geteuid())
+    let uid = nix::unistd::geteuid();
+    let passwd = nix::unistd::User::from_uid(uid)
         .ok()
         .flatten()
         .map(|u| u.dir);
@@ -524,6 +525,72 @@ pub fn registry_dirs() -> Vec<PathBuf> {
             out.push(dir);
         }
     }
+    // One that moves with neither HOME nor the password database (uid 65534's home does not
+    // exist; a container's user may have no entry): /var/tmp/jail-state-UID, while it is this
+    // user's own and no one else may write it (in the world-writable /var/tmp, a directory
+    // another user made first is theirs to swap: it is left alone).
+    let base = PathBuf::from(format!("/var/tmp/jail-state-{}", uid.as_raw()));
+    let usable = match fs::symlink_metadata(&base) {
+        Err(_) => true,
+        Ok(m) => m.is_dir() && m.uid() == uid.as_raw() && m.mode() & 0o022 == 0,
+    };
+    if usable && !out.contains(&base.join("jail")) {
+        out.push(base.join("jail"));
+    }
+    out
+}
+
+/// The symlinks on the way to `path` as it is written (each link's own path, in the order the
+/// kernel meets them, links in their targets too): a command that may write where one lives
+/// could point it, and jail's next review, at a store of its own making.
+pub fn links_on_the_way(path: &Path) -> Vec<PathBuf> {
+    use std::collections::VecDeque;
+    use std::path::Component;
+    let names = |p: &Path| -> VecDeque<std::ffi::OsString> {
+        p.components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::ParentDir => Some("..".into()),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    let mut queue = names(path);
+    let mut at = PathBuf::from("/");
+    while let Some(name) = queue.pop_front() {
+        if name == ".." {
+            at.pop();
+            continue;
+        }
+        let next = at.join(&name);
+        match fs::read_link(&next) {
+            Ok(target) if out.len() < 40 => {
+                out.push(next);
+                if target.is_absolute() {
+                    at = PathBuf::from("/");
+                }
+                let mut rest = names(&target);
+                rest.extend(queue);
+                queue = rest;
+            }
+            _ => at = next,
+        }
+    }
+    out
+}
+
+/// The state directories as this environment writes them (the store's base and each home's
+/// `.local/state`), for [`links_on_the_way`].
+pub fn written_state_paths() -> Vec<PathBuf> {
+    let var = |v: &str| {
+        std::env::var_os(v)
+            .filter(|x| !x.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let mut out: Vec<PathBuf> = var("XDG_STATE_HOME").into_iter().collect();
+    out.extend(var("HOME").map(|h| h.join(".local/state")));
     out
 }
 
