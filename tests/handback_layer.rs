@@ -13,46 +13,19 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Background, Fixture, Layer, Run, Who, full_level_or_skip, users};
-
-/// The overlay, and the copy made where no mount view can be built.
-const MODES: &[&[Layer]] = &[&[], &[Layer::Mount]];
-
-fn cases() -> Vec<(Who, &'static [Layer])> {
-    users()
-        .into_iter()
-        .flat_map(|w| MODES.iter().map(move |m| (w, *m)))
-        .collect()
-}
+use common::cow::{Cow, cases};
+use common::{Background, Layer, Run, Who, full_level_or_skip};
 
 fn kind(off: &[Layer]) -> &'static str {
     if off.is_empty() { "overlay" } else { "copy" }
 }
 
-/// A fixture whose jail state directory (where layers wait) is its own.
-struct Cow {
-    fx: Fixture,
-    off: &'static [Layer],
-}
-
-impl std::ops::Deref for Cow {
-    type Target = Fixture;
-    fn deref(&self) -> &Fixture {
-        &self.fx
-    }
-}
-
 fn fixture(who: Who, off: &'static [Layer], name: &str) -> Cow {
-    let fx = Fixture::new(who, name);
-    std::fs::create_dir_all(fx.dir.join("state")).unwrap();
-    fx.give_to(who);
-    let state = fx.p("state");
-    let fx = fx.with_env(&[("XDG_STATE_HOME", &state)]);
-    Cow { fx, off }
+    Cow::new(who, off, name)
 }
 
 fn jail(fx: &Cow, args: &[&str]) -> Run {
-    fx.fx.jail_with(args, fx.off, &[])
+    fx.jail(args)
 }
 
 /// `jail --cow repo --cwd repo FLAGS -- sh -c SCRIPT`.
@@ -191,6 +164,37 @@ fn a_command_that_writes_past_the_layer_bound_is_refused_and_the_bound_named() {
         assert!(
             used <= (32 << 20) + (4 << 20),
             "{who:?} {}: the layer takes {} MiB on disk",
+            kind(off),
+            used >> 20
+        );
+    }
+}
+
+/// What the layer holds on disk is held to the bound too: a sparse file keeps its holes and the
+/// names of one inode stay one inode when the layer is copied into the store.
+#[test]
+fn sparse_files_and_hard_links_do_not_pass_the_bound_on_disk() {
+    if !full_level_or_skip("handback_layer") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = fixture(who, off, "layer-sparse");
+        let run = cow_sh(
+            &fx,
+            &["--limit", "layer=16M"],
+            "truncate -s 1G sparse.bin; head -c 6M /dev/urandom > h0; \
+             for i in $(seq 40); do ln h0 h$i; done; echo done",
+        );
+        assert!(
+            run.stdout.contains("done"),
+            "{who:?} {}: {}",
+            kind(off),
+            run.describe()
+        );
+        let used = store_usage(&fx);
+        assert!(
+            used <= (16 << 20) + (4 << 20),
+            "{who:?} {}: a 16M layer takes {} MiB on disk",
             kind(off),
             used >> 20
         );

@@ -475,3 +475,65 @@ fn a_run_under_another_state_home_cannot_read_an_earlier_stores_layers() {
         assert!(runs.stdout.contains(&a), "{}", runs.describe());
     }
 }
+
+/// A symlink on the way to the store, where the run may write, would let the command point the
+/// person's next review at a store it forged: such a run is refused, naming the link.
+#[test]
+fn a_symlink_on_the_way_to_the_store_is_never_the_commands_to_change() {
+    if !full_level_or_skip("handback-store") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = Fixture::new(who, "store-link");
+        std::fs::create_dir_all(fx.dir.join("p/real")).unwrap();
+        std::os::unix::fs::symlink("real", fx.dir.join("p/statelink")).unwrap();
+        fx.give_to(who);
+        let link = fx.p("p/statelink");
+        let env = [("XDG_STATE_HOME", link.as_str())];
+        let dir = fx.p("p");
+        let mut writable = vec!["--rw", dir.as_str()];
+        writable.extend(["--", "/bin/sh", "-c", "ln -sfn /tmp p/statelink; echo ran"]);
+        let run = fx.jail_with(&writable, off, &env);
+        assert_eq!(run.code, Some(125), "{who:?} {off:?}: {}", run.describe());
+        assert!(run.stderr.contains("statelink"), "{}", run.describe());
+        assert!(!run.stdout.contains("ran"));
+        assert_eq!(
+            std::fs::read_link(fx.dir.join("p/statelink")).unwrap(),
+            Path::new("real")
+        );
+        // Read-only there, the run goes on.
+        let ro = fx.jail_with(&["--ro", &dir, "--", "/bin/true"], off, &env);
+        assert!(ro.ok(), "{who:?} {off:?}: {}", ro.describe());
+    }
+}
+
+/// A store used under one HOME stays hidden under another, also for a user whose home in the
+/// password database does not exist (uid 65534's is /nonexistent).
+#[test]
+fn a_store_used_under_another_home_stays_hidden() {
+    if !full_level_or_skip("handback-store") {
+        return;
+    }
+    for (who, off) in cases() {
+        let st = fixture(who, off, "store-homes", None);
+        let a = st.pending(&st.p("repo"), "secret.txt", "HOME-A-SECRET");
+        let other = st.dir.join("other-home");
+        std::fs::create_dir_all(&other).unwrap();
+        st.give_to(who);
+        let script = format!(
+            "cat {runs}/{a}/0/upper/secret.txt 2>/dev/null; echo done",
+            runs = st.s("runs")
+        );
+        let run = st.sh(&[], &script, &[("HOME", other.to_str().unwrap())]);
+        assert!(
+            run.stdout.contains("done"),
+            "{who:?} {off:?}: {}",
+            run.describe()
+        );
+        assert!(
+            !run.stdout.contains("HOME-A-SECRET"),
+            "{who:?} {off:?}: a run under another HOME read a pending layer\n{}",
+            run.describe()
+        );
+    }
+}
