@@ -20,7 +20,13 @@ pub fn printable(s: &str) -> String {
 
 /// Zero-width and bidirectional formatting characters (Unicode category Cf in common use).
 fn is_invisible_format(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}' | '\u{ad}' | '\u{61c}')
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}' | '\u{ad}' | '\u{61c}'
+        // Line and paragraph separators (a line break to a parser, none on screen), the tags
+        // and variation selectors (invisible, and enough to carry a payload a decoder reads),
+        // and the blank letters and fillers that render as nothing.
+        | '\u{2028}' | '\u{2029}' | '\u{e0000}'..='\u{e007f}' | '\u{fe00}'..='\u{fe0f}'
+        | '\u{e0100}'..='\u{e01ef}' | '\u{180b}'..='\u{180f}' | '\u{034f}' | '\u{115f}'
+        | '\u{1160}' | '\u{17b4}' | '\u{17b5}' | '\u{3164}' | '\u{ffa0}' | '\u{fff9}'..='\u{fffb}')
 }
 
 /// Bytes bound for a terminal (a patch a person reads): every control character but newline
@@ -97,6 +103,10 @@ mod tests {
         assert_eq!(printable("\u{9b}31m"), "\\u{9b}31m");
         assert_eq!(printable("evil\u{202e}txt.sh"), "evil\\u{202e}txt.sh");
         assert_eq!(printable("plain /path/ü"), "plain /path/ü");
+        assert_eq!(
+            printable("a\u{2028}b\u{e0041}\u{fe0f}\u{3164}"),
+            "a\\u{2028}b\\u{e0041}\\u{fe0f}\\u{3164}"
+        );
     }
 
     #[test]

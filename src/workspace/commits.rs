@@ -130,7 +130,7 @@ pub fn review(
         flags.extend(judge.overwrites(&it.path));
         if let Some(head) = heads.get(id) {
             let exec = it.new.as_ref().is_some_and(|n| n.mode == 0o755);
-            flags.extend(super::judge::hidden_code_in(head, exec));
+            flags.extend(super::judge::hidden_code_in(head, &it.path, exec));
         }
         if flags.is_empty() {
             continue;

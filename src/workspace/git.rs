@@ -249,7 +249,6 @@ pub fn blob_heads(
     ids: &[&str],
     head: usize,
 ) -> std::collections::HashMap<String, Vec<u8>> {
-    use std::io::Write;
     let mut out = std::collections::HashMap::new();
     let Ok(mut child) = Command::new("git")
         .arg("--git-dir")
@@ -264,12 +263,7 @@ pub fn blob_heads(
         return out;
     };
     let input: String = ids.iter().map(|i| format!("{i}\n")).collect();
-    let mut stdin = child.stdin.take();
-    let writer = std::thread::spawn(move || {
-        if let Some(s) = stdin.as_mut() {
-            let _ = s.write_all(input.as_bytes());
-        }
-    });
+    let writer = feed(child.stdin.take(), input.into_bytes());
     let Ok(done) = child.wait_with_output() else {
         return out;
     };
@@ -295,6 +289,25 @@ pub fn blob_heads(
         at = end + 1;
     }
     out
+}
+
+/// Writes `input` to a child's stdin on a thread of its own (a child that reads it all only
+/// after writing would otherwise wait on a full pipe), with SIGPIPE blocked on that thread:
+/// a child that exits early (git outside a work tree) makes the write fail with EPIPE
+/// instead of killing jail, whose SIGPIPE is the default one.
+pub fn feed(
+    stdin: Option<std::process::ChildStdin>,
+    input: Vec<u8>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
+        let mut pipe = SigSet::empty();
+        pipe.add(Signal::SIGPIPE);
+        let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&pipe), None);
+        if let Some(mut s) = stdin {
+            let _ = std::io::Write::write_all(&mut s, &input);
+        }
+    })
 }
 
 /// Offers the commits of the scratch repository (see [`scratch_repo`]) as branch `branch` of

@@ -44,6 +44,8 @@ pub struct Judge<'a> {
     links_to_places: Vec<(PathBuf, String)>,
     /// Every symlink the layer adds or changes.
     layer_links: std::collections::BTreeSet<PathBuf>,
+    /// The layer's paths git ignores (with every path beneath an ignored directory).
+    ignored: std::collections::BTreeSet<PathBuf>,
     /// The start commit's files, read when a deletion first asks.
     tracked: std::cell::OnceCell<Result<Tracked, String>>,
     start: Option<String>,
@@ -164,6 +166,7 @@ impl<'a> Judge<'a> {
             .filter(|e| matches!(e.node, Node::Symlink { .. }))
             .map(|e| e.path.clone())
             .collect();
+        let ignored = ignored(root, entries);
         Judge {
             root,
             layer_root,
@@ -171,6 +174,7 @@ impl<'a> Judge<'a> {
             places,
             links_to_places,
             layer_links,
+            ignored,
             tracked: std::cell::OnceCell::new(),
             start: start.map(str::to_string),
             incomplete: scan.incomplete,
@@ -209,6 +213,27 @@ impl<'a> Judge<'a> {
             out.extend(self.lost(it));
         }
         host_use(&mut out, "");
+        // What git ignores, git status never shows, and ignored trees are where code that
+        // runs is kept (node_modules, a virtualenv's site-packages).
+        if it.path.ancestors().any(|a| self.ignored.contains(a)) {
+            out.push(
+                "ignored by git: git status will not show it, and ignored trees hold code that \
+                 runs (node_modules, .venv)"
+                    .into(),
+            );
+        }
+        // Writing over what git cannot bring back, where the diff cannot show what is lost (a
+        // binary file) or the file is in no commit at all.
+        if let (Some(old), SideKind::File) = (&it.old, &new.kind) {
+            if old.kind.is_file() && (self.untracked(&it.path) || binary(&old.abs)) {
+                if let Some(why) = self.lost(it) {
+                    out.push(format!(
+                        "writes over {}",
+                        why.trim_start_matches("a deletion git cannot bring back: ")
+                    ));
+                }
+            }
+        }
         if names[..names.len() - 1].contains(&&b".git"[..]) {
             out.push("inside a .git directory".into());
         }
@@ -241,7 +266,7 @@ impl<'a> Judge<'a> {
                 if executable(new.mode) && !was_exec {
                     out.push("executable".into());
                 }
-                if let Some(why) = hidden_code(&new.abs, executable(new.mode)) {
+                if let Some(why) = hidden_code(&new.abs, &it.path, executable(new.mode)) {
                     out.push(why);
                 }
             }
@@ -273,7 +298,24 @@ impl<'a> Judge<'a> {
         for view in [&self.view, &alone] {
             match view.resolve(path, true) {
                 Resolved::Outside(why) => return Some(format!("leads outside the root ({why})")),
-                Resolved::Inside { links, guessed, .. } => {
+                Resolved::Inside {
+                    path: to,
+                    links,
+                    guessed,
+                } => {
+                    // A name that leads into a protected place: a host write through it (a
+                    // tool that updates CHANGELOG.md, a server that publishes public/x) reaches
+                    // what the host runs or keeps secret.
+                    let lands = self.root.join(&to);
+                    if protected(&to).is_some()
+                        || to.iter().any(|c| c == ".git")
+                        || host_code::place_of(&self.places, &lands).is_some()
+                    {
+                        return Some(format!(
+                            "leads to {}, a protected place: a write or a read through it reaches that",
+                            to.display()
+                        ));
+                    }
                     if let Some(other) = links
                         .iter()
                         .find(|l| *l != path && self.layer_links.contains(*l))
@@ -326,6 +368,15 @@ impl<'a> Judge<'a> {
                 why.trim_start_matches("a deletion git cannot bring back: ")
             )
         })
+    }
+
+    /// Whether the root is a git work tree whose start commit does not hold `rel` (untracked
+    /// or ignored). In a root that is no work tree, a text file's old lines are in the diff.
+    fn untracked(&self, rel: &Path) -> bool {
+        self.tracked
+            .get_or_init(|| tracked(self.root, self.start.as_deref()))
+            .as_ref()
+            .is_ok_and(|t| !t.contains_key(rel))
     }
 
     /// Why deleting the host's side of `it` loses what git cannot bring back, if it does.
@@ -437,9 +488,16 @@ fn scan_host(root: &Path) -> Scan {
 }
 
 /// A file of prose (an agent's instructions, a readme) names paths that nothing runs.
+/// (and a debugger's launch configuration names the program a person starts by hand, as a
+/// Makefile does: following it would flag every source file).
 fn prose(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|x| matches!(x.as_bytes(), b"md" | b"txt" | b"rst"))
+    path.file_name().is_some_and(|n| n == "launch.json")
+        || path.extension().is_some_and(|x| {
+            matches!(
+                x.as_bytes(),
+                b"md" | b"mdc" | b"mdx" | b"txt" | b"rst" | b"adoc" | b"org"
+            )
+        })
 }
 
 /// The protected name `path` is, or is inside.
@@ -493,7 +551,9 @@ fn named_by(
                 path: root.join(&named_rel),
                 why: format!("named by {chain}: it runs when that does"),
             });
-            if depth < 2 && view.kind(&named_rel) == Kind::File {
+            // One step further only for what is plainly a script: a source file's imports are
+            // the project's code, left to the reviewer.
+            if depth < 2 && view.kind(&named_rel) == Kind::File && script_like(&named_rel) {
                 queue.push((
                     named_rel.clone(),
                     format!("{}, which {chain} runs", named_rel.display()),
@@ -505,24 +565,112 @@ fn named_by(
     out
 }
 
+/// Whether a file's first 8000 bytes hold a NUL (git shows it as binary).
+fn binary(path: &Path) -> bool {
+    let mut head = Vec::new();
+    super::layer::open_regular(path)
+        .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, 8000), &mut head))
+        .is_ok_and(|_| head.contains(&0))
+}
+
+/// The entries' paths git ignores in the root's repository (one `git check-ignore` for all).
+fn ignored(root: &Path, entries: &[Entry]) -> std::collections::BTreeSet<PathBuf> {
+    let mut out = std::collections::BTreeSet::new();
+    if entries.is_empty() {
+        return out;
+    }
+    let Ok(mut child) = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args([
+            "-c",
+            "core.fsmonitor=false",
+            "check-ignore",
+            "--stdin",
+            "-z",
+        ])
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    else {
+        return out;
+    };
+    let mut input = Vec::new();
+    for e in entries {
+        input.extend(e.path.as_os_str().as_bytes());
+        input.push(0);
+    }
+    let writer = super::git::feed(child.stdin.take(), input);
+    if let Ok(done) = child.wait_with_output() {
+        for p in done.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            out.insert(PathBuf::from(OsString::from_vec(p.to_vec())));
+        }
+    }
+    let _ = writer.join();
+    out
+}
+
+/// A shell script (or one with no extension, as hooks are): what it names runs as it does.
+fn script_like(path: &Path) -> bool {
+    path.extension()
+        .is_none_or(|x| matches!(x.as_bytes(), b"sh" | b"bash" | b"zsh" | b"fish"))
+}
+
 /// Why a file's content hides code from the reviewer, if it does: an executable, or a script
 /// (`#!`), that git's test shows as binary (a NUL in the first 8000 bytes) runs all the same —
 /// a shell stops only at a NUL on its first line.
-pub fn hidden_code(path: &Path, executable: bool) -> Option<String> {
+pub fn hidden_code(content: &Path, name: &Path, executable: bool) -> Option<String> {
     let mut head = Vec::new();
     std::io::Read::read_to_end(
-        &mut std::io::Read::take(super::layer::open_regular(path).ok()?, 8000),
+        &mut std::io::Read::take(super::layer::open_regular(content).ok()?, 8000),
         &mut head,
     )
     .ok()?;
-    hidden_code_in(&head, executable)
+    hidden_code_in(&head, name, executable)
 }
 
-/// [`hidden_code`] of the first 8000 bytes of a file.
-pub fn hidden_code_in(head: &[u8], executable: bool) -> Option<String> {
+/// [`hidden_code`] of the first 8000 bytes of a file named `name`: an executable, a script
+/// (`#!`) or a file of a language that runs (node runs a `.js` with a NUL in a comment; a jar,
+/// a shared object or a native module are code by nature) that git shows as binary.
+pub fn hidden_code_in(head: &[u8], name: &Path, executable: bool) -> Option<String> {
     let head = &head[..head.len().min(8000)];
-    ((executable || head.starts_with(b"#!")) && head.contains(&0)).then(|| {
-        "an executable or script whose content is shown as binary: read it whole before applying"
+    let code = name.extension().is_some_and(|x| {
+        matches!(
+            x.as_bytes(),
+            b"js"
+                | b"mjs"
+                | b"cjs"
+                | b"ts"
+                | b"mts"
+                | b"cts"
+                | b"jsx"
+                | b"tsx"
+                | b"py"
+                | b"pth"
+                | b"sh"
+                | b"bash"
+                | b"zsh"
+                | b"rb"
+                | b"pl"
+                | b"php"
+                | b"lua"
+                | b"ps1"
+                | b"jar"
+                | b"class"
+                | b"so"
+                | b"node"
+                | b"dll"
+                | b"dylib"
+                | b"wasm"
+                | b"pyc"
+        )
+    });
+    ((executable || code || head.starts_with(b"#!")) && head.contains(&0)).then(|| {
+        "code whose content is shown as binary (an executable, a script or a file of a language \
+         that runs): read it whole before applying"
             .into()
     })
 }

@@ -125,6 +125,8 @@ fn flag_lines(it: &Item, out: &mut dyn Write) -> io::Result<()> {
 }
 
 fn write_rename(from: &Item, to: &Item, out: &mut dyn Write) -> io::Result<()> {
+    // Both halves' flags: a flagged deletion is left by an apply, which then copies, not moves.
+    flag_lines(from, out)?;
     flag_lines(to, out)?;
     let (old, new) = (
         from.old.as_ref().expect("deleted"),
