@@ -610,3 +610,87 @@ fn commits_links_deletions_and_binary_scripts_second_round() {
         );
     }
 }
+
+/// The judge's third round: a script a hook names by its bare name, an overwritten untracked
+/// binary file, an ignored dependency tree, a rename whose deletion is flagged, a link into a
+/// protected place, and a branch that rewrites history.
+#[test]
+fn bare_script_names_ignored_trees_overwrites_renames_links_and_rewritten_history() {
+    if !full_level_or_skip("handback") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = Cow::new(who, off, "hb-round3");
+        let r = &fx.repo;
+        std::fs::create_dir_all(r.join(".husky")).unwrap();
+        std::fs::write(r.join(".husky/pre-commit"), "node check.js\n").unwrap();
+        std::fs::set_permissions(
+            r.join(".husky/pre-commit"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        std::fs::write(r.join("check.js"), "// ok\n").unwrap();
+        std::fs::write(r.join(".gitignore"), "node_modules/\n").unwrap();
+        fx.committed();
+        std::fs::write(r.join("file.txt"), "second\n").unwrap();
+        common::git(&fx, &["commit", "-qam", "second"]);
+        common::git(&fx, &["config", "core.hooksPath", ".husky"]);
+        std::fs::write(r.join("data.db"), b"\x00\x01 the owner's data").unwrap();
+        std::fs::write(r.join("notes.txt"), "my private notes\n").unwrap();
+        std::fs::create_dir_all(r.join("node_modules/pkg")).unwrap();
+        std::fs::write(r.join("node_modules/pkg/index.js"), "module.exports = 1\n").unwrap();
+        fx.give_to(who);
+        let run = fx.run(
+            "set -e; echo 'require(\"child_process\").execSync(\"id\")' > check.js; \
+             printf '\\000junk' > data.db; echo 'pwned()' >> node_modules/pkg/index.js; \
+             mkdir docs; mv notes.txt docs/notes.txt; ln -s .git/hooks/pre-commit CHANGELOG.md; \
+             git reset -q --hard HEAD~1; echo x > extra.txt; git add extra.txt; \
+             git commit -qm again --no-verify; git rm -q --cached extra.txt",
+        );
+        assert!(run.ok(), "{who:?}: {}", run.describe());
+        let id = run_id(&run);
+        let diff = fx.jail(&["diff", &id]).stdout;
+        assert!(
+            diff.contains("does not contain the start commit"),
+            "{who:?} {off:?}: rewritten history not flagged:\n{diff}"
+        );
+        let rename_flagged = diff
+            .split("diff --git ")
+            .zip(diff.split("diff --git ").skip(1))
+            .any(|(before, this)| {
+                this.starts_with("a/notes.txt b/docs/notes.txt")
+                    && before.contains("# jail: flagged")
+            });
+        assert!(
+            rename_flagged,
+            "{who:?} {off:?}: the rename shows no flag:\n{diff}"
+        );
+        let apply = fx.jail(&["apply", &id]);
+        assert!(apply.ok(), "{}", apply.describe());
+        assert_eq!(
+            std::fs::read_to_string(r.join("check.js")).unwrap(),
+            "// ok\n"
+        );
+        assert_eq!(
+            std::fs::read(r.join("data.db")).unwrap(),
+            b"\x00\x01 the owner's data"
+        );
+        assert_eq!(
+            std::fs::read_to_string(r.join("node_modules/pkg/index.js")).unwrap(),
+            "module.exports = 1\n"
+        );
+        assert!(
+            exists(&r.join("notes.txt")),
+            "{who:?} {off:?}: the notes were lost"
+        );
+        assert!(
+            !exists(&r.join("CHANGELOG.md")),
+            "{who:?} {off:?}: a link into .git applied"
+        );
+        assert!(
+            common::git(&fx, &["branch", "--list", "jail/*"])
+                .trim()
+                .is_empty()
+        );
+    }
+}

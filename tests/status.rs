@@ -397,7 +397,9 @@ fn long_command_runs(fx: &Fixture, args: &[String], disabled: &[Layer], what: &s
         "{what} as {who:?}: not every argument arrived whole\n{}",
         run.describe()
     );
-    // The policy file holds a shortened command and its full size, not the command itself.
+    // The policy file holds a shortened command and its full size, not the command itself
+    // (bounded well below the 127 KiB argument; it also lists every state directory jail has
+    // used on this machine, hidden in every run, so its size is not a constant).
     let size: usize = run
         .stdout
         .split("POLICY=")
@@ -405,7 +407,7 @@ fn long_command_runs(fx: &Fixture, args: &[String], disabled: &[Layer], what: &s
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or_else(|| panic!("no policy size\n{}", run.describe()));
     assert!(
-        size < 16 * 1024,
+        size < 64 * 1024,
         "{what} as {who:?}: the policy file is {size} bytes"
     );
     // The run report, written outside, keeps the whole command.

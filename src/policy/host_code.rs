@@ -179,10 +179,39 @@ pub fn script_paths(text: &str, bases: &[&Path], home: Option<&Path>) -> Vec<Pat
     let split = |c: char| {
         c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | '`' | '"' | '\'' | '<' | '>')
     };
+    // A script named by its bare name (`node check.js`, `bash lint.sh`): the shell finds it
+    // relative to where it runs.
+    let script = |w: &str| {
+        Path::new(w).extension().is_some_and(|x| {
+            matches!(
+                x.to_str(),
+                Some(
+                    "sh" | "bash"
+                        | "zsh"
+                        | "js"
+                        | "mjs"
+                        | "cjs"
+                        | "ts"
+                        | "mts"
+                        | "py"
+                        | "rb"
+                        | "pl"
+                )
+            )
+        })
+    };
     for w in text.split(split) {
-        if !w.contains('/') || w.contains("://") {
+        if (!w.contains('/') && !script(w)) || w.contains("://") {
             continue;
         }
+        // A glob (`tools/hooks.d/*.sh`, what a loop runs): the directory it lists.
+        let w = match w.find(['*', '?', '[']) {
+            Some(i) => match w[..i].rfind('/') {
+                Some(j) => &w[..j],
+                None => continue,
+            },
+            None => w,
+        };
         // Quotes and a key's `=` around a path (`--require=./x`, `"./x",`).
         let w = w.rsplit('=').next().unwrap_or(w);
         let w =

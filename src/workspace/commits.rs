@@ -56,6 +56,16 @@ pub fn review(
         }
     };
     out.log = log;
+    if let Some(s) = start.filter(|s| !git::descends(scratch, s, head)) {
+        out.flagged.push((
+            PathBuf::new(),
+            vec![format!(
+                "the branch does not contain the start commit {}: the run rewrote history (its \
+                 tree against the start is judged, not only its own commits)",
+                &s[..12.min(s.len())]
+            )],
+        ));
+    }
     // The first 8000 bytes of every blob the commits write (a link's target, a script's head),
     // read by one process.
     let ids: Vec<&str> = changed

@@ -194,6 +194,23 @@ pub fn review(
         ],
     )?;
     let mut changed = parse_raw(&raw);
+    if let Some(s) = start {
+        // The tree the branch leaves against the start, whatever the history between (a run
+        // that resets to an older commit and builds on it brings back what that one had).
+        let whole = scratch_git(
+            scratch,
+            &[
+                "diff-tree",
+                "-r",
+                "-z",
+                "--no-renames",
+                "--no-abbrev",
+                s,
+                head,
+            ],
+        )?;
+        changed.extend(parse_raw(&whole));
+    }
     changed.sort_by(|a: &Changed, b| a.path.cmp(&b.path));
     let log = scratch_git(
         scratch,
@@ -236,6 +253,11 @@ fn parse_raw(raw: &[u8]) -> Vec<Changed> {
         });
     }
     out
+}
+
+/// Whether `head` descends from `start` (a branch that does not rewrites history).
+pub fn descends(scratch: &Path, start: &str, head: &str) -> bool {
+    scratch_git(scratch, &["merge-base", "--is-ancestor", start, head]).is_ok()
 }
 
 /// A blob's bytes, from the scratch repository.

@@ -380,6 +380,47 @@ pub fn apply_run(
     }
     let work = run.dir.join("apply");
     for rc in &all {
+        // The branch first: a fetch git refuses (its object checks) leaves the host as it was,
+        // and a branch offered for files that then fail to apply is taken back.
+        let mut offered: Option<String> = None;
+        // The branch is part of a whole apply; a named one takes the paths it names only.
+        if let (Some(review), false) = (&rc.commits, sel.named.is_empty()) {
+            out.left.push((
+                rc.root.join(".git"),
+                format!(
+                    "the run's commits (head {}): a named apply takes only the paths it names; `jail apply {}` offers them",
+                    review.head, run.record.id
+                ),
+            ));
+        } else if let Some(review) = &rc.commits {
+            if review.flagged.is_empty() || sel.include_flagged {
+                let branch = branch_name(run);
+                git::offer_branch(&rc.root, &review.scratch, &branch)
+                    .map_err(ApplyRefused::Error)?;
+                offered = Some(branch.clone());
+                out.branch = Some(branch);
+            } else {
+                let why: Vec<String> = review
+                    .flagged
+                    .iter()
+                    .map(|(p, f)| {
+                        if p.as_os_str().is_empty() {
+                            f.join("; ")
+                        } else {
+                            format!("{}: {}", p.display(), f.join("; "))
+                        }
+                    })
+                    .collect();
+                out.left.push((
+                    rc.root.join(".git"),
+                    format!(
+                        "the run's commits (head {}) are not offered as a branch: flagged: {}",
+                        review.head,
+                        why.join(", ")
+                    ),
+                ));
+            }
+        }
         match apply::apply(&rc.root, &rc.set, sel, &work) {
             Ok(done) => {
                 let applied: Vec<PathBuf> = done
@@ -405,6 +446,7 @@ pub fn apply_run(
                     .extend(done.left.into_iter().map(|(p, why)| (rc.root.join(p), why)));
             }
             Err(apply::ApplyError::Conflicts(c)) => {
+                drop_offered(&rc.root, offered.as_deref());
                 return Err(ApplyRefused::Conflicts(
                     c.into_iter()
                         .map(|(p, why)| (rc.root.join(p), why))
@@ -412,47 +454,11 @@ pub fn apply_run(
                 ));
             }
             Err(apply::ApplyError::Failed(e, touched)) => {
+                drop_offered(&rc.root, offered.as_deref());
                 note_own(run, &touched);
                 return Err(ApplyRefused::Error(JailError::bad_path(
                     "apply", &rc.root, e,
                 )));
-            }
-        }
-        // The branch is part of a whole apply; a named one takes the paths it names only.
-        if let (Some(review), false) = (&rc.commits, sel.named.is_empty()) {
-            out.left.push((
-                rc.root.join(".git"),
-                format!(
-                    "the run's commits (head {}): a named apply takes only the paths it names; `jail apply {}` offers them",
-                    review.head, run.record.id
-                ),
-            ));
-        } else if let Some(review) = &rc.commits {
-            if review.flagged.is_empty() || sel.include_flagged {
-                let branch = branch_name(run);
-                git::offer_branch(&rc.root, &review.scratch, &branch)
-                    .map_err(ApplyRefused::Error)?;
-                out.branch = Some(branch);
-            } else {
-                let why: Vec<String> = review
-                    .flagged
-                    .iter()
-                    .map(|(p, f)| {
-                        if p.as_os_str().is_empty() {
-                            f.join("; ")
-                        } else {
-                            format!("{}: {}", p.display(), f.join("; "))
-                        }
-                    })
-                    .collect();
-                out.left.push((
-                    rc.root.join(".git"),
-                    format!(
-                        "the run's commits (head {}) are not offered as a branch: flagged: {}",
-                        review.head,
-                        why.join(", ")
-                    ),
-                ));
             }
         }
     }
@@ -474,6 +480,19 @@ fn sel_takes(sel: &apply::Selection, set: &ChangeSet, path: &Path) -> bool {
         it.is_none_or(|i| !i.flagged() || sel.include_flagged)
     } else {
         sel.named.iter().any(|n| path.starts_with(n))
+    }
+}
+
+/// Takes back the branch an apply offered before its files failed (all or nothing).
+fn drop_offered(root: &Path, branch: Option<&str>) {
+    if let Some(b) = branch {
+        let _ = std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(["update-ref", "-d", &format!("refs/heads/{b}")])
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .output();
     }
 }
 
