@@ -44,6 +44,8 @@ pub struct Judge<'a> {
     links_to_places: Vec<(PathBuf, String)>,
     /// Every symlink the layer adds or changes.
     layer_links: std::collections::BTreeSet<PathBuf>,
+    /// The layer's paths (what the start commit is asked about: a directory's whole subtree).
+    paths: Vec<PathBuf>,
     /// The layer's paths git ignores (with every path beneath an ignored directory).
     ignored: std::collections::BTreeSet<PathBuf>,
     /// The start commit's files, read when a deletion first asks.
@@ -167,7 +169,15 @@ impl<'a> Judge<'a> {
             .map(|e| e.path.clone())
             .collect();
         let ignored = ignored(root, entries);
+        // The topmost entries only: a directory's pathspec takes what is beneath it.
+        let mut paths: Vec<PathBuf> = Vec::new();
+        for e in entries {
+            if !paths.last().is_some_and(|p| e.path.starts_with(p)) {
+                paths.push(e.path.clone());
+            }
+        }
         Judge {
+            paths,
             root,
             layer_root,
             view,
@@ -374,7 +384,7 @@ impl<'a> Judge<'a> {
     /// or ignored). In a root that is no work tree, a text file's old lines are in the diff.
     fn untracked(&self, rel: &Path) -> bool {
         self.tracked
-            .get_or_init(|| tracked(self.root, self.start.as_deref()))
+            .get_or_init(|| tracked(self.root, self.start.as_deref(), &self.paths))
             .as_ref()
             .is_ok_and(|t| !t.contains_key(rel))
     }
@@ -384,7 +394,7 @@ impl<'a> Judge<'a> {
         let old = it.old.as_ref()?;
         let tracked = match self
             .tracked
-            .get_or_init(|| tracked(self.root, self.start.as_deref()))
+            .get_or_init(|| tracked(self.root, self.start.as_deref(), &self.paths))
         {
             Ok(t) => t,
             Err(why) => {
@@ -452,8 +462,9 @@ const MAX_PROTECTED: usize = 4096;
 fn scan_host(root: &Path) -> Scan {
     let mut out = Scan::default();
     let mut seen = 0usize;
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
+    // (directory, whether it is a protected name or inside one)
+    let mut stack = vec![(PathBuf::new(), false)];
+    while let Some((rel, inside)) = stack.pop() {
         let Ok(entries) = fs::read_dir(root.join(&rel)) else {
             continue;
         };
@@ -466,18 +477,25 @@ fn scan_host(root: &Path) -> Scan {
                 return out;
             }
             let Ok(ty) = e.file_type() else { continue };
-            let path = rel.join(e.file_name());
-            if e.file_name() == ".git" {
+            let name = e.file_name();
+            let path = rel.join(&name);
+            // One lookup per entry: the protected entry this path's last components are.
+            let is_protected = || {
+                let names: Vec<&[u8]> = path.iter().map(|c| c.as_bytes()).collect();
+                protected_name(&names).is_some()
+            };
+            if name == ".git" {
                 if !rel.as_os_str().is_empty() {
                     out.dotgits.push(path);
                 }
             } else if ty.is_symlink() {
                 out.links.push(path);
             } else if ty.is_dir() {
-                stack.push(path);
+                let inside = inside || is_protected();
+                stack.push((path, inside));
             } else if ty.is_file()
                 && out.protected.len() < MAX_PROTECTED
-                && protected(&path).is_some()
+                && (inside || is_protected())
                 && !prose(&path)
             {
                 out.protected.push(path);
@@ -677,8 +695,11 @@ pub fn hidden_code_in(head: &[u8], name: &Path, executable: bool) -> Option<Stri
 
 /// The files of the commit the root started from (or of the repository's HEAD for a root
 /// inside a work tree), relative to the root.
-fn tracked(root: &Path, start: Option<&str>) -> Result<Tracked, String> {
+fn tracked(root: &Path, start: Option<&str>, paths: &[PathBuf]) -> Result<Tracked, String> {
     let commit = start.unwrap_or("HEAD");
+    // Only what the layer touches, when that is a short list (pathspecs taken literally);
+    // the whole commit otherwise.
+    let specs: &[PathBuf] = if paths.len() <= 4096 { paths } else { &[] };
     let out = Command::new("git")
         .arg("-C")
         .arg(root)
@@ -692,7 +713,10 @@ fn tracked(root: &Path, start: Option<&str>) -> Result<Tracked, String> {
             "-z",
             "--no-abbrev",
             commit,
+            "--",
         ])
+        .args(specs)
+        .env("GIT_LITERAL_PATHSPECS", "1")
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .stdin(std::process::Stdio::null())
