@@ -272,26 +272,15 @@ pub fn blob_heads(
     head: usize,
 ) -> std::collections::HashMap<String, Vec<u8>> {
     let mut out = std::collections::HashMap::new();
-    let Ok(mut child) = Command::new("git")
-        .arg("--git-dir")
+    let mut cmd = Command::new("git");
+    cmd.arg("--git-dir")
         .arg(scratch)
-        .args(["cat-file", "--batch"])
-        .env_remove("GIT_DIR")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-    else {
-        return out;
-    };
+        .args(["cat-file", "--batch"]);
     let input: String = ids.iter().map(|i| format!("{i}\n")).collect();
-    let writer = feed(child.stdin.take(), input.into_bytes());
-    let Ok(done) = child.wait_with_output() else {
+    let Some(data) = with_input(cmd, input.into_bytes()) else {
         return out;
     };
-    let _ = writer.join();
     // "<id> <type> <size>\n<bytes>\n" for each, "<id> missing\n" for one it lacks.
-    let data = done.stdout;
     let mut at = 0;
     while at < data.len() {
         let Some(nl) = data[at..].iter().position(|b| *b == b'\n') else {
@@ -311,6 +300,23 @@ pub fn blob_heads(
         at = end + 1;
     }
     out
+}
+
+/// Runs `cmd` (git, no GIT_DIR or GIT_WORK_TREE from jail's environment) with `input` on its
+/// stdin; its stdout, or None when it could not be started.
+pub fn with_input(mut cmd: Command, input: Vec<u8>) -> Option<Vec<u8>> {
+    let mut child = cmd
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let writer = feed(child.stdin.take(), input);
+    let done = child.wait_with_output().ok();
+    let _ = writer.join();
+    done.map(|d| d.stdout)
 }
 
 /// Writes `input` to a child's stdin on a thread of its own (a child that reads it all only

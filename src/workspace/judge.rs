@@ -597,37 +597,24 @@ fn ignored(root: &Path, entries: &[Entry]) -> std::collections::BTreeSet<PathBuf
     if entries.is_empty() {
         return out;
     }
-    let Ok(mut child) = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args([
-            "-c",
-            "core.fsmonitor=false",
-            "check-ignore",
-            "--stdin",
-            "-z",
-        ])
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-    else {
-        return out;
-    };
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(root).args([
+        "-c",
+        "core.fsmonitor=false",
+        "check-ignore",
+        "--stdin",
+        "-z",
+    ]);
     let mut input = Vec::new();
     for e in entries {
         input.extend(e.path.as_os_str().as_bytes());
         input.push(0);
     }
-    let writer = super::git::feed(child.stdin.take(), input);
-    if let Ok(done) = child.wait_with_output() {
-        for p in done.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+    if let Some(found) = super::git::with_input(cmd, input) {
+        for p in found.split(|b| *b == 0).filter(|p| !p.is_empty()) {
             out.insert(PathBuf::from(OsString::from_vec(p.to_vec())));
         }
     }
-    let _ = writer.join();
     out
 }
 

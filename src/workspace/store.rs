@@ -544,17 +544,7 @@ pub fn registry_dirs() -> Vec<PathBuf> {
 /// kernel meets them, links in their targets too): a command that may write where one lives
 /// could point it, and jail's next review, at a store of its own making.
 pub fn links_on_the_way(path: &Path) -> Vec<PathBuf> {
-    use std::collections::VecDeque;
-    use std::path::Component;
-    let names = |p: &Path| -> VecDeque<std::ffi::OsString> {
-        p.components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.to_os_string()),
-                Component::ParentDir => Some("..".into()),
-                _ => None,
-            })
-            .collect()
-    };
+    let names = super::view::components;
     let mut out = Vec::new();
     let mut queue = names(path);
     let mut at = PathBuf::from("/");

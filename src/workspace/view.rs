@@ -167,8 +167,8 @@ impl<'a> View<'a> {
     }
 }
 
-/// The names of a relative path, `.` dropped, `..` kept.
-fn components(p: &Path) -> VecDeque<OsString> {
+/// The names of a path, `.` and the root dropped, `..` kept.
+pub fn components(p: &Path) -> VecDeque<OsString> {
     p.components()
         .filter_map(|c| match c {
             Component::Normal(n) => Some(n.to_os_string()),
