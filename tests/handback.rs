@@ -694,3 +694,44 @@ fn bare_script_names_ignored_trees_overwrites_renames_links_and_rewritten_histor
         );
     }
 }
+
+/// The judge's reach stops at what runs: a hook that names the tree itself (`prettier --write
+/// ./`), a config value naming the repository's directory, and a file one commit adds and the
+/// next changes flag nothing an ordinary edit touches.
+#[test]
+fn ordinary_edits_beside_hooks_and_config_paths_stay_unflagged() {
+    if !full_level_or_skip("handback") {
+        return;
+    }
+    for (who, off) in cases() {
+        let fx = Cow::new(who, off, "hb-ordinary");
+        std::fs::create_dir_all(fx.repo.join(".husky")).unwrap();
+        std::fs::write(
+            fx.repo.join(".husky/pre-commit"),
+            "npx prettier --write ./\ncd ..\n",
+        )
+        .unwrap();
+        fx.committed();
+        common::git(&fx, &["config", "core.hooksPath", ".husky"]);
+        let repo = fx.p("repo");
+        common::git(&fx, &["config", "jail-test.dir", &repo]);
+        fx.give_to(who);
+        let run = fx.run(
+            "set -e; echo 'fn main() { run() }' > src/main.rs; \
+             echo one > notes.md; git add notes.md; git commit -qm one --no-verify; \
+             echo two >> notes.md; git commit -qam two --no-verify",
+        );
+        assert!(run.ok(), "{who:?}: {}", run.describe());
+        let id = run_id(&run);
+        let diff = fx.jail(&["diff", &id]).stdout;
+        assert!(!diff.contains("# jail: flagged"), "{who:?} {off:?}: {diff}");
+        let apply = fx.jail(&["apply", &id]);
+        assert!(apply.ok(), "{}", apply.describe());
+        assert!(
+            std::fs::read_to_string(fx.repo.join("src/main.rs"))
+                .unwrap()
+                .contains("run()")
+        );
+        assert!(common::git(&fx, &["branch", "--list", "jail/*"]).contains(&id));
+    }
+}

@@ -205,26 +205,36 @@ pub fn script_paths(text: &str, bases: &[&Path], home: Option<&Path>) -> Vec<Pat
             continue;
         }
         // A glob (`tools/hooks.d/*.sh`, what a loop runs): the directory it lists.
-        let w = match w.find(['*', '?', '[']) {
+        let (w, glob) = match w.find(['*', '?', '[']) {
             Some(i) => match w[..i].rfind('/') {
-                Some(j) => &w[..j],
+                Some(j) => (&w[..j], true),
                 None => continue,
             },
-            None => w,
+            None => (w, false),
         };
         // Quotes and a key's `=` around a path (`--require=./x`, `"./x",`).
         let w = w.rsplit('=').next().unwrap_or(w);
         let w =
             w.trim_matches(|c: char| matches!(c, '"' | '\'' | ',' | '[' | ']' | '{' | '}' | ':'));
         for base in bases {
-            if let Some(i) = w.rfind(['}', ')']) {
-                let rest = w[i + 1..].trim_start_matches('/');
-                if !rest.is_empty() {
-                    out.push(base.join(rest));
+            let named = match w.rfind(['}', ')']) {
+                Some(i) => {
+                    let rest = w[i + 1..].trim_start_matches('/');
+                    (!rest.is_empty()).then(|| base.join(rest))
                 }
+                None => gitconfig::expand(w, base, home),
+            };
+            let Some(named) = named.map(|p| super::absolute(Path::new("/"), &p)) else {
+                continue;
+            };
+            // A word that names the tree itself or a directory in it (`prettier --write ./`,
+            // `safe.directory = /repo`, a `cd`) is where something runs, not what runs: taken
+            // whole it would flag every file. A glob's directory is what a loop runs.
+            let whole = bases.iter().any(|b| b.starts_with(&named));
+            if whole || (!glob && named.is_dir()) {
                 continue;
             }
-            out.extend(gitconfig::expand(w, base, home));
+            out.push(named);
         }
     }
     out.truncate(1024);
@@ -351,6 +361,10 @@ mod tests {
         );
         assert!(got.contains(&PathBuf::from("/w/_/husky.sh")), "{got:?}");
         assert!(!got.iter().any(|p| p.to_string_lossy().contains("example")));
+        // The tree itself, or a directory in it, is no program.
+        let tmp = std::env::temp_dir();
+        let none = script_paths("prettier --write ./ ; cd .. ; ls ./*.sh", &[&tmp], None);
+        assert!(none.is_empty(), "{none:?}");
     }
 
     #[test]

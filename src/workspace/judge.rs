@@ -214,12 +214,11 @@ impl<'a> Judge<'a> {
             out.dedup();
             return out;
         };
+        // The host's side, when the old side is the host's (a commit's old side is the
+        // commit's parent: the host's file there is judged by `overwrites`).
+        let host_old = it.old.as_ref().filter(|o| o.abs.starts_with(self.root));
         // A file replaced by a link (or back): the patch shows the host's side deleted.
-        if it
-            .old
-            .as_ref()
-            .is_some_and(|o| o.kind.is_file() != new.kind.is_file())
-        {
+        if host_old.is_some_and(|o| o.kind.is_file() != new.kind.is_file()) {
             out.extend(self.lost(it));
         }
         host_use(&mut out, "");
@@ -234,7 +233,7 @@ impl<'a> Judge<'a> {
         }
         // Writing over what git cannot bring back, where the diff cannot show what is lost (a
         // binary file) or the file is in no commit at all.
-        if let (Some(old), SideKind::File) = (&it.old, &new.kind) {
+        if let (Some(old), SideKind::File) = (host_old, &new.kind) {
             if old.kind.is_file() && (self.untracked(&it.path) || binary(&old.abs)) {
                 if let Some(why) = self.lost(it) {
                     out.push(format!(
