@@ -162,6 +162,14 @@ fn commits_do_not_smuggle_what_the_work_tree_would_flag() {
             diff.contains("# | +export X=1"),
             "the commits' patch is not shown:\n{diff}"
         );
+        // A named apply, even of everything flagged, never offers the branch.
+        let named = fx.jail(&["apply", &id, "--include-flagged", &fx.p("repo/file.txt")]);
+        assert!(named.ok(), "{}", named.describe());
+        assert!(
+            common::git(&fx, &["branch", "--list", "jail/*"])
+                .trim()
+                .is_empty()
+        );
         let apply = fx.jail(&["apply", &id]);
         assert!(apply.ok(), "{}", apply.describe());
         let branches = common::git(&fx, &["branch", "--list", "jail/*"]);
@@ -204,6 +212,16 @@ fn apply_adds_no_write_bits_and_acts_only_on_the_selection() {
         assert!(run.ok(), "{who:?}: {}", run.describe());
         let id = run_id(&run);
         // A named apply: that file alone; nothing removed, made or changed elsewhere.
+        let diff = fx.jail(&["diff", &id]).stdout;
+        for line in [
+            "# jail: makes the directory newdir",
+            "# jail: removes the directory olddir",
+        ] {
+            assert!(
+                diff.contains(line),
+                "{who:?} {off:?}: no '{line}' in\n{diff}"
+            );
+        }
         let named = fx.jail(&["apply", &id, &fx.p("repo/made.txt")]);
         assert!(named.ok(), "{}", named.describe());
         assert!(
