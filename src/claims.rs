@@ -106,6 +106,9 @@ impl Claims {
             .get("cwd")
             .and_then(|c| c.as_str())
             .map(PathBuf::from);
+        // HOME hidden (every shipped profile) is as good a place as HOME read-only: the
+        // user may write it, the jail refuses (a read-only tmpfs over it, or Landlock).
+        let home_probe = home.clone().filter(|h| access_at(h) == "hide");
         let mut read_only: Vec<PathBuf> = rules
             .iter()
             .filter(|r| r.access == "ro")
@@ -117,6 +120,7 @@ impl Claims {
             // /tmp and /dev/shm are writable in every jail (private, or the host's).
             .filter(|p| !p.starts_with("/tmp") && !p.starts_with("/dev/shm"))
             .filter(|p| p.is_absolute() && access_at(p) == "ro")
+            .chain(home_probe.filter(|h| !h.starts_with("/tmp") && h.is_absolute()))
             .collect();
         read_only.sort();
         read_only.dedup();

@@ -243,6 +243,7 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         guarded,
         credential_files: env.credential_files.clone(),
         homes: homes_input(req, o.home, home.as_deref(), &base_dir),
+        agent_logins: agent_logins(&cat, &prof, &req.command, &x)?,
         env,
         caller_env: caller,
     };
@@ -342,6 +343,49 @@ fn check_request(req: &Request) -> Result<(), JailError> {
         }
     }
     Ok(())
+}
+
+/// Every agent's login files, expanded, each marked whether the run is that agent: the
+/// profile's own agent, else the one whose program the command names (`claude` run under
+/// `review`).
+fn agent_logins(
+    cat: &Catalog,
+    prof: &policy::profile::Resolved,
+    command: &[OsString],
+    x: &Expansion,
+) -> Result<Vec<policy::AgentLoginPath>, JailError> {
+    let agents = cat.agents();
+    let program = command
+        .first()
+        .and_then(|c| Path::new(c).file_name())
+        .map(|n| n.to_os_string());
+    let own = prof.agent.as_ref().map(|a| a.name.clone()).or_else(|| {
+        agents
+            .iter()
+            .find(|a| {
+                a.commands
+                    .iter()
+                    .any(|c| program.as_deref() == Some(c.as_ref()))
+            })
+            .map(|a| a.name.clone())
+    });
+    let mut out = Vec::new();
+    for agent in &agents {
+        for template in &agent.login {
+            let expanded = x
+                .expand(template)
+                .map_err(|e| JailError::BadInput(format!("profile agent {}: {e}", agent.name)))?;
+            let Some(path) = expanded.map(PathBuf::from).filter(|p| p.is_absolute()) else {
+                continue;
+            };
+            out.push(policy::AgentLoginPath {
+                agent: agent.name.clone(),
+                path,
+                own: own.as_deref() == Some(agent.name.as_str()),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// `--home` (else the profile's), and when hidden the homes of this host, the PATH

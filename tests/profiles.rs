@@ -880,8 +880,9 @@ fn flags_beat_the_profile_and_the_dry_run_names_each_rules_origin() {
         assert!(flagrw.join("c").exists() && !flagrw.join(".git/hooks/d").exists());
 
         // The dry run says where each rule came from.
+        // (HOME visible, so the default's hide rule in it is a rule of its own.)
         let mut args = flags.to_vec();
-        args.extend(["--dry-run", "--", "true"]);
+        args.extend(["--home", "visible", "--dry-run", "--", "true"]);
         let run = fx.jail_at(&fx.dir, &args, &env);
         assert_ok(&run, "dry run");
         let v = json(&run.stdout, "dry run");

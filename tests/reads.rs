@@ -519,7 +519,7 @@ fn the_read_mode_is_named_by_dry_run_probe_status_and_notice() {
         "HOME itself is hidden: {home_rule}"
     );
     assert_eq!(home_rule["origin"]["from"], "home", "{home_rule}");
-    let run = fx.jail(&["--dry-run", "--", "true"]);
+    let run = fx.jail(&["--home", "visible", "--dry-run", "--", "true"]);
     assert!(
         run.stdout.contains("\"home\": \"visible\""),
         "{}",
@@ -529,7 +529,7 @@ fn the_read_mode_is_named_by_dry_run_probe_status_and_notice() {
     let probe = fx.command(common::jail_bin(), &["probe"]).output().unwrap();
     let probe = String::from_utf8_lossy(&probe.stdout);
     assert!(
-        probe.contains("homes (--home):   visible by default; hidden (--home hidden) enforced by mount view and Landlock"),
+        probe.contains("homes (--home):   hidden by default (--home visible shows them) enforced by mount view and Landlock"),
         "{probe}"
     );
 
@@ -542,7 +542,7 @@ fn the_read_mode_is_named_by_dry_run_probe_status_and_notice() {
         probe["homes"]
             .as_str()
             .unwrap_or_default()
-            .starts_with("visible by default"),
+            .starts_with("hidden by default"),
         "{probe}"
     );
 
@@ -553,7 +553,7 @@ fn the_read_mode_is_named_by_dry_run_probe_status_and_notice() {
         "{}",
         run.describe()
     );
-    let run = fx.jail(&["--cwd", &proj, "--", &jail, "status"]);
+    let run = fx.jail(&["--home", "visible", "--cwd", &proj, "--", &jail, "status"]);
     assert!(
         run.ok() && run.stdout.contains("homes: visible:"),
         "{}",
@@ -648,8 +648,8 @@ fn a_commands_interpreter_installed_in_home_runs() {
     }
 }
 
-/// The agent profiles hide the rest of HOME by default and show the git identity; default and
-/// review leave it visible (an agent run under review needs its own state, read-only).
+/// Every profile hides the rest of HOME and shows the git identity (an agent run under review
+/// gets its own login: tests/logins.rs).
 #[test]
 fn the_agent_profiles_hide_the_rest_of_home() {
     if !full_level_or_skip("agent-profiles-home") {
@@ -667,8 +667,8 @@ fn the_agent_profiles_hide_the_rest_of_home() {
             ("gemini-cli", true),
             ("opencode", true),
             ("aider", true),
-            ("default", false),
-            ("review", false),
+            ("default", true),
+            ("review", true),
         ] {
             let script = format!("cat {} || true; cat {}", quote(&notes), quote(&git));
             let run = fx.jail(&[

@@ -120,13 +120,18 @@ fn cow_text(f: &Features) -> String {
     }
 }
 
-/// What `--home hidden` gets here: the default run's read mode, and whether hiding works.
+/// What the homes are in a default run here (hidden, every shipped profile), and what hides
+/// them.
 fn home_text(f: &Features) -> String {
     let by = match (f.user_namespaces, f.landlock_abi > 0) {
         (true, true) => "mount view and Landlock",
         (true, false) => "mount view",
         (false, true) => "Landlock (names listable)",
-        (false, false) => return "visible; hidden needs the mount view or Landlock".into(),
+        (false, false) => {
+            return "hidden by default, but neither the mount view nor Landlock is here to \
+                    hide them (a run refuses unless --home visible)"
+                .into();
+        }
     };
-    format!("visible by default; hidden (--home hidden) enforced by {by}")
+    format!("hidden by default (--home visible shows them) enforced by {by}")
 }

@@ -203,18 +203,29 @@ fn resolved_toml(r: &Resolved) -> String {
     if let Some(b) = o.allow_unix_sockets {
         out.push_str(&format!("allow_unix_sockets = {b}\n"));
     }
-    if let Some(h) = o.home {
-        out.push_str(&format!(
-            "home = {}\n",
-            serde_json::to_string(&h).expect("enum")
-        ));
-    }
+    // What a command reads of HOME, said whether or not a profile of the chain set it.
+    let home = o.home.unwrap_or_default();
+    out.push_str(&format!(
+        "home = {}  # {}\n",
+        serde_json::to_string(&home).expect("enum"),
+        home.describe()
+    ));
     if let Some(t) = &o.timeout {
         out.push_str(&format!("timeout = {}\n", q(t)));
     }
     if let Some(rules) = &o.net {
         let items: Vec<String> = rules.iter().map(|s| q(s)).collect();
         out.push_str(&format!("net = [{}]\n", items.join(", ")));
+    }
+    if let Some(agent) = &r.agent {
+        let list = |l: &[String]| l.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ");
+        out.push_str(&format!(
+            "\n[agent]  # its login is given to it, and hidden from every other command\n\
+             name = {}\ncommands = [{}]\nlogin = [{}]\n",
+            q(&agent.name),
+            list(&agent.commands),
+            list(&agent.login)
+        ));
     }
     out.push_str("\n[limits]\n");
     out.push_str(&r.limits.to_toml());

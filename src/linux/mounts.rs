@@ -471,8 +471,13 @@ fn apply_step(step: &Step, dev_bytes: usize, sizes: &TmpfsSizes) -> Result<(), J
             let target = sys::open_path_nofollow(p).map_err(|e| fail("open", p, e))?;
             hide_dir(p, &target)
         }
+        // Another run's store may be removed between the open and the mount (its run ended):
+        // the mount through the descriptor of a removed directory fails with ENOENT.
         Step::HideState(p) => match sys::open_path_nofollow(p) {
-            Ok(target) => hide_dir(p, &target),
+            Ok(target) => match cover_with_empty_tmpfs(&target) {
+                Err(nix::errno::Errno::ENOENT) => Ok(()),
+                done => done.map_err(|e| fail("hide", p, e)),
+            },
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
             Err(e) => Err(fail("open", p, e)),
         },
@@ -639,6 +644,11 @@ fn overlay(root: &Path, layer: &std::os::fd::OwnedFd) -> Result<(), JailError> {
 
 /// Covers the directory `target` holds (at `path`) with an empty read-only tmpfs.
 fn hide_dir(path: &Path, target: &std::os::fd::OwnedFd) -> Result<(), JailError> {
+    cover_with_empty_tmpfs(target).map_err(|e| fail("hide", path, e))
+}
+
+/// The mount of [`hide_dir`], its errno kept.
+fn cover_with_empty_tmpfs(target: &std::os::fd::OwnedFd) -> nix::Result<()> {
     mount(
         Some("tmpfs"),
         fd_path(target.as_raw_fd()).as_str(),
@@ -646,7 +656,6 @@ fn hide_dir(path: &Path, target: &std::os::fd::OwnedFd) -> Result<(), JailError>
         MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
         Some("mode=0755,size=4k,nr_inodes=1"),
     )
-    .map_err(|e| fail("hide", path, e))
 }
 
 fn hide_dir_except(path: &Path, reveal: &[PathBuf]) -> Result<(), JailError> {

@@ -124,8 +124,7 @@ fn fake_policy(name: &str) -> Policy {
         path_dirs: vec![],
         programs: vec![],
     };
-    let is_dir = |p: &Path| p.starts_with("/Users") || p == Path::new("/var/root");
-    crate::policy::homes::hide_homes(&mut rules, &homes, Path::new(CWD), true, &is_dir).unwrap();
+    crate::policy::homes::hide_homes(&mut rules, &homes, Path::new(CWD), true, &MacHomes).unwrap();
     let roots: Vec<PathBuf> = rules
         .values()
         .filter(|r| r.access == Access::Rw)
@@ -267,11 +266,12 @@ fn the_shipped_profiles_hide_credentials_and_protect_the_project() {
         let alias = format!("{DATA_VOLUME}{secret}");
         assert!(!allowed(&r, "file-read-data", &f(&alias)), "{alias}");
     }
-    assert!(allowed(&r, "file-read-metadata", &f("/Users/u/.ssh")));
+    // The homes are hidden (every shipped profile): not even listed.
     assert!(
         !allowed(&r, "file-read-data", &f("/Users/u/.ssh")),
         "no listing"
     );
+    assert!(!allowed(&r, "file-read-data", &f("/Users/u/notes.txt")));
     assert!(allowed(
         &r,
         "file-write-data",
@@ -1073,4 +1073,19 @@ fn check_order(forms: &[Sx]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The Mac's homes as directories, nothing else looked at.
+struct MacHomes;
+
+impl crate::policy::homes::HostLook for MacHomes {
+    fn kind(&self, p: &Path) -> Option<Kind> {
+        (p.starts_with("/Users") || p == Path::new("/var/root")).then_some(Kind::Dir)
+    }
+    fn links_in(&self, _: &Path) -> Vec<(PathBuf, PathBuf)> {
+        Vec::new()
+    }
+    fn venv_home(&self, _: &Path) -> Option<PathBuf> {
+        None
+    }
 }

@@ -32,11 +32,13 @@ impl HomeMode {
     pub fn describe(self) -> &'static str {
         match self {
             HomeMode::Visible => {
-                "visible: everything is readable but the hide list (--home hidden hides the homes)"
+                "visible: everything is readable but the hide list and the other agents' logins \
+                 (--home hidden hides the homes)"
             }
             HomeMode::Hidden => {
-                "hidden: home directories are hidden but the project, the agent's own \
-                 directories, the profile's paths and the working directory"
+                "hidden: home directories are hidden but the project, the working directory, \
+                 the programs on PATH and what they load, the profile's paths and the agent's \
+                 own login"
             }
         }
     }
@@ -124,16 +126,65 @@ pub fn homes_to_hide(candidates: &[PathBuf]) -> Vec<PathBuf> {
     outer
 }
 
+/// What `hide_homes` asks of the host (the only filesystem access): fakes in the unit tests.
+pub trait HostLook {
+    /// Whether `path` is a directory, a file, or nothing (symlinks not followed).
+    fn kind(&self, path: &Path) -> Option<Kind>;
+    /// The symlinks directly in `dir` with their real targets (a PATH directory's
+    /// `claude -> ../share/claude/versions/2.1.0`).
+    fn links_in(&self, dir: &Path) -> Vec<(PathBuf, PathBuf)>;
+    /// The `home` a venv's `pyvenv.cfg` names: the directory of the interpreter it runs.
+    fn venv_home(&self, prefix: &Path) -> Option<PathBuf>;
+}
+
+/// The real host.
+pub struct RealHost;
+
+impl HostLook for RealHost {
+    fn kind(&self, path: &Path) -> Option<Kind> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        Some(if meta.is_dir() { Kind::Dir } else { Kind::File })
+    }
+
+    fn links_in(&self, dir: &Path) -> Vec<(PathBuf, PathBuf)> {
+        // A bound: a PATH directory with thousands of entries is looked at only so far.
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .take(MAX_PATH_ENTRIES)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()))
+            .filter_map(|e| {
+                let target = std::fs::canonicalize(e.path()).ok()?;
+                Some((e.path(), target))
+            })
+            .collect()
+    }
+
+    fn venv_home(&self, prefix: &Path) -> Option<PathBuf> {
+        let text = super::gitconfig::read_small(&prefix.join("pyvenv.cfg")).ok()?;
+        let home = text.lines().find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == "home").then(|| PathBuf::from(v.trim()))
+        })?;
+        std::fs::canonicalize(home).ok()
+    }
+}
+
+/// How many entries of one PATH directory are looked at for links.
+const MAX_PATH_ENTRIES: usize = 4096;
+
 /// Adds the hiding rules of `--home hidden` to `rules`: each home hidden unless a rule names it
 /// or a directory above it (other than `/`); the working directory shown read-only when it lies
-/// in a hidden home and no rule covers it; the PATH directories in a hidden home likewise.
-/// `is_dir(path)` says whether a path is a directory there (the only filesystem access).
+/// in a hidden home and no rule covers it; the programs' places in a hidden home likewise
+/// (`program_places`), each rule with the reason it is shown.
 pub fn hide_homes(
     rules: &mut BTreeMap<PathBuf, PathRule>,
     input: &HomesInput,
     cwd: &Path,
     private_tmp: bool,
-    is_dir: &dyn Fn(&Path) -> bool,
+    look: &dyn HostLook,
 ) -> Result<(), JailError> {
     if input.mode != HomeMode::Hidden {
         return Ok(());
@@ -141,7 +192,7 @@ pub fn hide_homes(
     let hidden: Vec<PathBuf> = homes_to_hide(&input.homes)
         .into_iter()
         .filter(|h| !(private_tmp && h.starts_with("/tmp")))
-        .filter(|h| is_dir(h))
+        .filter(|h| look.kind(h) == Some(Kind::Dir))
         .filter(|h| {
             // A rule at the home or above it decides for it: --ro ~, --hide /home, a
             // profile's rw on a parent. Not the read-only root, nor the host's /tmp of
@@ -158,7 +209,7 @@ pub fn hide_homes(
                 path: home.clone(),
                 access: Access::Hide,
                 kind: Kind::Dir,
-                origin: Origin::Home,
+                origin: Origin::Home("a home directory".into()),
             },
         );
     }
@@ -167,7 +218,7 @@ pub fn hide_homes(
             .values()
             .filter(|r| p.starts_with(&r.path))
             .max_by_key(|r| r.path.components().count())
-            .is_some_and(|r| r.access == Access::Hide && r.origin == Origin::Home)
+            .is_some_and(|r| r.access == Access::Hide && matches!(r.origin, Origin::Home(_)))
     };
     // A home is never shown whole because a run starts in it (HOME inside /home is hidden
     // through /home's rule, so it is looked up among all the homes).
@@ -180,33 +231,42 @@ pub fn hide_homes(
              the project's directory, name the directory with --ro or --rw, or use --home visible",
         ));
     }
-    let mut shown: Vec<PathBuf> = vec![cwd.to_path_buf()];
-    shown.extend(
-        input
-            .path_dirs
-            .iter()
-            .map(|d| installation_of(d, &input.homes)),
-    );
-    shown.extend(
-        input
-            .programs
-            .iter()
-            .filter_map(|p| p.parent())
-            .map(|d| installation_of(d, &input.homes)),
-    );
-    for dir in &shown {
-        let dir = dir.as_path();
-        if is_home(dir) || !dir.is_absolute() || !is_dir(dir) {
+    let mut shown: Vec<Shown> = vec![Shown {
+        path: cwd.to_path_buf(),
+        kind: Kind::Dir,
+        why: "the working directory".into(),
+    }];
+    for dir in &input.path_dirs {
+        shown.extend(program_places(dir, "a PATH directory", &input.homes, look));
+        // What the PATH directory's links run: `~/.local/bin/claude` leads to the native
+        // installer's versions, `~/.local/bin/black` into a pipx venv.
+        if home_of(dir, &input.homes).is_some() {
+            for (link, target) in look.links_in(dir) {
+                if let Some(parent) = target.parent().filter(|p| !p.starts_with(dir)) {
+                    let why = format!("what {} runs", link.display());
+                    shown.extend(program_places(parent, &why, &input.homes, look));
+                }
+            }
+        }
+    }
+    for program in &input.programs {
+        if let Some(dir) = program.parent() {
+            let why = format!("the directory of {}", program.display());
+            shown.extend(program_places(dir, &why, &input.homes, look));
+        }
+    }
+    for Shown { path, kind, why } in shown {
+        if is_home(&path) || !path.is_absolute() || look.kind(&path) != Some(kind) {
             continue;
         }
-        if hidden_at(rules, dir) {
+        if hidden_at(rules, &path) {
             rules.insert(
-                dir.to_path_buf(),
+                path.clone(),
                 PathRule {
-                    path: dir.to_path_buf(),
+                    path,
                     access: Access::Ro,
-                    kind: Kind::Dir,
-                    origin: Origin::Home,
+                    kind,
+                    origin: Origin::Home(why),
                 },
             );
         }
@@ -214,52 +274,156 @@ pub fn hide_homes(
     Ok(())
 }
 
-/// Directories of HOME that are no program's installation but hold every tool's data, longest
-/// first: inside one, a tool's installation is its own entry there (`~/.local/share/pipx`),
-/// never the whole directory (`~/.local/share` holds the keyrings).
+/// A place `--home hidden` shows read-only, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    pub path: PathBuf,
+    pub kind: Kind,
+    pub why: String,
+}
+
+/// The innermost home holding `dir` (not the home itself).
+fn home_of<'a>(dir: &Path, homes: &'a [PathBuf]) -> Option<&'a PathBuf> {
+    homes
+        .iter()
+        .filter(|h| dir.starts_with(h) && dir != h.as_path())
+        .max_by_key(|h| h.components().count())
+}
+
+/// Directories of HOME that are no program's installation but hold every tool's data: a
+/// program directory directly in one is shown alone, never its siblings (`~/.local/share`
+/// holds the keyrings, `~/.config` every tool's tokens).
 const SHARED_DIRS: &[&str] = &[
     ".local/share",
     ".local/state",
     ".local/lib",
     ".var/app",
-    ".local",
     ".config",
     ".cache",
     "snap",
 ];
 
-/// What to show for a directory a program lives in (a PATH directory, the command's own): in a
-/// home, the home's entry that holds it when that is a dot directory of one tool (`~/.nvm` for
-/// `~/.nvm/versions/node/v22/bin`, `~/.pyenv` for its shims: the programs there run files
-/// beside their own directory), or the tool's entry in a shared directory
-/// (`~/.local/share/uv` for `~/.local/share/uv/tools/aider-chat/bin`); else the directory
-/// itself (`~/.local/bin`, `~/bin`).
-fn installation_of(dir: &Path, homes: &[PathBuf]) -> PathBuf {
-    let Some(home) = homes
-        .iter()
-        .filter(|h| dir.starts_with(h) && dir != h.as_path())
-        .max_by_key(|h| h.components().count())
-    else {
-        return dir.to_path_buf();
+/// The names of a program directory that make its parent an installation prefix (`bin` of
+/// `~/.npm-global`, `shims` of `~/.pyenv`).
+const PROGRAM_DIR_NAMES: &[&str] = &["bin", "sbin", "shims"];
+
+/// What of a prefix its programs load at run time: their libraries, modules, interpreters'
+/// versions. Not `etc` (npm's global `npmrc` with its `_authToken`), not the prefix's own
+/// files (`~/.cargo/config.toml`, `credentials.toml`), not caches (`~/.cargo/registry`).
+const PREFIX_CODE: &[&str] = &[
+    "bin",
+    "sbin",
+    "shims",
+    "lib",
+    "lib32",
+    "lib64",
+    "libexec",
+    "include",
+    "share",
+    "versions",
+    "toolchains",
+    "tools",
+    "plugins",
+    "installs",
+    "node_modules",
+    // A version manager's hook scripts, which its shims source.
+    "pyenv.d",
+    "rbenv.d",
+    "nodenv.d",
+    "goenv.d",
+];
+
+/// Files of a prefix its programs read to start: a venv's `pyvenv.cfg`, pyenv's global
+/// `version`.
+const PREFIX_FILES: &[&str] = &["pyvenv.cfg", "version"];
+
+/// `~/.local` is a prefix shared by every tool (`pip install --user`, the XDG directories):
+/// of it only the libraries its `bin` runs with.
+const LOCAL_CODE: &[&str] = &["lib", "lib64", "libexec"];
+
+/// A launcher in a PATH directory that runs programs kept elsewhere in the home: rustup's
+/// proxies (`cargo`, `rustc` in `~/.cargo/bin`) run the toolchains in `~/.rustup`.
+struct Launcher {
+    /// The PATH directory, relative to the home.
+    dir: &'static str,
+    /// The file in it that marks the launcher.
+    marker: &'static str,
+    /// Where its programs are, relative to the home, and what of that is shown.
+    home: &'static str,
+    shown: &'static [&'static str],
+}
+
+const LAUNCHERS: &[Launcher] = &[Launcher {
+    dir: ".cargo/bin",
+    marker: "rustup",
+    home: ".rustup",
+    shown: &["toolchains", "settings.toml"],
+}];
+
+/// What to show for a directory a program lives in (a PATH directory, the command's own, the
+/// directory a PATH entry links into), when it lies in a home: the directory itself; when it
+/// is a prefix's `bin` (or `shims`), what of the prefix its programs load ([`PREFIX_CODE`],
+/// [`PREFIX_FILES`]) and never the prefix's configuration; a venv's interpreter's prefix;
+/// a launcher's programs ([`LAUNCHERS`]). Outside the homes: nothing to show.
+fn program_places(dir: &Path, why: &str, homes: &[PathBuf], look: &dyn HostLook) -> Vec<Shown> {
+    let Some(home) = home_of(dir, homes) else {
+        return Vec::new();
     };
-    let rest = dir.strip_prefix(home).unwrap_or(dir);
-    let depth = rest.components().count();
-    if let Some(shared) = SHARED_DIRS.iter().find(|s| rest.starts_with(s)) {
-        let below = Path::new(shared).components().count() + 1;
-        return if depth > below {
-            home.join(rest.components().take(below).collect::<PathBuf>())
-        } else {
-            dir.to_path_buf()
-        };
-    }
-    match rest.components().next() {
-        Some(std::path::Component::Normal(first))
-            if depth > 1 && first.to_string_lossy().starts_with('.') =>
-        {
-            home.join(first)
+    let mut out = vec![Shown {
+        path: dir.to_path_buf(),
+        kind: Kind::Dir,
+        why: why.to_string(),
+    }];
+    let is_program_dir = dir
+        .file_name()
+        .is_some_and(|n| PROGRAM_DIR_NAMES.iter().any(|p| n == *p));
+    let Some(prefix) = dir.parent().filter(|p| is_program_dir && p != home) else {
+        return out;
+    };
+    let rest = prefix.strip_prefix(home).unwrap_or(prefix);
+    let shared = SHARED_DIRS
+        .iter()
+        .any(|s| rest == Path::new(s) || Path::new(s).starts_with(rest));
+    let (dirs, files): (&[&str], &[&str]) = if rest == Path::new(".local") {
+        (LOCAL_CODE, &[])
+    } else if shared {
+        (&[], &[])
+    } else {
+        (PREFIX_CODE, PREFIX_FILES)
+    };
+    let beside = format!("what the programs of {} load", dir.display());
+    for (names, kind) in [(dirs, Kind::Dir), (files, Kind::File)] {
+        for name in names {
+            let path = prefix.join(name);
+            if path != dir && look.kind(&path) == Some(kind) {
+                out.push(Shown {
+                    path,
+                    kind,
+                    why: beside.clone(),
+                });
+            }
         }
-        _ => dir.to_path_buf(),
     }
+    if let Some(python) = look.venv_home(prefix).filter(|p| p.as_path() != dir) {
+        let why = format!("the interpreter of the venv {}", prefix.display());
+        out.extend(program_places(&python, &why, homes, look));
+    }
+    for launcher in LAUNCHERS {
+        if dir == home.join(launcher.dir) && look.kind(&dir.join(launcher.marker)).is_some() {
+            let why = format!("what {} runs", dir.join(launcher.marker).display());
+            for name in launcher.shown {
+                let path = home.join(launcher.home).join(name);
+                if let Some(kind) = look.kind(&path) {
+                    out.push(Shown {
+                        path,
+                        kind,
+                        why: why.clone(),
+                    });
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The interpreter a script's first bytes name (`#!/usr/bin/python3`), or the program `env`
@@ -334,8 +498,56 @@ mod tests {
         }
     }
 
-    fn every_dir(_: &Path) -> bool {
-        true
+    /// Every path a directory (the tests that need more build a [`Fake`]).
+    struct EveryDir;
+
+    impl HostLook for EveryDir {
+        fn kind(&self, _: &Path) -> Option<Kind> {
+            Some(Kind::Dir)
+        }
+        fn links_in(&self, _: &Path) -> Vec<(PathBuf, PathBuf)> {
+            Vec::new()
+        }
+        fn venv_home(&self, _: &Path) -> Option<PathBuf> {
+            None
+        }
+    }
+
+    #[allow(non_upper_case_globals)]
+    const every_dir: EveryDir = EveryDir;
+
+    /// A host of these directories, files, links and venvs.
+    #[derive(Default)]
+    struct Fake {
+        dirs: Vec<&'static str>,
+        files: Vec<&'static str>,
+        links: Vec<(&'static str, &'static str)>,
+        venvs: Vec<(&'static str, &'static str)>,
+    }
+
+    impl HostLook for Fake {
+        fn kind(&self, p: &Path) -> Option<Kind> {
+            if self.dirs.iter().any(|d| Path::new(d) == p) {
+                Some(Kind::Dir)
+            } else if self.files.iter().any(|f| Path::new(f) == p) {
+                Some(Kind::File)
+            } else {
+                None
+            }
+        }
+        fn links_in(&self, dir: &Path) -> Vec<(PathBuf, PathBuf)> {
+            self.links
+                .iter()
+                .filter(|(l, _)| Path::new(l).parent() == Some(dir))
+                .map(|(l, t)| (PathBuf::from(l), PathBuf::from(t)))
+                .collect()
+        }
+        fn venv_home(&self, prefix: &Path) -> Option<PathBuf> {
+            self.venvs
+                .iter()
+                .find(|(p, _)| Path::new(p) == prefix)
+                .map(|(_, h)| PathBuf::from(h))
+        }
     }
 
     #[test]
@@ -408,41 +620,167 @@ mod tests {
                 .get(Path::new(p))
                 .map(|r| (r.access, r.origin.clone()))
         };
-        assert_eq!(access("/home"), Some((Access::Hide, Origin::Home)));
-        assert_eq!(access("/root"), Some((Access::Hide, Origin::Home)));
+        assert_eq!(
+            access("/home"),
+            Some((Access::Hide, Origin::Home("a home directory".into())))
+        );
+        assert_eq!(
+            access("/root"),
+            Some((Access::Hide, Origin::Home("a home directory".into())))
+        );
         assert_eq!(access("/home/u"), None, "inside /home: one rule is enough");
         assert_eq!(access("/home/u/repo"), Some((Access::Rw, Origin::Default)));
-        assert_eq!(access("/home/u/notes"), Some((Access::Ro, Origin::Home)));
-        assert_eq!(access("/home/u/.cargo"), Some((Access::Ro, Origin::Home)));
+        let shown = |why: &str| Some((Access::Ro, Origin::Home(why.into())));
+        assert_eq!(access("/home/u/notes"), shown("the working directory"));
+        assert_eq!(access("/home/u/.cargo/bin"), shown("a PATH directory"));
+        assert_eq!(
+            access("/home/u/.cargo"),
+            None,
+            "the prefix is never shown whole"
+        );
         assert_eq!(access("/home/u/repo/bin"), None, "the project covers it");
         assert_eq!(access("/usr/bin"), None, "not in a home");
     }
 
     #[test]
-    fn a_path_directory_shows_its_tools_installation_not_shared_data() {
+    fn a_path_directory_shows_what_its_programs_load_never_the_prefixs_configuration() {
         let homes = ["/home", "/home/u"].map(PathBuf::from);
-        let of = |d: &str| installation_of(Path::new(d), &homes);
+        let host = Fake {
+            dirs: vec![
+                "/home/u/.npm-global/bin",
+                "/home/u/.npm-global/lib",
+                "/home/u/.npm-global/etc",
+                "/home/u/.cargo/bin",
+                "/home/u/.cargo/registry",
+                "/home/u/.rustup/toolchains",
+                "/home/u/.pyenv/shims",
+                "/home/u/.pyenv/libexec",
+                "/home/u/.pyenv/versions",
+                "/home/u/.local/bin",
+                "/home/u/.local/lib",
+                "/home/u/.local/share",
+                "/home/u/.local/share/pipx/venvs/black/bin",
+                "/home/u/.local/share/pipx/venvs/black/lib",
+                "/home/u/.pyenv/versions/3.12/bin",
+                "/home/u/.pyenv/versions/3.12/lib",
+                "/home/u/bin",
+            ],
+            files: vec![
+                "/home/u/.cargo/config.toml",
+                "/home/u/.cargo/credentials.toml",
+                "/home/u/.cargo/bin/rustup",
+                "/home/u/.rustup/settings.toml",
+                "/home/u/.pyenv/version",
+                "/home/u/.local/share/pipx/venvs/black/pyvenv.cfg",
+                "/home/u/.npm-global/etc/npmrc",
+            ],
+            links: vec![],
+            venvs: vec![(
+                "/home/u/.local/share/pipx/venvs/black",
+                "/home/u/.pyenv/versions/3.12/bin",
+            )],
+        };
+        let of = |d: &str| -> Vec<String> {
+            program_places(Path::new(d), "x", &homes, &host)
+                .into_iter()
+                .map(|s| s.path.display().to_string())
+                .collect()
+        };
         assert_eq!(
-            of("/home/u/.nvm/versions/node/v22/bin"),
-            Path::new("/home/u/.nvm")
-        );
-        assert_eq!(of("/home/u/.pyenv/shims"), Path::new("/home/u/.pyenv"));
-        assert_eq!(of("/home/u/.local/bin"), Path::new("/home/u/.local/bin"));
-        assert_eq!(
-            of("/home/u/.local/share/uv/tools/aider-chat/bin"),
-            Path::new("/home/u/.local/share/uv")
+            of("/home/u/.npm-global/bin"),
+            ["/home/u/.npm-global/bin", "/home/u/.npm-global/lib"],
+            "not etc/npmrc"
         );
         assert_eq!(
-            of("/home/u/.local/share/claude/versions"),
-            Path::new("/home/u/.local/share/claude")
+            of("/home/u/.cargo/bin"),
+            [
+                "/home/u/.cargo/bin",
+                "/home/u/.rustup/toolchains",
+                "/home/u/.rustup/settings.toml"
+            ],
+            "not config.toml, credentials.toml or the registry"
         );
         assert_eq!(
-            of("/home/u/.local/share/bin"),
-            Path::new("/home/u/.local/share/bin")
+            of("/home/u/.pyenv/shims"),
+            [
+                "/home/u/.pyenv/shims",
+                "/home/u/.pyenv/libexec",
+                "/home/u/.pyenv/versions",
+                "/home/u/.pyenv/version"
+            ]
         );
-        assert_eq!(of("/home/u/bin"), Path::new("/home/u/bin"));
-        assert_eq!(of("/home/u/.cargo"), Path::new("/home/u/.cargo"));
-        assert_eq!(of("/usr/bin"), Path::new("/usr/bin"));
+        assert_eq!(
+            of("/home/u/.local/bin"),
+            ["/home/u/.local/bin", "/home/u/.local/lib"],
+            "never ~/.local/share"
+        );
+        assert_eq!(
+            of("/home/u/.local/share/pipx/venvs/black/bin"),
+            [
+                "/home/u/.local/share/pipx/venvs/black/bin",
+                "/home/u/.local/share/pipx/venvs/black/lib",
+                "/home/u/.local/share/pipx/venvs/black/pyvenv.cfg",
+                "/home/u/.pyenv/versions/3.12/bin",
+                "/home/u/.pyenv/versions/3.12/lib",
+            ]
+        );
+        assert_eq!(of("/home/u/bin"), ["/home/u/bin"], "HOME is no prefix");
+        assert_eq!(of("/home/u/.local/share/bin"), ["/home/u/.local/share/bin"]);
+        assert!(of("/usr/bin").is_empty(), "not in a home");
+    }
+
+    #[test]
+    fn a_path_directorys_links_show_what_they_run() {
+        let host = Fake {
+            dirs: vec![
+                "/",
+                "/home",
+                "/home/u",
+                "/home/u/.local/bin",
+                "/home/u/.local/share/claude/versions",
+                "/home/u/w",
+            ],
+            links: vec![
+                (
+                    "/home/u/.local/bin/claude",
+                    "/home/u/.local/share/claude/versions/2.1.0",
+                ),
+                ("/home/u/.local/bin/sh", "/usr/bin/dash"),
+            ],
+            ..Fake::default()
+        };
+        let mut rules: BTreeMap<PathBuf, PathRule> = [rule("/", Access::Ro)].into_iter().collect();
+        hide_homes(
+            &mut rules,
+            &input(&["/home", "/home/u"], &["/home/u/.local/bin", "/usr/bin"]),
+            Path::new("/home/u/w"),
+            true,
+            &host,
+        )
+        .unwrap();
+        let shown: Vec<(&str, String)> = rules
+            .values()
+            .filter(|r| r.access == Access::Ro)
+            .filter_map(|r| match &r.origin {
+                Origin::Home(why) => Some((r.path.to_str().unwrap(), why.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("/home/u/.local/bin", "a PATH directory".to_string()),
+                (
+                    "/home/u/.local/share/claude/versions",
+                    "what /home/u/.local/bin/claude runs".into()
+                ),
+                ("/home/u/w", "the working directory".into()),
+            ]
+        );
+        assert!(
+            !rules.contains_key(Path::new("/home/u/.local/share/claude")),
+            "not the installer's whole directory"
+        );
     }
 
     #[test]

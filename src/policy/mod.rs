@@ -21,8 +21,8 @@ pub use defaults::{
     protected_name, protected_prefix,
 };
 pub use resolve::{
-    CACHE_FLAG, COW_FLAG, PolicyInput, ProfilePathRule, absolute, enclosing_repo_hooks_dirs,
-    git_dirs_behind, real_path, resolve,
+    AgentLoginPath, CACHE_FLAG, COW_FLAG, PolicyInput, ProfilePathRule, absolute,
+    enclosing_repo_hooks_dirs, git_dirs_behind, real_path, resolve,
 };
 
 use std::ffi::OsString;
@@ -66,9 +66,12 @@ pub enum Origin {
     Protected(PathBuf),
     /// A credential file or directory that this variable of the caller's environment names.
     Env(String),
-    /// `--home hidden`: a home directory hidden, or the working directory or a PATH directory
-    /// in one shown read-only.
-    Home,
+    /// `--home hidden`: a home directory hidden, or a place in one shown read-only (the
+    /// working directory, a program's directory, what its programs load), with the reason.
+    Home(String),
+    /// The login of an agent this run is not (hidden), or of the one it is (shown read-only
+    /// when the homes are hidden): the agent's name.
+    AgentLogin(String),
     /// The host's /tmp, writable and shared with the host (`--tmp host`, or a profile's
     /// `tmp = "host"`): no project, so it is not searched for protected names and a home
     /// beneath it stays a home.

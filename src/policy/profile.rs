@@ -47,6 +47,8 @@ struct ProfileFile {
     /// `[limits]`: checked when the file is read, kept parsed below.
     #[serde(default)]
     limits: toml::Table,
+    /// `[agent]`: the agent this profile is for, the command names that run it and its login.
+    agent: Option<ProfileAgent>,
     #[serde(skip)]
     parsed_limits: Limits,
 }
@@ -110,6 +112,24 @@ struct OptionsSection {
     timeout: Option<String>,
     net: Option<Vec<String>>,
     home: Option<super::homes::HomeMode>,
+}
+
+/// The agent a profile is for. Its login files are given to it (read-only where the homes
+/// are hidden) when it is the one run, under its own profile or as a command of another
+/// profile, and hidden from every other command: a reviewer running `claude` under `review`
+/// still signs in, and nothing it starts reads Codex's or Gemini's login.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileAgent {
+    /// Its name (`claude`).
+    pub name: String,
+    /// The names of the programs that run it (`claude`): a command of one of these names is
+    /// this agent.
+    #[serde(default)]
+    pub commands: Vec<String>,
+    /// The files it signs in with (`~/.claude/.credentials.json`), as path templates.
+    #[serde(default)]
+    pub login: Vec<String>,
 }
 
 /// Where a profile was read from.
@@ -208,6 +228,9 @@ pub struct Resolved {
     /// left out), if one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_left_out_by: Option<String>,
+    /// The agent the profile is for (the last one in the chain that names one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<ProfileAgent>,
 }
 
 /// The name the embedded default takes in a chain where a user file shadows `default`.
@@ -385,6 +408,7 @@ impl Catalog {
             options: ProfileOptions::default(),
             limits: Limits::default(),
             base_left_out_by,
+            agent: None,
         };
         for pname in order {
             let file: &ProfileFile = &parsed[&pname];
@@ -397,6 +421,34 @@ impl Catalog {
             .rev()
             .find_map(|n| parsed[n].description.clone());
         Ok(out)
+    }
+
+    /// Every agent a profile is for, embedded or the user's, each once: whose logins a run
+    /// hides, but for its own agent's. A user file that shadows an embedded agent profile
+    /// adds its login files to the embedded ones (it cannot take the embedded ones out of the
+    /// hiding). A profile that cannot be read names no agent (a run that uses it fails).
+    pub fn agents(&self) -> Vec<ProfileAgent> {
+        let embedded = EMBEDDED.iter().map(|(name, text)| Entry {
+            name: name.to_string(),
+            source: Source::Embedded,
+            text: text.to_string(),
+            shadows_embedded: false,
+            unreadable: None,
+        });
+        let mut out: Vec<ProfileAgent> = Vec::new();
+        for entry in embedded.chain(self.entries.values().cloned()) {
+            let Some(agent) = parse(&entry).ok().and_then(|f| f.agent) else {
+                continue;
+            };
+            match out.iter_mut().find(|a| a.name == agent.name) {
+                Some(known) => {
+                    extend_unique(&mut known.commands, &agent.commands);
+                    extend_unique(&mut known.login, &agent.login);
+                }
+                None => out.push(agent),
+            }
+        }
+        out
     }
 
     /// Depth-first over `extends`, parents before children, each profile once; a cycle is an
@@ -563,6 +615,9 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
         dst.net = o.net.clone();
     }
     out.limits = out.limits.merged(file.parsed_limits);
+    if file.agent.is_some() {
+        out.agent = file.agent.clone();
+    }
 }
 
 fn extend_unique(dst: &mut Vec<String>, src: &[String]) {

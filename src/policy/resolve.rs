@@ -63,11 +63,23 @@ pub struct PolicyInput {
     pub credential_files: Vec<(String, PathBuf)>,
     /// `--home` and the home directories of this host.
     pub homes: super::homes::HomesInput,
+    /// The login files of every agent a profile is for, expanded: hidden, but the run's own
+    /// agent's, which are shown read-only where nothing else names them.
+    pub agent_logins: Vec<AgentLoginPath>,
     /// The command's environment, as the profile and the flags make it from the caller's.
     pub env: super::env::ChildEnv,
     /// The caller's environment: the variables that name a host daemon's socket are removed
     /// from `env` unless that socket is allowed.
     pub caller_env: Vec<(OsString, OsString)>,
+}
+
+/// One login file of an agent.
+#[derive(Debug, Clone)]
+pub struct AgentLoginPath {
+    pub agent: String,
+    pub path: PathBuf,
+    /// The run is this agent (its profile, or a command of its name).
+    pub own: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -147,12 +159,17 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     let listed = Listings::default();
     let profile = add_profile_rules(input, &user, &mut rules, &listed)?;
     add_credential_hides(input, &user, &mut rules, &listed)?;
+    add_agent_logins(input, &user, &mut rules, &listed);
     add_flag_rules(&user, &mut rules);
     // The working directory, resolved first: `--home hidden` shows it when it is in a home.
     let cwd = working_dir(input)?;
-    super::homes::hide_homes(&mut rules, &input.homes, &cwd, !input.tmp_host, &|p| {
-        std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
-    })?;
+    super::homes::hide_homes(
+        &mut rules,
+        &input.homes,
+        &cwd,
+        !input.tmp_host,
+        &super::homes::RealHost,
+    )?;
     drop_nested_hides(&mut rules);
     show_tmp_working_dir(input, &cwd, &mut rules);
     let (mut absent_protected, search_notes) = protect_names(&user, &mut rules)?;
@@ -438,6 +455,44 @@ fn add_profile_rules(
         absent: profile_absent,
         protected: profile_protected,
     })
+}
+
+/// The agents' logins: every other agent's hidden (what the command starts must not sign in
+/// as another agent, or carry its token away), unless a flag or a profile names the file
+/// itself; the run's own agent's shown read-only where the homes are hidden and no rule of
+/// the profile already decides for it (the agent's profile makes its state writable).
+fn add_agent_logins(input: &PolicyInput, user: &FlagRules, rules: &mut Rules, listed: &Listings) {
+    for login in &input.agent_logins {
+        let Some(path) = existing_target(&login.path, listed) else {
+            continue;
+        };
+        let named_by_flag = user
+            .keys()
+            .any(|u| *u == path || path.starts_with(u) && user[u].0 == Access::Hide);
+        if named_by_flag || rules.contains_key(&path) {
+            continue;
+        }
+        let covering = rules
+            .values()
+            .filter(|r| path.starts_with(&r.path))
+            .max_by_key(|r| r.path.components().count());
+        let access = if !login.own {
+            Access::Hide
+        } else if covering.is_some_and(|r| r.access == Access::Ro && r.path == Path::new("/")) {
+            Access::Ro
+        } else {
+            continue;
+        };
+        rules.insert(
+            path.clone(),
+            PathRule {
+                kind: kind_of(&path),
+                path,
+                access,
+                origin: Origin::AgentLogin(login.agent.clone()),
+            },
+        );
+    }
 }
 
 /// The credential files the caller's environment names: hidden, unless a flag names them.
