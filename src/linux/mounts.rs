@@ -472,7 +472,12 @@ fn apply_step(step: &Step, dev_bytes: usize, sizes: &TmpfsSizes) -> Result<(), J
             hide_dir(p, &target)
         }
         Step::HideState(p) => match sys::open_path_nofollow(p) {
-            Ok(target) => hide_dir(p, &target),
+            // Removed between the open and the mount too (mounting on a deleted directory
+            // fails with ENOENT): nothing left to hide either.
+            Ok(target) => hide_dir(p, &target).or_else(|e| match std::fs::symlink_metadata(p) {
+                Err(gone) if gone.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                _ => Err(e),
+            }),
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
             Err(e) => Err(fail("open", p, e)),
         },
