@@ -222,6 +222,60 @@ fn a_policy_forged_wholesale_under_allow_userns_is_not_confirmed() {
     }
 }
 
+/// Run inside `unshare -Urm`: as [`FORGE`], with a seccomp filter of the forger's own refusing
+/// new user namespaces (as jail's does without `--allow-userns`), so that status's own try fails.
+const FORGE_FILTERED: &str = r#"set -e
+mount -t tmpfs -o size=1m,mode=755 tmpfs /dev/jail
+cp "$1" /dev/jail/policy.json
+chmod 444 /dev/jail/policy.json
+mount -o remount,ro,bind /dev/jail
+exec setpriv --inh-caps=-all --bounding-set=-all "$3" nouserns - "$2" status --json
+"#;
+
+/// A forged plain policy (user namespaces refused) under a filter that refuses them: status's
+/// try to create one fails as in a plain jail, but the pid and IPC namespaces jail made belong
+/// to the user namespace above the forger's.
+#[test]
+fn a_user_namespace_below_jails_is_caught_when_a_filter_hides_that_more_can_be_made() {
+    if !full_level_or_skip("status_forged_filtered") {
+        return;
+    }
+    let forge = common::compile_helper("forge")
+        .to_string_lossy()
+        .into_owned();
+    let jail = jail_bin().to_string_lossy().into_owned();
+    for who in users() {
+        let fx = Fixture::new(who, "fgfilter");
+        let forged = quiet(real_policy(&fx, &[]));
+        assert_eq!(forged["policy"]["allow_userns"], false);
+        let path = save(&fx, "plain.json", &forged);
+        let policy = path.to_string_lossy().into_owned();
+        let args = [
+            "--allow-userns",
+            "--",
+            "unshare",
+            "-Urm",
+            "/bin/sh",
+            "-c",
+            FORGE_FILTERED,
+            "sh",
+            &policy,
+            &jail,
+            &forge,
+        ];
+        let run = fx.jail_with(&args, &[], &[("PATH", PATH)]);
+        let v = json(&run.stdout, &format!("status --json\n{}", run.describe()));
+        let what = format!("{who:?}: a plain policy forged under a filter refusing userns");
+        assert_not_confined(&run, &v, &what);
+        assert_contradicted(
+            &v,
+            "namespaces",
+            "a user namespace jail did not make",
+            &what,
+        );
+    }
+}
+
 /// The real policy of an `--allow-userns` run, unforged: the process could have made its view
 /// itself, so status is advisory (exit 2), naming why; the same status without the flag is
 /// confirmed (exit 0).
