@@ -148,16 +148,47 @@ pub fn status(json: bool) -> i32 {
         println!("writable: {}", list(&f.writable));
         println!("hidden: {}", list(&f.hidden));
         println!("homes: {}", f.home().describe());
+        println!("net: {}", net_line(f, &checks));
         for gap in &f.gaps {
             println!("gap: {}", printable(gap));
         }
     } else {
-        println!("not inside a jail:");
+        // A policy file was read: a claim of it is contradicted (in a real jail too, when the
+        // file is the command's own forgery), else nothing says this is a jail.
+        println!("not inside a jail, or not confined as its policy says:");
         for c in checks.iter().filter(|c| !c.ok) {
-            println!("  {} failed: {}", c.name, printable(&c.detail));
+            let what = if file.is_some() {
+                "contradicted"
+            } else {
+                "failed"
+            };
+            println!("  {} {what}: {}", c.name, printable(&c.detail));
         }
     }
     verdict.exit_code()
+}
+
+/// The network line: a mode of its own namespace is said checked only when the `network` check
+/// confirmed it; the others are the host's network, narrowed or not.
+fn net_line(file: &PolicyFile, checks: &[Check]) -> String {
+    let mode = file
+        .policy
+        .get("net")
+        .and_then(|n| n.get("mode"))
+        .and_then(|m| m.as_str())
+        .unwrap_or("host");
+    let checked = checks
+        .iter()
+        .any(|c| c.name == "network" && c.finding == Finding::Verified);
+    let mode = crate::text::printable(mode);
+    match (mode.as_str(), checked) {
+        ("host", _) => "host: the host's network, unrestricted".to_string(),
+        (_, true) => format!("{mode}: a network namespace of its own, loopback only (checked)"),
+        ("ports", false) => {
+            "ports: the host's network, TCP ports limited by Landlock (not probed)".to_string()
+        }
+        (m, false) => format!("{m} (not checked)"),
+    }
 }
 
 #[cfg(test)]
@@ -182,5 +213,22 @@ mod tests {
             1
         );
         assert!(!check(Failed).ok && check(Advisory).ok);
+    }
+
+    #[test]
+    fn the_net_line_says_checked_only_when_the_kernel_confirmed_it() {
+        let mut policy = crate::policy::Policy::probe_default();
+        policy.net = crate::net::NetPolicy::None;
+        let layers = crate::enforcement::Layers {
+            mount: true,
+            landlock: true,
+            seccomp: true,
+            seatbelt: false,
+        };
+        let file = PolicyFile::new(&policy, &layers, vec![]);
+        let net = |f| [Check::new("network", f, "", "")];
+        assert!(net_line(&file, &net(Finding::Verified)).contains("loopback only (checked)"));
+        assert_eq!(net_line(&file, &net(Finding::Failed)), "none (not checked)");
+        assert_eq!(net_line(&file, &[]), "none (not checked)");
     }
 }

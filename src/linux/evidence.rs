@@ -124,6 +124,7 @@ pub fn gather(path: &str, claims: Option<&Claims>) -> Vec<Check> {
         )];
     };
     let mut checks = vec![source(path, claims.mount), process_image()];
+    checks.push(namespaces(claims, &namespace_facts(claims)));
     checks.push(no_new_privs());
     checks.push(capabilities(claims.mount));
     checks.push(seccomp(claims.seccomp));
@@ -149,6 +150,12 @@ pub fn gather(path: &str, claims: Option<&Claims>) -> Vec<Check> {
     }
     if !claims.hidden.is_empty() {
         checks.push(hidden(claims));
+    }
+    if claims.own_network {
+        checks.push(network(&super::view::interface_names()));
+    }
+    if claims.homes_hidden {
+        checks.push(homes(claims));
     }
     checks
 }
@@ -226,11 +233,11 @@ fn fixed_file_facts() -> Result<String, String> {
             st.st_mode & 0o7777
         ));
     }
+    let namespaces = super::view::Namespaces::of_self();
     for (ns, initial) in INITIAL_NAMESPACES {
-        let link = format!("/proc/self/ns/{ns}");
-        let ino = std::fs::metadata(&link)
-            .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
-            .map_err(|e| format!("stat {link}: {e}"))?;
+        let ino = namespaces
+            .inode(ns)
+            .map_err(|e| format!("the {ns} namespace: {e}"))?;
         if ino == *initial {
             return Err(format!(
                 "this process is in the initial {ns} namespace (jail makes a new one)"
@@ -654,38 +661,43 @@ fn show(paths: &[PathBuf]) -> String {
     list.join(", ")
 }
 
+/// Whether `p` shows anything of its own: with the mount view a directory lists a name that is
+/// not `allowed`; without it (Landlock alone lets the names be listed, a named gap) a file in
+/// it that is not `allowed` opens; a file gives its first byte.
+fn shows_content(p: &Path, mount: bool, allowed: &dyn Fn(&Path) -> bool) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(p) else {
+        return false; // absent or unreachable: nothing to read
+    };
+    if meta.is_dir() {
+        match std::fs::read_dir(p) {
+            Err(_) => false,
+            // The view covers it with an empty tmpfs.
+            Ok(mut d) if mount => d.any(|e| e.is_ok_and(|e| !allowed(&e.path()))),
+            Ok(d) => d
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()) && !allowed(&e.path()))
+                .take(8)
+                .any(|e| std::fs::File::open(e.path()).is_ok()),
+        }
+    } else if meta.is_file() {
+        use std::io::Read;
+        std::fs::File::open(p)
+            .map(|mut f| f.read(&mut [0u8; 1]).unwrap_or(0) > 0)
+            .unwrap_or(false)
+    } else {
+        false
+    }
+}
+
 /// Each hidden path is empty or unreadable, but for what a rule shows inside it.
 fn hidden(claims: &Claims) -> Check {
     let shown = |p: &Path| claims.revealed.iter().any(|r| r.starts_with(p));
-    let mut seen = Vec::new();
-    for p in &claims.hidden {
-        let Ok(meta) = std::fs::symlink_metadata(p) else {
-            continue; // absent or unreachable: nothing to read
-        };
-        let readable = if meta.is_dir() {
-            match std::fs::read_dir(p) {
-                Err(_) => false,
-                // The view covers it with an empty tmpfs.
-                Ok(mut d) if claims.mount => d.any(|e| e.is_ok_and(|e| !shown(&e.path()))),
-                // Landlock alone lets the names be listed (a named gap), files not read.
-                Ok(d) => d
-                    .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_file()) && !shown(&e.path()))
-                    .take(8)
-                    .any(|e| std::fs::File::open(e.path()).is_ok()),
-            }
-        } else if meta.is_file() {
-            use std::io::Read;
-            std::fs::File::open(p)
-                .map(|mut f| f.read(&mut [0u8; 1]).unwrap_or(0) > 0)
-                .unwrap_or(false)
-        } else {
-            false
-        };
-        if readable {
-            seen.push(p.clone());
-        }
-    }
+    let seen: Vec<PathBuf> = claims
+        .hidden
+        .iter()
+        .filter(|p| shows_content(p, claims.mount, &shown))
+        .cloned()
+        .collect();
     let paths = &claims.hidden;
     Check::new(
         "hidden paths",
@@ -698,6 +710,206 @@ fn hidden(claims: &Claims) -> Check {
             format!("readable: {}", show(&seen))
         },
     )
+}
+
+/// What the kernel said about this process's namespaces (see [`namespaces`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceFacts {
+    /// unshare(CLONE_NEWUSER) in a forked child: `Ok` when it made one, else the errno's text.
+    pub userns: Result<(), String>,
+    /// The namespaces jail made (with the mount view) owned by a user namespace above ours.
+    pub above: Vec<&'static str>,
+    /// Those it asked about and owned by ours.
+    pub ours: Vec<&'static str>,
+    /// What could not be asked, and why.
+    pub unknown: Vec<String>,
+}
+
+/// The namespaces jail makes with the mount view: mount, pid and IPC always, the network's
+/// own with `--net none` or the proxy. The user namespace is the one they must belong to.
+fn jails_namespaces(claims: &Claims) -> Vec<&'static str> {
+    if !claims.mount {
+        return Vec::new();
+    }
+    let mut kinds = vec!["mnt", "pid", "ipc"];
+    if claims.own_network {
+        kinds.push("net");
+    }
+    kinds
+}
+
+fn namespace_facts(claims: &Claims) -> NamespaceFacts {
+    let mut facts = NamespaceFacts {
+        userns: match super::view::can_create_user_namespace() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(errno)) => Err(errno_name(errno)),
+            Err(e) => Err(format!("the probe failed: {e}")),
+        },
+        above: Vec::new(),
+        ours: Vec::new(),
+        unknown: Vec::new(),
+    };
+    let namespaces = super::view::Namespaces::of_self();
+    for kind in jails_namespaces(claims) {
+        match namespaces.owned_by_ours(kind) {
+            Ok(true) => facts.ours.push(kind),
+            Ok(false) => facts.above.push(kind),
+            Err(e) => facts.unknown.push(format!("{kind}: {e}")),
+        }
+    }
+    facts
+}
+
+/// The view: whether anything read from a path could be of this process's own making. A
+/// process that can create a user namespace can mount over any path (`/dev/jail`, `/proc`,
+/// `/etc/passwd`); one in a user namespace below the one that owns jail's namespaces made
+/// that user namespace itself. Either is advisory where the policy lets the command create
+/// user namespaces (`--allow-userns`), and contradicts it where it does not.
+pub fn namespaces(claims: &Claims, facts: &NamespaceFacts) -> Check {
+    const NAME: &str = "namespaces";
+    let how = "unshare(CLONE_NEWUSER) in a forked child; NS_GET_USERNS of each namespace jail \
+               makes, through a pidfd of this process (PIDFD_GET_*_NAMESPACE)";
+    let kinds = |k: &[&str]| k.join(", ");
+    let problem = if facts.userns.is_ok() {
+        Some(
+            "this process can create user namespaces: in one of its own it can mount over any \
+             path (/dev/jail, /proc, /etc/passwd), so the policy file and everything read from \
+             a path may be its own making; each claim is checked by its effect on this process \
+             only"
+                .to_string(),
+        )
+    } else if !facts.above.is_empty() {
+        Some(format!(
+            "this process is in a user namespace jail did not make: its {} namespace(s) belong \
+             to one above it",
+            kinds(&facts.above)
+        ))
+    } else {
+        None
+    };
+    match problem {
+        Some(why) if claims.allow_userns => Check::new(NAME, Finding::Advisory, how, why),
+        Some(why) => Check::new(
+            NAME,
+            Finding::Failed,
+            how,
+            format!("{why} (the policy says user namespaces are refused)"),
+        ),
+        None if !facts.unknown.is_empty() => Check::new(
+            NAME,
+            Finding::Advisory,
+            how,
+            format!("could not ask: {}", facts.unknown.join("; ")),
+        ),
+        None => {
+            let refused = facts.userns.as_ref().err().cloned().unwrap_or_default();
+            let owned = if facts.ours.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; its {} namespaces belong to its own user namespace",
+                    kinds(&facts.ours)
+                )
+            };
+            Check::new(
+                NAME,
+                Finding::Verified,
+                how,
+                format!("cannot create user namespaces ({refused}){owned}"),
+            )
+        }
+    }
+}
+
+/// `--net none` (and the proxy): the network namespace has loopback only.
+pub fn network(links: &std::io::Result<Vec<String>>) -> Check {
+    const NAME: &str = "network";
+    let how = "the interfaces of this process's network namespace (netlink RTM_GETLINK dump)";
+    match links {
+        Err(e) => Check::new(
+            NAME,
+            Finding::Advisory,
+            how,
+            format!("could not list them: {e}"),
+        ),
+        Ok(names) => {
+            let others: Vec<&str> = names
+                .iter()
+                .map(String::as_str)
+                .filter(|n| *n != "lo")
+                .collect();
+            if others.is_empty() {
+                Check::new(NAME, Finding::Verified, how, "loopback only")
+            } else {
+                Check::new(
+                    NAME,
+                    Finding::Failed,
+                    how,
+                    format!(
+                        "interfaces beyond loopback: {} (the policy says a network of its own \
+                         with loopback only)",
+                        others.join(", ")
+                    ),
+                )
+            }
+        }
+    }
+}
+
+/// The homes this process sees: HOME, /home, /root, and /etc/passwd's login users' (all of
+/// them are the caller's to set in a view of its own; more candidates can only find more).
+fn home_candidates() -> Vec<PathBuf> {
+    let mut homes: Vec<PathBuf> = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    homes.extend(["/home", "/root"].map(PathBuf::from));
+    if let Ok(text) = std::fs::read_to_string("/etc/passwd") {
+        homes.extend(crate::policy::homes::passwd_homes(&text));
+    }
+    homes
+}
+
+/// `--home hidden`: each home lists nothing (the mount view) or opens no file (Landlock) but
+/// the way to what a rule names inside it.
+fn homes(claims: &Claims) -> Check {
+    let checked = claims.homes_to_check(&home_candidates());
+    let readable: Vec<PathBuf> = checked
+        .iter()
+        .filter(|h| {
+            shows_content(h, claims.mount, &|e: &Path| {
+                claims.on_the_way_to_a_rule(e, claims.mount)
+            })
+        })
+        .cloned()
+        .collect();
+    judge_homes(&checked, &readable)
+}
+
+pub fn judge_homes(checked: &[PathBuf], readable: &[PathBuf]) -> Check {
+    let how = "read HOME, /home, /root and /etc/passwd's homes: with the mount view each must \
+               list nothing but the way to what a rule shows, without it its files must not open";
+    if readable.is_empty() {
+        Check::new(
+            "homes",
+            Finding::Verified,
+            how,
+            format!(
+                "{} homes show nothing but what the rules name",
+                checked.len()
+            ),
+        )
+    } else {
+        Check::new(
+            "homes",
+            Finding::Failed,
+            how,
+            format!(
+                "readable: {} (the policy says the homes are hidden)",
+                show(readable)
+            ),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -727,6 +939,98 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn claims(allow_userns: bool) -> Claims {
+        let policy = Policy {
+            allow_userns,
+            ..Policy::probe_default()
+        };
+        let layers = crate::enforcement::Layers {
+            mount: true,
+            landlock: true,
+            seccomp: true,
+            seatbelt: false,
+        };
+        let file = crate::policy_file::PolicyFile::new(&policy, &layers, vec![]);
+        Claims::of(&file, None)
+    }
+
+    fn facts(userns: Result<(), String>, above: &[&'static str]) -> NamespaceFacts {
+        NamespaceFacts {
+            userns,
+            above: above.to_vec(),
+            ours: vec!["mnt", "pid", "ipc"]
+                .into_iter()
+                .filter(|k| !above.contains(k))
+                .collect(),
+            unknown: vec![],
+        }
+    }
+
+    #[test]
+    fn a_view_the_process_could_have_made_is_advisory_under_allow_userns_and_contradicts_otherwise()
+    {
+        let refused = || Err("Operation not permitted".to_string());
+        // A plain jail: no user namespace can be made, jail's namespaces are ours.
+        let c = namespaces(&claims(false), &facts(refused(), &[]));
+        assert_eq!(c.finding, Finding::Verified, "{}", c.detail);
+        assert!(c.detail.contains("mnt, pid, ipc namespaces belong"));
+        // --allow-userns: the process could build any view, so the checks read from paths
+        // are advisory; a policy that refuses user namespaces is contradicted by it.
+        let c = namespaces(&claims(true), &facts(Ok(()), &[]));
+        assert_eq!(c.finding, Finding::Advisory);
+        assert!(c.detail.contains("can create user namespaces"));
+        let c = namespaces(&claims(false), &facts(Ok(()), &[]));
+        assert_eq!(c.finding, Finding::Failed);
+        assert!(
+            c.detail
+                .contains("the policy says user namespaces are refused")
+        );
+        // A user namespace below jail's (a filter of its own then refusing new ones).
+        let c = namespaces(&claims(true), &facts(refused(), &["pid", "ipc"]));
+        assert_eq!(c.finding, Finding::Advisory);
+        assert!(
+            c.detail.contains("jail did not make: its pid, ipc"),
+            "{}",
+            c.detail
+        );
+        let c = namespaces(&claims(false), &facts(refused(), &["mnt"]));
+        assert_eq!(c.finding, Finding::Failed);
+        // Nothing could be asked: advisory.
+        let mut f = facts(refused(), &[]);
+        f.unknown.push("pid: Bad file descriptor".into());
+        assert_eq!(namespaces(&claims(false), &f).finding, Finding::Advisory);
+    }
+
+    #[test]
+    fn no_network_is_loopback_alone() {
+        let names = |n: &[&str]| Ok(n.iter().map(|s| s.to_string()).collect());
+        assert_eq!(network(&names(&["lo"])).finding, Finding::Verified);
+        let c = network(&names(&["lo", "eth0"]));
+        assert_eq!(c.finding, Finding::Failed);
+        assert!(c.detail.contains("beyond loopback: eth0"));
+        let err = Err(std::io::Error::from_raw_os_error(libc::EPERM));
+        assert_eq!(network(&err).finding, Finding::Advisory);
+    }
+
+    #[test]
+    fn a_home_that_shows_anything_contradicts_hidden_homes() {
+        let homes = [PathBuf::from("/root"), PathBuf::from("/home")];
+        assert_eq!(judge_homes(&homes, &[]).finding, Finding::Verified);
+        let c = judge_homes(&homes, &homes[..1]);
+        assert_eq!(c.finding, Finding::Failed);
+        assert!(c.detail.contains("readable: /root"));
+    }
+
+    #[test]
+    fn jail_makes_its_own_network_namespace_only_for_none_and_the_proxy() {
+        let mut c = claims(false);
+        assert_eq!(jails_namespaces(&c), ["mnt", "pid", "ipc"]);
+        c.own_network = true;
+        assert_eq!(jails_namespaces(&c), ["mnt", "pid", "ipc", "net"]);
+        c.mount = false;
+        assert!(jails_namespaces(&c).is_empty());
     }
 
     #[test]

@@ -26,3 +26,4 @@ pub mod supervisor;
 pub mod sys;
 pub mod unix_connect;
 pub mod unix_diag;
+pub mod view;

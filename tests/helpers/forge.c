@@ -2,12 +2,15 @@
  *   forge FILTER POLICY PROG [ARGS...]
  * FILTER: "allow" loads an allow-everything seccomp filter; "mimic" one that answers the
  * syscalls status probes as jail's filter does (clone3 ENOSYS; ptrace, perf_event_open, keyctl
- * EPERM) and allows the rest. Either way no_new_privs is set first (the kernel requires it).
+ * EPERM) and allows the rest; "nouserns" one that refuses unshare and clone with
+ * CLONE_NEWUSER (EPERM), as jail's does without --allow-userns. Either way no_new_privs is set
+ * first (the kernel requires it).
  * POLICY: a file copied into a memfd named jail-policy, sealed like jail's, at descriptor 10
  * with JAIL=1 and JAIL_POLICY=/proc/self/fd/10; "-" leaves the environment alone. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -45,14 +48,26 @@ int main(int argc, char **argv) {
         NR(__NR_keyctl), RET(SECCOMP_RET_ERRNO | EPERM),
         RET(SECCOMP_RET_ALLOW),
     };
+    struct sock_filter nouserns[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_unshare, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_NEWUSER, 0, 1),
+        RET(SECCOMP_RET_ERRNO | EPERM),
+        RET(SECCOMP_RET_ALLOW),
+    };
     struct sock_fprog prog;
     if (argc < 4) {
-        fprintf(stderr, "usage: forge allow|mimic POLICY|- PROG [ARGS...]\n");
+        fprintf(stderr, "usage: forge allow|mimic|nouserns POLICY|- PROG [ARGS...]\n");
         return 2;
     }
     if (strcmp(argv[1], "mimic") == 0) {
         prog.len = sizeof mimic / sizeof mimic[0];
         prog.filter = mimic;
+    } else if (strcmp(argv[1], "nouserns") == 0) {
+        prog.len = sizeof nouserns / sizeof nouserns[0];
+        prog.filter = nouserns;
     } else {
         prog.len = 1;
         prog.filter = allow;
