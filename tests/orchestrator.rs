@@ -93,3 +93,51 @@ fn the_orchestrator_example_runs_times_out_refuses_and_stops_its_agents() {
         );
     }
 }
+
+/// Issue 34: the example exited 0 having started no jail ("started 0"). An orchestrator whose
+/// agents did not run must say so and fail: no jail program to start, and jails that start but
+/// refuse to set up (level full required, Landlock switched off).
+#[test]
+fn the_orchestrator_example_fails_when_its_agents_did_not_run() {
+    if !full_level_or_skip("the_orchestrator_example_fails_when_its_agents_did_not_run") {
+        return;
+    }
+    let bin = orchestrator_bin();
+    for who in users() {
+        let fx = Fixture::new(who, "orchestrator-none");
+        for (case, program, disabled, says) in [
+            (
+                "no jail program",
+                Path::new("/nonexistent/jail"),
+                "",
+                "no jail started",
+            ),
+            (
+                "level not met",
+                jail_bin(),
+                "landlock",
+                "4 of 4 agents did not run",
+            ),
+        ] {
+            let work = fx.dir.join(format!("work-{}", disabled.len()));
+            let out = fx
+                .command(&bin, &[work.to_str().unwrap()])
+                .env("JAIL_PROGRAM", program)
+                .env("JAIL_TEST_DISABLE", disabled)
+                .stderr(Stdio::piped())
+                .output()
+                .expect("run the example");
+            let all = format!(
+                "{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(out.status.code(), Some(1), "{who:?} {case}: {all}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("orchestrator: 4 of 4 agents did not run") && stderr.contains(says),
+                "{who:?} {case}: {all}"
+            );
+        }
+    }
+}
