@@ -11,7 +11,10 @@
 //! Usage: orchestrator WORKDIR [--interrupt-after SECONDS]
 //!
 //! WORKDIR receives the project (`WORKDIR/repo`) and the reports (`WORKDIR/reports/NAME.json`).
-//! Each outcome is one line: `outcome NAME status=… exit_code=… level=… gaps=… denials=…`.
+//! Each outcome is one line: `outcome NAME status=… exit_code=… level=… gaps=… denials=…`, or
+//! `outcome NAME error=…` for an agent whose jail did not start or could not be set up. Exits 0
+//! when every agent ran; 1, with a line on stderr naming the agents that did not, otherwise
+//! (an orchestrator that started no jail must not report success).
 //! `tests/orchestrator.rs` runs this and checks those lines.
 
 use std::collections::BTreeMap;
@@ -122,6 +125,9 @@ fn main() {
     let interrupts = block_interrupts();
     let (done_tx, done) = mpsc::channel::<(&'static str, Result<Outcome, jail::JailError>)>();
     let mut stoppers: BTreeMap<&'static str, Stopper> = BTreeMap::new();
+    // The agents that did not run, with why: their jail did not start, or refused to set up.
+    let mut failed: Vec<(&'static str, String)> = Vec::new();
+    let all = agents(&repo).len();
     for agent in agents(&repo) {
         let child = Jail::new(["sh", "-c", &agent.script])
             .ro(&repo)
@@ -134,6 +140,7 @@ fn main() {
             Ok(c) => c,
             Err(e) => {
                 println!("outcome {} error={e}", agent.name);
+                failed.push((agent.name, e.to_string()));
                 continue;
             }
         };
@@ -174,6 +181,7 @@ fn main() {
             Ok((name, Err(e))) => {
                 ended += 1;
                 println!("outcome {name} error={e}");
+                failed.push((name, e.to_string()));
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -181,4 +189,21 @@ fn main() {
     }
     let content = std::fs::read_to_string(repo.join("src.txt")).unwrap_or_default();
     println!("project unchanged: {}", content == "original\n");
+    if !failed.is_empty() {
+        let names: Vec<String> = failed
+            .iter()
+            .map(|(name, why)| format!("{name} ({why})"))
+            .collect();
+        eprintln!(
+            "orchestrator: {} of {all} agents did not run{}: {}",
+            failed.len(),
+            if stoppers.is_empty() {
+                ", no jail started"
+            } else {
+                ""
+            },
+            names.join("; ")
+        );
+        std::process::exit(1);
+    }
 }

@@ -170,11 +170,29 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
         }
     }
     match &policy.net {
-        crate::net::NetPolicy::Ports { .. } => out.push(
-            "network: TCP limited by port, to any host; UDP and other non-TCP sockets refused \
-             (name lookups over UDP fail)"
-                .into(),
-        ),
+        crate::net::NetPolicy::Ports { connect, bind } => {
+            let list = |ports: &Option<Vec<u16>>| match ports.as_deref() {
+                None | Some([]) => "no port".to_string(),
+                Some(p) => p.iter().map(u16::to_string).collect::<Vec<_>>().join(","),
+            };
+            let lookups = if connect.as_ref().is_some_and(|p| !p.is_empty()) {
+                " (and 53, for lookups over TCP)"
+            } else {
+                ""
+            };
+            let listen = if bind.as_ref().is_some_and(|p| !p.is_empty()) {
+                "listen() only on a socket bound to one of them"
+            } else {
+                "listen() refused on TCP sockets"
+            };
+            out.push(format!(
+                "network: TCP limited by port, to any host: connect to {}{lookups}; bind and \
+                 listen on {} ({listen}); UDP and other non-TCP sockets refused (name lookups \
+                 over UDP fail)",
+                list(connect),
+                list(bind),
+            ));
+        }
         crate::net::NetPolicy::Proxy { .. } if !layers.mount => out.push(
             "network: no namespace of its own: TCP to the proxy's port of any host is possible; \
              UDP refused"

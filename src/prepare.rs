@@ -159,8 +159,10 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
             protect: p.protect,
         });
     }
+    // A run that stores something (a --cow layer) makes the store now; any other run makes
+    // nothing of the user's unless its command could write where a missing one goes (below).
     #[cfg(target_os = "linux")]
-    let jail_state = jail_state(create_missing, !cow.is_empty())?;
+    let jail_state = jail_state(create_missing && !cow.is_empty(), !cow.is_empty())?;
     #[cfg(not(target_os = "linux"))]
     let jail_state = Vec::new();
     // jail's own profiles decide every later run's confinement: inside a writable tree
@@ -210,7 +212,8 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         ),
         (None, None) => None,
     };
-    let input = PolicyInput {
+    #[allow(unused_mut)]
+    let mut input = PolicyInput {
         ro: req.ro.clone(),
         rw: req.rw.clone(),
         cow,
@@ -247,7 +250,41 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         env,
         caller_env: caller,
     };
-    policy::resolve(&input)
+    let policy = policy::resolve(&input)?;
+    // A state directory missing where this run's command could write it would let the
+    // command plant a store (a fake pending run, a lock link, a registry) for the user's next
+    // review: then it is made, and hidden, after all.
+    #[cfg(target_os = "linux")]
+    if create_missing && !missing_state_dirs(&policy).is_empty() {
+        input.jail_state = self::jail_state(true, false)?;
+        return policy::resolve(&input);
+    }
+    Ok(policy)
+}
+
+/// jail's state directories (the store and the registries) that do not exist yet and that the
+/// command of `policy` could create: the most specific rule over the place is writable, or it
+/// is in /tmp or /dev/shm (the host's, in some runs).
+#[cfg(target_os = "linux")]
+fn missing_state_dirs(policy: &Policy) -> Vec<PathBuf> {
+    use crate::workspace::store::{self, Store};
+    let mut dirs = store::registry_dirs();
+    dirs.extend(Store::locate().ok().map(|s| s.root().to_path_buf()));
+    dirs.retain(|d| std::fs::symlink_metadata(d).is_err() && could_create(policy, d));
+    dirs
+}
+
+/// Whether the command of `policy` could create `dir`, a path that does not exist (pure).
+fn could_create(policy: &Policy, dir: &std::path::Path) -> bool {
+    if dir.starts_with("/tmp") || dir.starts_with("/dev/shm") {
+        return true;
+    }
+    policy
+        .rules
+        .iter()
+        .filter(|r| dir.starts_with(&r.path))
+        .max_by_key(|r| r.path.components().count())
+        .is_some_and(|r| r.access == policy::Access::Rw)
 }
 
 /// The symlinks on the way to jail's state directories as this environment spells them.
@@ -269,26 +306,28 @@ fn jail_state_links() -> Vec<PathBuf> {
 
 /// jail's own state, hidden in every jail whatever the flags: the store this environment names
 /// and every store jail has used (the registry's, which records this one too). Pending
-/// copy-on-write layers are no run's to read, and no run's to plant in. The store is made
-/// before every real run (best effort: where this user cannot make it, neither can the
-/// command), so that a run with a writable home cannot create a fake pending run, a lock link
-/// or a registry for the user's next review to meet; a `--cow` run needs it.
+/// copy-on-write layers are no run's to read, and no run's to plant in. With `make` (a `--cow`
+/// run, which needs the store and fails without it, or a run whose command could write where a missing one goes:
+/// [`missing_state_dirs`]) the store and the registries are made first (the registries best
+/// effort: where this user cannot make them, neither can the command), so that the command
+/// cannot create a fake pending run, a lock link or a registry for the user's next review to
+/// meet. Any other run makes nothing: a read-only run writes nothing of the user's.
 #[cfg(target_os = "linux")]
-fn jail_state(create_missing: bool, cow: bool) -> Result<Vec<PathBuf>, JailError> {
+fn jail_state(make: bool, cow: bool) -> Result<Vec<PathBuf>, JailError> {
     use crate::workspace::store::{self, Store};
     let registries = store::registry_dirs();
-    if create_missing {
+    if make {
         store::ensure_registries(&registries);
     }
     let mut own = Vec::new();
     if let Ok(current) = Store::locate() {
-        if create_missing && cow {
+        if make && cow {
             current.ensure()?;
-        } else if create_missing {
+        } else if make {
             let _ = current.ensure();
         }
         let made = store::check_dir(current.root()).is_ok();
-        if create_missing && made && !current.register(&registries) && cow {
+        if make && made && !current.register(&registries) && cow {
             crate::text::say(format!(
                 "jail: warning: {} could not be recorded in jail's registry of stores \
                  (.local/state/jail/stores of your home directory): a later run under another \
@@ -486,4 +525,42 @@ fn create_private_dir(path: &Path) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Kind, Origin, PathRule};
+
+    fn rule(path: &str, access: Access) -> PathRule {
+        PathRule {
+            path: path.into(),
+            access,
+            kind: Kind::Dir,
+            origin: Origin::Flag("--rw".into()),
+        }
+    }
+
+    #[test]
+    fn a_missing_state_directory_is_made_only_where_the_command_could_write_it() {
+        let mut p = Policy::probe_default();
+        let store = Path::new("/home/u/.local/state/jail");
+        // The read-only root: nothing to make.
+        assert!(!could_create(&p, store));
+        // A writable tree around it: made (and hidden), or the command could plant one.
+        p.rules.push(rule("/home/u", Access::Rw));
+        assert!(could_create(&p, store));
+        // The most specific rule decides: a read-only or hidden one beneath the writable tree.
+        p.rules.push(rule("/home/u/.local", Access::Ro));
+        assert!(!could_create(&p, store));
+        p.rules.push(rule("/home/u/.local/state", Access::Hide));
+        assert!(!could_create(&p, store));
+        // A writable sibling reaches nothing.
+        let mut p = Policy::probe_default();
+        p.rules.push(rule("/home/u/.local/state/tool", Access::Rw));
+        assert!(!could_create(&p, store));
+        // /tmp and /dev/shm are the host's in some runs.
+        assert!(could_create(&p, Path::new("/tmp/state/jail")));
+        assert!(could_create(&p, Path::new("/dev/shm/jail")));
+    }
 }

@@ -537,3 +537,74 @@ fn a_store_used_under_another_home_stays_hidden() {
         );
     }
 }
+
+/// Every entry under `dir` with what a write would change: kind, mode, size, content.
+fn tree(dir: &Path) -> Vec<(PathBuf, String)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut queue = vec![dir.to_path_buf()];
+    while let Some(d) = queue.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let content = if m.is_file() {
+                String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned()
+            } else if m.is_dir() {
+                queue.push(p.clone());
+                String::new()
+            } else {
+                format!("{:?}", std::fs::read_link(&p).ok())
+            };
+            out.push((
+                p.strip_prefix(dir).unwrap().to_path_buf(),
+                format!("{:o} {} {content}", m.mode(), m.size()),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 34: every run made `~/.local/state/jail` in HOME, a read-only one too. A run that
+/// stores nothing (no `--cow` layer) and whose command cannot write HOME writes nothing of the
+/// user's: HOME is left as it was, entry for entry. A run that may write HOME still gets the
+/// store made (and hidden), so that its command cannot plant one (the tests above).
+#[test]
+fn a_read_only_run_writes_nothing_in_home() {
+    if !full_level_or_skip("a_read_only_run_writes_nothing_in_home") {
+        return;
+    }
+    for who in common::users() {
+        for off in [&[][..], &[Layer::Mount][..]] {
+            let fx = Fixture::new(who, "ro-home").scrubbing(&["XDG_STATE_HOME"]);
+            let before = tree(&fx.home);
+            let repo = fx.p("repo");
+            let run = fx.jail_with(
+                &["--ro", &repo, "--", "/bin/cat", "repo/file.txt"],
+                off,
+                &[],
+            );
+            assert!(run.ok(), "{who:?} {off:?}: {}", run.describe());
+            assert_eq!(
+                tree(&fx.home),
+                before,
+                "{who:?} {off:?}: a read-only run wrote in HOME"
+            );
+            // A run that may write HOME: the store is there, and out of the command's reach.
+            let home = fx.home.to_string_lossy().into_owned();
+            let script = "mkdir -p \"$HOME/.local/state/jail/runs/forged\" 2>/dev/null \
+                          && echo FORGED; echo done";
+            let run = fx.jail_with(&["--rw", &home, "--", "/bin/sh", "-c", script], off, &[]);
+            assert!(
+                run.stdout.contains("done") && !run.stdout.contains("FORGED"),
+                "{who:?} {off:?}: {}",
+                run.describe()
+            );
+            assert!(
+                fx.home.join(".local/state/jail/runs").is_dir()
+                    && !fx.home.join(".local/state/jail/runs/forged").exists(),
+                "{who:?} {off:?}: the store was not made before a run that may write HOME"
+            );
+        }
+    }
+}

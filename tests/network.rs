@@ -16,7 +16,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{Fixture, Run, Who, assert_refused, full_level_or_skip, users};
+use common::{
+    Attack, Fixture, Layer, Run, Verdict, Who, assert_refused, full_level_or_skip, users, verdict,
+};
 
 fn probe_script() -> &'static Path {
     static P: OnceLock<PathBuf> = OnceLock::new();
@@ -252,11 +254,15 @@ fn net_connect_reaches_only_the_named_port_and_no_udp() {
                 "UDP-FAIL",
                 &format!("{what}: udp"),
             );
-            // bind= was not given: binding stays free.
-            expect(
-                &probe(&fx, &net, disabled, &[], &["bind", "0"]),
-                "BOUND",
-                &what,
+            // bind= was not given: no port may be bound (listening is held by
+            // port_modes_hold_listening_to_the_bind_ports).
+            let free = free_port().to_string();
+            let bound = probe(&fx, &net, disabled, &[], &["bind", &free]);
+            expect(&bound, "BIND-FAIL", &what);
+            assert!(
+                bound.stdout.contains("13"),
+                "{what}: not EACCES\n{}",
+                bound.describe()
             );
         }
         // Landlock's TCP rules are the layer: without it the run is refused, never open.
@@ -284,6 +290,164 @@ fn net_connect_reaches_only_the_named_port_and_no_udp() {
             "BIND-FAIL",
             "bind= other",
         );
+    }
+}
+
+/// A port no one listens on at the moment.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A client on the host, outside the jail: whenever the command writes "FAMILY PORT" to `file`
+/// (net_probe.py serve, once it listens), it connects there over the host's loopback. Stops
+/// when dropped.
+struct HostClient {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl HostClient {
+    fn watch(file: PathBuf) -> HostClient {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !stopped.load(Ordering::SeqCst) {
+                if let Ok(text) = std::fs::read_to_string(&file) {
+                    let _ = std::fs::remove_file(&file);
+                    if let Some((family, port)) = text.split_once(' ') {
+                        let host = if family == "6" { "[::1]" } else { "127.0.0.1" };
+                        let addr = format!("{host}:{port}").parse().unwrap();
+                        let _ = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3));
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        HostClient { stop }
+    }
+}
+
+impl Drop for HostClient {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Issue 34: `--net connect=PORTS` held outbound TCP only, so a host client reached a listener
+/// the command opened on another port. Listening follows the bind ports (none with `connect=`
+/// alone): an explicit bind() to another port is Landlock's bind rule, and the listen() check
+/// refuses a socket not bound to a named port; listen() on an unbound socket (which takes an
+/// ephemeral port past Landlock's bind hook: the open run with only the check off shows it) is
+/// the check's alone. IPv4 and IPv6. A listener on a named port takes a host client.
+#[test]
+fn port_modes_hold_listening_to_the_bind_ports() {
+    if !full_level_or_skip("port_modes_hold_listening_to_the_bind_ports") {
+        return;
+    }
+    let script = probe_script().to_string_lossy().into_owned();
+    for who in users() {
+        let fx = Fixture::new(who, "net-listen");
+        let file = fx.scratch.join("port");
+        let file_arg = file.to_string_lossy().into_owned();
+        let _client = HostClient::watch(file.clone());
+        let scratch = fx.p("scratch");
+        let serve = |port: &str, family: &str| -> Vec<String> {
+            [
+                "/usr/bin/python3",
+                &script,
+                "serve",
+                port,
+                family,
+                &file_arg,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+        };
+        let connect = format!("connect={}", free_port());
+        let named = free_port().to_string();
+        let bind = format!("bind={named}");
+        let both = [Layer::TcpRules, Layer::ListenCheck];
+        let check = [Layer::ListenCheck];
+        for (net, port, family, blockers) in [
+            (&connect, Some(free_port()), "4", &both[..]),
+            (&connect, Some(free_port()), "6", &both[..]),
+            (&connect, None, "4", &check[..]),
+            (&connect, None, "6", &check[..]),
+            (&bind, Some(free_port()), "4", &both[..]),
+            (&bind, Some(free_port()), "6", &both[..]),
+            (&bind, None, "4", &check[..]),
+            (&bind, None, "6", &check[..]),
+        ] {
+            let port = port.map_or("none".to_string(), |p| p.to_string());
+            let name = format!("--net {net}: listen on {port} (IPv{family})");
+            Attack::new(
+                &name,
+                &["--rw", &scratch, "--net", net],
+                serve(&port, family),
+                blockers,
+            )
+            .prove(&fx);
+        }
+        // The named port: a host client gets in, with every layer on, with or without the
+        // mount view.
+        for (family, disabled) in [("4", &[][..]), ("6", &[][..]), ("4", &[Layer::Mount][..])] {
+            let mut args = vec!["--rw", scratch.as_str(), "--net", bind.as_str(), "--"];
+            let argv = serve(&named, family);
+            args.extend(argv.iter().map(String::as_str));
+            let run = fx.jail_with(&args, disabled, &[]);
+            assert_eq!(
+                verdict(&run),
+                Verdict::Allowed,
+                "{who:?} {bind} IPv{family} {disabled:?}: the named port\n{}",
+                run.describe()
+            );
+        }
+        // Without the mount view the unbound listen() is refused all the same.
+        let mut args = vec!["--rw", scratch.as_str(), "--net", bind.as_str(), "--"];
+        let argv = serve("none", "4");
+        args.extend(argv.iter().map(String::as_str));
+        let run = fx.jail_with(&args, &[Layer::Mount], &[]);
+        assert_eq!(
+            verdict(&run),
+            Verdict::Blocked,
+            "{who:?}\n{}",
+            run.describe()
+        );
+    }
+}
+
+/// `--dry-run` says what bind and listen are held to in the port modes: the plan's fields and
+/// the gap line a person reads.
+#[test]
+fn dry_run_says_what_bind_and_listen_are_held_to() {
+    let fx = Fixture::new(Who::User, "net-dry-run");
+    for (net, bind, listen, line) in [
+        (
+            "connect=443",
+            serde_json::json!([]),
+            serde_json::json!({"mode": "refused"}),
+            "connect to 443 (and 53, for lookups over TCP); bind and listen on no port \
+             (listen() refused on TCP sockets)",
+        ),
+        (
+            "bind=8080",
+            serde_json::json!([8080]),
+            serde_json::json!({"mode": "supervised", "ports": [8080]}),
+            "connect to no port; bind and listen on 8080 (listen() only on a socket bound to \
+             one of them)",
+        ),
+    ] {
+        let run = fx.jail(&["--dry-run", "--net", net, "--", "true"]);
+        assert!(run.ok(), "{}", run.describe());
+        let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(doc["net"]["tcp_bind"], bind, "{net}");
+        assert_eq!(doc["net"]["listen"], listen, "{net}");
+        let gaps = doc["gaps"].to_string();
+        assert!(gaps.contains(line), "{net}: {gaps}");
     }
 }
 

@@ -11,19 +11,30 @@ use std::process::Stdio;
 
 use common::*;
 
-/// The example's binary, built by the test run (cargo builds examples with the tests).
+/// The example's binary, brought up to date by cargo (a run of only these tests does not
+/// build the examples, and an old build would be tested instead).
 fn orchestrator_bin() -> PathBuf {
-    let jail = Path::new(env!("CARGO_BIN_EXE_jail"));
-    let built = jail.parent().unwrap().join("examples/orchestrator");
-    if !built.exists() {
-        let status = std::process::Command::new(env!("CARGO"))
-            .args(["build", "--example", "orchestrator"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo build --example orchestrator");
-        assert!(status.success(), "the example does not build");
-    }
-    publish(&built, "orchestrator")
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let jail = Path::new(env!("CARGO_BIN_EXE_jail"));
+            let built = jail.parent().unwrap().join("examples/orchestrator");
+            let status = std::process::Command::new(env!("CARGO"))
+                .args([
+                    "build",
+                    "--locked",
+                    "--example",
+                    "orchestrator",
+                    "--features",
+                    "test-hooks",
+                ])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .expect("cargo build --example orchestrator");
+            assert!(status.success(), "the example does not build");
+            publish(&built, "orchestrator")
+        })
+        .clone()
 }
 
 fn line<'a>(out: &'a str, name: &str) -> &'a str {
@@ -91,5 +102,53 @@ fn the_orchestrator_example_runs_times_out_refuses_and_stops_its_agents() {
             processes_with("sleep 6001").is_empty(),
             "{who:?}: a stopped agent's process survived"
         );
+    }
+}
+
+/// Issue 34: the example exited 0 having started no jail ("started 0"). An orchestrator whose
+/// agents did not run must say so and fail: no jail program to start, and jails that start but
+/// refuse to set up (level full required, Landlock switched off).
+#[test]
+fn the_orchestrator_example_fails_when_its_agents_did_not_run() {
+    if !full_level_or_skip("the_orchestrator_example_fails_when_its_agents_did_not_run") {
+        return;
+    }
+    let bin = orchestrator_bin();
+    for who in users() {
+        let fx = Fixture::new(who, "orchestrator-none");
+        for (case, program, disabled, says) in [
+            (
+                "no jail program",
+                Path::new("/nonexistent/jail"),
+                "",
+                "no jail started",
+            ),
+            (
+                "level not met",
+                jail_bin(),
+                "landlock",
+                "4 of 4 agents did not run",
+            ),
+        ] {
+            let work = fx.dir.join(format!("work-{}", disabled.len()));
+            let out = fx
+                .command(&bin, &[work.to_str().unwrap()])
+                .env("JAIL_PROGRAM", program)
+                .env("JAIL_TEST_DISABLE", disabled)
+                .stderr(Stdio::piped())
+                .output()
+                .expect("run the example");
+            let all = format!(
+                "{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(out.status.code(), Some(1), "{who:?} {case}: {all}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("orchestrator: 4 of 4 agents did not run") && stderr.contains(says),
+                "{who:?} {case}: {all}"
+            );
+        }
     }
 }

@@ -232,7 +232,8 @@ pub struct RunArgs {
     pub allow_socket: Vec<PathBuf>,
 
     /// Network: `host` (default), `none` (loopback only), `connect=PORTS` / `bind=PORTS` (TCP
-    /// ports, Landlock), `allow=DOMAINS` (only those names, through jail's proxy; `*.` wildcards)
+    /// ports to connect to / bind and listen on, Landlock; a direction not named gets none),
+    /// `allow=DOMAINS` (only those names, through jail's proxy; `*.` wildcards)
     /// and `allow-host=IP:PORT`. Repeatable; replaces the profile's `net`.
     #[arg(long = "net", value_name = "RULE")]
     pub net: Vec<String>,

@@ -486,18 +486,20 @@ fn confinement(
     })
 }
 
-/// With unix sockets mediated, the channels are made now, and the `--allow-socket` sockets
-/// identified as the host shows them.
+/// With unix sockets mediated or listen() held to the bind ports, the channels are made now,
+/// and the `--allow-socket` sockets identified as the host shows them.
 fn unix_mediation(
     policy: &Policy,
     plan: &super::plan::RunPlan,
 ) -> Result<Option<supervisor::UnixMediation>, JailError> {
-    let super::plan::UnixSockets::Mediated {
-        allowed: paths,
-        abstract_refused,
-    } = &plan.unix_sockets
-    else {
-        return Ok(None);
+    let listen_ports = plan.net.listen.supervised().map(<[u16]>::to_vec);
+    let (paths, abstract_refused, connect) = match &plan.unix_sockets {
+        super::plan::UnixSockets::Mediated {
+            allowed,
+            abstract_refused,
+        } => (allowed.as_slice(), *abstract_refused, true),
+        _ if listen_ports.is_some() => (&[][..], false, false),
+        _ => return Ok(None),
     };
     let mut allowed = std::collections::BTreeSet::new();
     let mut pins = Vec::new();
@@ -512,11 +514,16 @@ fn unix_mediation(
     let mut handed = vec![0, 1, 2];
     handed.extend(&policy.keep_fds);
     Ok(Some(supervisor::UnixMediation {
+        notified: super::unix_connect::Notified {
+            connect,
+            listen: listen_ports.is_some(),
+        },
+        listen_ports,
         channels: std::cell::RefCell::new(Some(channels)),
         allowed,
         pins,
         inherited: super::unix_connect::socket_inodes(&handed),
-        abstract_refused: *abstract_refused,
+        abstract_refused,
     }))
 }
 

@@ -11,6 +11,7 @@ pub mod landlock;
 pub mod launch;
 pub mod layer_bound;
 pub mod limits;
+pub mod listen_check;
 pub mod mounts;
 pub mod net_setup;
 pub mod plan;

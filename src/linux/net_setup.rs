@@ -24,8 +24,14 @@ pub struct NetPlan {
     pub namespace: bool,
     /// The proxy's address as the command reaches it.
     pub proxy: Option<std::net::SocketAddr>,
+    /// TCP ports the command may connect to (Landlock), or `None`: any.
     pub tcp_connect: Option<Vec<u16>>,
+    /// TCP ports the command may bind (Landlock), or `None`: any.
     pub tcp_bind: Option<Vec<u16>>,
+    /// What listen() may do: it follows the bind ports, but Landlock (ABI 7 and before) has no
+    /// listen right, and listen() on an unbound socket binds an ephemeral port without the
+    /// bind check, so the filter refuses it or the supervisor checks it.
+    pub listen: Listen,
     /// UDP, raw and other non-TCP sockets over IP refused (seccomp), because Landlock's TCP
     /// rules in the host's network are all that holds the policy.
     pub tcp_only: bool,
@@ -37,6 +43,31 @@ pub struct NetPlan {
     pub dns_over_tcp: bool,
 }
 
+/// How listen() is held to the bind ports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "mode")]
+pub enum Listen {
+    /// No bind rule: any port.
+    Free,
+    /// No port bindable and no unix socket to serve: the filter refuses every listen().
+    Refused,
+    /// Each listen() goes to the supervisor (seccomp user notification), which lets it through
+    /// only on a socket already bound to one of `ports` (a unix socket always: its address is a
+    /// file, judged at connect), and makes it on its copy of that socket, so a descriptor
+    /// swapped in after the check is never the one listened on.
+    Supervised { ports: Vec<u16> },
+}
+
+impl Listen {
+    /// The ports the supervisor holds listen() to, when it checks.
+    pub fn supervised(&self) -> Option<&[u16]> {
+        match self {
+            Listen::Supervised { ports } => Some(ports),
+            _ => None,
+        }
+    }
+}
+
 /// The DNS port opened, over TCP only, with `--net connect=` ([`NetPlan::dns_over_tcp`]).
 pub const DNS_PORT: u16 = 53;
 
@@ -45,9 +76,7 @@ impl NetPlan {
     pub fn filter(&self) -> seccomp::NetFilter {
         seccomp::NetFilter {
             tcp_only: self.tcp_only,
-            // No port may be bound: then no socket may listen either (listen() on an unbound
-            // socket takes an ephemeral port without Landlock's bind check).
-            no_listen: self.tcp_bind.as_ref().is_some_and(Vec::is_empty),
+            no_listen: self.listen == Listen::Refused,
         }
     }
 }
@@ -67,6 +96,7 @@ pub fn net_plan(
         proxy: None,
         tcp_connect: None,
         tcp_bind: None,
+        listen: Listen::Free,
         tcp_only: false,
         dns_over_tcp: false,
     };
@@ -107,18 +137,19 @@ pub fn net_plan(
         }
         NetPolicy::Ports { connect, bind } => {
             need_tcp_rules(&mut plan)?;
-            // A list of ports (not "every connect refused") gets the DNS port with it.
-            plan.tcp_connect = connect.clone().map(|mut ports| {
-                if !ports.is_empty() && !ports.contains(&DNS_PORT) {
-                    ports.push(DNS_PORT);
-                }
-                ports
-            });
+            // Both directions are held: a direction not named gets no port (`connect=443`
+            // listens nowhere, `bind=8080` connects nowhere), as the mode's "those ports only"
+            // says. A list of ports (not "every connect refused") gets the DNS port with it.
+            let mut ports = connect.clone().unwrap_or_default();
+            if !ports.is_empty() && !ports.contains(&DNS_PORT) {
+                ports.push(DNS_PORT);
+            }
+            plan.tcp_connect = Some(ports);
             plan.dns_over_tcp = plan
                 .tcp_connect
                 .as_ref()
                 .is_some_and(|p| p.contains(&DNS_PORT));
-            plan.tcp_bind = bind.clone();
+            plan.tcp_bind = Some(bind.clone().unwrap_or_default());
         }
         NetPolicy::Proxy { .. } if namespace => {
             plan.namespace = true;
@@ -146,6 +177,23 @@ pub fn net_plan(
             plan.tcp_connect = Some(vec![addr.port()]);
             plan.tcp_bind = Some(Vec::new());
         }
+    }
+    plan.listen = match &plan.tcp_bind {
+        None => Listen::Free,
+        // Nothing could pass the check: refused by the filter, no supervisor needed. Unix
+        // sockets allowed need listen() for their servers: then the supervisor tells them apart.
+        Some(ports) if ports.is_empty() && !policy.allow_unix_sockets => Listen::Refused,
+        Some(ports) => Listen::Supervised {
+            ports: ports.clone(),
+        },
+    };
+    // Test builds only (JAIL_TEST_DISABLE): one part switched off, to prove the other alone.
+    if f.test_disabled.iter().any(|d| d == "tcp-rules") {
+        plan.tcp_connect = None;
+        plan.tcp_bind = None;
+    }
+    if f.test_disabled.iter().any(|d| d == "listen-check") {
+        plan.listen = Listen::Free;
     }
     Ok(plan)
 }
@@ -296,6 +344,31 @@ mod tests {
         // With the DNS port over TCP, for lookups (UDP stays refused).
         assert_eq!(plan.tcp_connect, Some(vec![443, DNS_PORT]));
         assert!(plan.dns_over_tcp && plan.tcp_only);
+        // connect= alone binds and listens nowhere (listen() on an unbound socket would take an
+        // ephemeral port past Landlock's bind check: the filter refuses it).
+        assert_eq!(plan.tcp_bind, Some(vec![]));
+        assert_eq!(plan.listen, Listen::Refused);
+        assert!(plan.filter().no_listen);
+        // bind= alone: those ports, listen() checked by the supervisor, and no connect.
+        let plan = net_plan(&policy(&["bind=8080"]), &layers(true, true), &f, None).unwrap();
+        assert_eq!(plan.tcp_bind, Some(vec![8080]));
+        assert_eq!(plan.tcp_connect, Some(vec![]));
+        assert!(!plan.dns_over_tcp);
+        assert_eq!(plan.listen.supervised(), Some(&[8080][..]));
+        assert!(
+            !plan.filter().no_listen,
+            "the filter leaves it to the supervisor"
+        );
+        // Unix sockets allowed: their servers listen, so the supervisor tells them apart.
+        let mut unix = policy(&["connect=443"]);
+        unix.allow_unix_sockets = true;
+        let plan = net_plan(&unix, &layers(true, true), &f, None).unwrap();
+        assert_eq!(plan.listen.supervised(), Some(&[][..]));
+        // The host's network and a namespace of its own: listen() is free.
+        for net in ["host", "none"] {
+            let plan = net_plan(&policy(&[net]), &layers(true, true), &f, None).unwrap();
+            assert_eq!(plan.listen, Listen::Free, "{net}");
+        }
         let plan = net_plan(&policy(&["none"]), &layers(false, true), &f, None).unwrap();
         assert!(!plan.dns_over_tcp, "none opens no DNS port");
         assert!(plan.tcp_only && !plan.namespace);

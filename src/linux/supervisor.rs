@@ -108,7 +108,8 @@ pub struct Confinement {
     /// Printed once this confinement is known to be built, before the command runs: what a
     /// degraded run lacks.
     pub warning: Option<String>,
-    /// Unix sockets allowed: every connect goes through the supervisor (unix_connect.rs).
+    /// Unix sockets allowed: every connect goes through the supervisor (unix_connect.rs); listen()
+    /// held to the bind ports: every listen() too (listen_check.rs).
     pub unix: Option<UnixMediation>,
     /// The run's cgroups and rlimits, entered by the tree's first process (removed on drop).
     pub limits: super::limits::Prepared,
@@ -122,6 +123,10 @@ pub struct Confinement {
 
 /// What a mediated run needs before the command is forked.
 pub struct UnixMediation {
+    /// Which calls the notifying filter sends to the supervisor.
+    pub notified: unix_connect::Notified,
+    /// The ports listen() is held to, when it is notified.
+    pub listen_ports: Option<Vec<u16>>,
     /// Taken by each process that uses its ends (the parent's copies close once the command runs).
     pub channels: std::cell::RefCell<Option<unix_connect::Channels>>,
     /// The `--allow-socket` sockets as the host shows them.
@@ -182,7 +187,8 @@ impl UnixMediation {
             inherited: self.inherited.clone(),
             abstract_refused: self.abstract_refused,
         };
-        unix_connect::Mediator::new(listener, requests_end, rules)
+        let requests = self.notified.connect.then_some(requests_end);
+        unix_connect::Mediator::new(listener, requests, rules, self.listen_ports.clone())
             .spawn()
             .map_err(|e| err(&e))
     }
@@ -1305,7 +1311,8 @@ fn confine(
         let channels = unix.channels.borrow_mut().take();
         let channels =
             channels.ok_or_else(|| JailError::layer("unix sockets", "arm", "no channels"))?;
-        unix_connect::arm(&channels).map_err(|e| JailError::layer("unix sockets", "arm", e))?;
+        unix_connect::arm(&channels, unix.notified)
+            .map_err(|e| JailError::layer("seccomp", "user notification", e))?;
     }
     Ok(())
 }

@@ -2,7 +2,9 @@
 //! the supervisor (seccomp user notification), which lets a unix connect through only to a
 //! socket on one of the jail's own filesystems (its private /tmp, /dev/shm, the tmpfs over hidden
 //! paths), to one whose listener a process of the jail holds (unix_diag.rs), or to one named
-//! with `--allow-socket`. Everything else is refused with EACCES.
+//! with `--allow-socket`. Everything else is refused with EACCES. The same notifying filter
+//! sends listen() when it is held to the bind ports (listen_check.rs decides and makes it): the
+//! kernel allows one notifying filter per process.
 //!
 //! Kernel facts behind the shape:
 //! - Landlock before ABI 9 has no right for a unix connect, a read-only mount does not stop it,
@@ -136,9 +138,19 @@ const AUDIT_ARCH: u32 = 0xC000_003E;
 #[cfg(target_arch = "aarch64")]
 const AUDIT_ARCH: u32 = 0xC000_00B7;
 
-/// The second filter: connect() of the native architecture goes to the supervisor, everything
-/// else passes to the main filter (which kills foreign architectures and refuses the rest).
-pub fn notify_filter() -> Vec<libc::sock_filter> {
+/// What the notifying filter sends to the supervisor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Notified {
+    /// Every connect(): unix sockets allowed (the filter cannot tell them from TCP ones).
+    pub connect: bool,
+    /// Every listen(): held to the bind ports (listen_check.rs).
+    pub listen: bool,
+}
+
+/// The second filter: the calls `notified` names, of the native architecture, go to the
+/// supervisor; everything else passes to the main filter (which kills foreign architectures and
+/// refuses the rest).
+pub fn notify_filter(notified: Notified) -> Vec<libc::sock_filter> {
     const LD_W_ABS: u16 = 0x20;
     const JEQ_K: u16 = 0x15;
     const RET_K: u16 = 0x06;
@@ -154,14 +166,27 @@ pub fn notify_filter() -> Vec<libc::sock_filter> {
         jf,
         k,
     };
-    vec![
+    let mut calls = Vec::new();
+    if notified.connect {
+        calls.push(libc::SYS_connect as u32);
+    }
+    if notified.listen {
+        calls.push(libc::SYS_listen as u32);
+    }
+    let n = calls.len() as u8;
+    // arch, [jump to ALLOW], nr, one test per call (a match jumps to NOTIF), ALLOW, NOTIF.
+    let mut f = vec![
         stmt(LD_W_ABS, 4), // seccomp_data.arch
-        jump(AUDIT_ARCH, 0, 3),
+        jump(AUDIT_ARCH, 0, n + 1),
         stmt(LD_W_ABS, 0), // seccomp_data.nr
-        jump(libc::SYS_connect as u32, 0, 1),
-        stmt(RET_K, libc::SECCOMP_RET_USER_NOTIF),
-        stmt(RET_K, libc::SECCOMP_RET_ALLOW),
-    ]
+    ];
+    for (i, nr) in calls.iter().enumerate() {
+        // Past the remaining tests and ALLOW on a match; on to the next test otherwise.
+        f.push(jump(*nr, n - i as u8, 0));
+    }
+    f.push(stmt(RET_K, libc::SECCOMP_RET_ALLOW));
+    f.push(stmt(RET_K, libc::SECCOMP_RET_USER_NOTIF));
+    f
 }
 
 /// The descriptors of one mediated run: two socket pairs, made before the command is forked.
@@ -199,14 +224,25 @@ fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// In the command, after Landlock and the main filter: fork the connector, install the
-/// notifying filter and send its listener to the supervisor. EBUSY (the kernel allows one
-/// listener per process, and one is there: an enclosing jail's, or a container runtime's syscall
-/// interception, which cannot be told apart) stops the launch: nothing would mediate.
-pub fn arm(channels: &Channels) -> Result<(), String> {
-    start_connector(channels.requests.1.as_raw_fd())
-        .map_err(|e| format!("unix sockets: starting the connector: {e}"))?;
-    let filter = notify_filter();
+/// In the command, after Landlock and the main filter: fork the connector (when connects are
+/// notified), install the notifying filter and send its listener to the supervisor. EBUSY (the
+/// kernel allows one listener per process, and one is there: an enclosing jail's, or a container
+/// runtime's syscall interception, which cannot be told apart) stops the launch: nothing would
+/// mediate.
+pub fn arm(channels: &Channels, notified: Notified) -> Result<(), String> {
+    // What the run loses without the filter, for the refusal's one line.
+    let what = if notified.connect {
+        "unix sockets: connects cannot be mediated; run without --allow-unix-sockets (or the \
+         profile that allows them)"
+    } else {
+        "--net bind=: listen() cannot be held to the bind ports; run without bind= (every \
+         listen is then refused)"
+    };
+    if notified.connect {
+        start_connector(channels.requests.1.as_raw_fd())
+            .map_err(|e| format!("unix sockets: starting the connector: {e}"))?;
+    }
+    let filter = notify_filter(notified);
     let prog = libc::sock_fprog {
         len: filter.len() as u16,
         filter: filter.as_ptr() as *mut libc::sock_filter,
@@ -224,15 +260,13 @@ pub fn arm(channels: &Channels) -> Result<(), String> {
     if rc < 0 {
         let e = io::Error::last_os_error();
         if e.raw_os_error() == Some(libc::EBUSY) {
-            return Err(
-                "unix sockets: this process already has a notifying seccomp filter (an \
-                 enclosing jail's, or a container runtime's): connects cannot be mediated; run \
-                 without --allow-unix-sockets (or the profile that allows them)"
-                    .into(),
-            );
+            return Err(format!(
+                "this process already has a notifying seccomp filter (an enclosing jail's, or a \
+                 container runtime's): {what}"
+            ));
         }
         return Err(format!(
-            "unix sockets: installing the notifying seccomp filter: {e}"
+            "installing the notifying seccomp filter: {e}: {what}"
         ));
     }
     // SAFETY: the kernel returned a new descriptor for the listener; owned here.
@@ -466,11 +500,15 @@ fn sockaddr_un(path: &[u8]) -> Vec<u8> {
 /// linux/seccomp.h: the argument of SECCOMP_IOCTL_NOTIF_SET_FLAGS (a value, not a pointer).
 const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: libc::c_ulong = 1;
 
-/// The supervisor's side: receives the command's listener, then answers every connect.
+/// The supervisor's side: receives the command's listener, then answers every connect and
+/// listen() it sends.
 pub struct Mediator {
     listener: Arc<OwnedFd>,
-    requests: Arc<OwnedFd>,
+    /// The connector's channel, when connects are notified.
+    requests: Option<Arc<OwnedFd>>,
     rules: Rules,
+    /// The ports listen() is held to, when it is notified (listen_check.rs).
+    listen_ports: Option<Vec<u16>>,
     /// The connector's socket-diagnostics socket (unix_diag.rs), when it could make one.
     diag: Option<OwnedFd>,
 }
@@ -486,9 +524,17 @@ pub fn receive_listener(channel: &OwnedFd) -> Result<Option<OwnedFd>, String> {
 }
 
 impl Mediator {
-    /// Takes the connector's first message (its diagnostics socket) off `requests`.
-    pub fn new(listener: OwnedFd, requests: OwnedFd, rules: Rules) -> Mediator {
-        let diag = super::sys::recv_fd(requests.as_raw_fd()).ok().flatten();
+    /// Takes the connector's first message (its diagnostics socket) off `requests`, when there
+    /// is a connector.
+    pub fn new(
+        listener: OwnedFd,
+        requests: Option<OwnedFd>,
+        rules: Rules,
+        listen_ports: Option<Vec<u16>>,
+    ) -> Mediator {
+        let diag = requests
+            .as_ref()
+            .and_then(|r| super::sys::recv_fd(r.as_raw_fd()).ok().flatten());
         // The caller waits for the answer: wake it on the answering CPU (6.6; a hint, refused
         // harmlessly by older kernels).
         // SAFETY: NOTIF_SET_FLAGS reads the flags value only.
@@ -501,8 +547,9 @@ impl Mediator {
         };
         Mediator {
             listener: Arc::new(listener),
-            requests: Arc::new(requests),
+            requests: requests.map(Arc::new),
             rules,
+            listen_ports,
             diag,
         }
     }
@@ -515,20 +562,28 @@ impl Mediator {
             listener,
             requests,
             rules,
+            listen_ports,
             diag,
         } = self;
         let outstanding: Arc<Outstanding> = Arc::new(std::sync::Mutex::new(Some(BTreeSet::new())));
-        let (l2, r2, o2) = (
-            Arc::clone(&listener),
-            Arc::clone(&requests),
-            Arc::clone(&outstanding),
-        );
-        std::thread::Builder::new()
-            .name("jail-unix-replies".into())
-            .spawn(move || relay_replies(&l2, &r2, &o2))?;
+        if let Some(requests) = &requests {
+            let (l2, r2, o2) = (
+                Arc::clone(&listener),
+                Arc::clone(requests),
+                Arc::clone(&outstanding),
+            );
+            std::thread::Builder::new()
+                .name("jail-unix-replies".into())
+                .spawn(move || relay_replies(&l2, &r2, &o2))?;
+        }
+        let served = Served {
+            rules,
+            listen_ports,
+            diag,
+        };
         std::thread::Builder::new()
             .name("jail-unix-connect".into())
-            .spawn(move || serve(&listener, &requests, &rules, diag.as_ref(), &outstanding))?;
+            .spawn(move || serve(&listener, requests.as_deref(), &served, &outstanding))?;
         Ok(())
     }
 }
@@ -562,13 +617,25 @@ fn relay_replies(listener: &OwnedFd, requests: &OwnedFd, outstanding: &Outstandi
     }
 }
 
+/// What the serving thread judges by.
+struct Served {
+    rules: Rules,
+    listen_ports: Option<Vec<u16>>,
+    diag: Option<OwnedFd>,
+}
+
 fn serve(
     listener: &OwnedFd,
-    requests: &OwnedFd,
-    rules: &Rules,
-    diag: Option<&OwnedFd>,
+    requests: Option<&OwnedFd>,
+    served: &Served,
     outstanding: &Outstanding,
 ) {
+    let Served {
+        rules,
+        listen_ports,
+        diag,
+    } = served;
+    let diag = diag.as_ref();
     let mut reported = BTreeSet::new();
     loop {
         let mut pfd = libc::pollfd {
@@ -599,6 +666,20 @@ fn serve(
             // ENOENT: the caller was interrupted before we read it.
             continue;
         }
+        if req.data.nr == libc::SYS_listen as i32 {
+            // Only sent when listen() is held to ports; anything else is refused, never made.
+            let errno = match listen_ports {
+                Some(ports) => listen_for(listener, &req, ports),
+                None => libc::EACCES,
+            };
+            respond(listener, req.id, errno);
+            continue;
+        }
+        let Some(requests) = requests else {
+            // No connector: connects are not sent here; refused if one ever is.
+            respond(listener, req.id, libc::ECONNREFUSED);
+            continue;
+        };
         match prepare(listener, &req, rules, diag) {
             Ok((kind, addr, fds)) => {
                 let mut msg = req.id.to_ne_bytes().to_vec();
@@ -665,6 +746,22 @@ fn respond(listener: &OwnedFd, id: u64, errno: i32) {
             &resp,
         )
     };
+}
+
+/// The command's listen(fd, backlog) of notification `req`, made on the supervisor's copy of
+/// the socket if it is bound to one of `ports`; 0 or the errno.
+fn listen_for(listener: &OwnedFd, req: &libc::seccomp_notif, ports: &[u16]) -> i32 {
+    let fd = req.data.args[0] as i32;
+    let backlog = req.data.args[1] as i32;
+    let sock = pidfd_of(req.pid as libc::pid_t).and_then(|pidfd| {
+        // The pid is the caller's only while the notification waits.
+        still_valid(listener, req.id).map_err(io::Error::from_raw_os_error)?;
+        pidfd_getfd(&pidfd, fd)
+    });
+    match sock {
+        Ok(sock) => super::listen_check::listen_on(&sock, backlog, ports),
+        Err(e) => errno_of(e),
+    }
 }
 
 /// Whether notification `id` still waits (its process was not replaced since it was read).
@@ -1070,18 +1167,44 @@ mod tests {
     }
 
     #[test]
-    fn the_notifying_filter_sends_only_native_connects() {
-        let f = notify_filter();
-        // Jumps land inside the program, and both ends return.
-        for (i, ins) in f.iter().enumerate() {
-            if ins.code == 0x15 {
-                assert!(i + 1 + (ins.jt.max(ins.jf) as usize) < f.len());
+    fn the_notifying_filter_sends_only_the_named_native_calls() {
+        // Runs the program on one call, as the kernel would: the action it returns.
+        fn run(f: &[libc::sock_filter], arch: u32, nr: u32) -> u32 {
+            let mut pc = 0;
+            let mut acc = 0;
+            loop {
+                let ins = f[pc];
+                match ins.code {
+                    0x20 => acc = if ins.k == 4 { arch } else { nr },
+                    0x15 => {
+                        let off = if acc == ins.k { ins.jt } else { ins.jf };
+                        pc += off as usize;
+                    }
+                    0x06 => return ins.k,
+                    c => panic!("unexpected instruction {c:#x}"),
+                }
+                pc += 1;
+                assert!(pc < f.len(), "ran off the end");
             }
         }
-        assert_eq!(f[4].k, libc::SECCOMP_RET_USER_NOTIF);
-        assert_eq!(f[5].k, libc::SECCOMP_RET_ALLOW);
-        assert_eq!(f[3].k, libc::SYS_connect as u32);
-        // A foreign architecture skips straight to ALLOW (the main filter kills it).
-        assert_eq!(1 + 1 + f[1].jf as usize, 5);
+        let (connect, listen, read) = (
+            libc::SYS_connect as u32,
+            libc::SYS_listen as u32,
+            libc::SYS_read as u32,
+        );
+        let (notif, allow) = (libc::SECCOMP_RET_USER_NOTIF, libc::SECCOMP_RET_ALLOW);
+        for (c, l) in [(true, false), (false, true), (true, true), (false, false)] {
+            let f = notify_filter(Notified {
+                connect: c,
+                listen: l,
+            });
+            let want = |on: bool| if on { notif } else { allow };
+            assert_eq!(run(&f, AUDIT_ARCH, connect), want(c), "{c} {l}");
+            assert_eq!(run(&f, AUDIT_ARCH, listen), want(l), "{c} {l}");
+            assert_eq!(run(&f, AUDIT_ARCH, read), allow);
+            // A foreign architecture passes to the main filter, which kills it.
+            assert_eq!(run(&f, 0x4000_0003, connect), allow);
+            assert_eq!(run(&f, 0x4000_0003, listen), allow);
+        }
     }
 }

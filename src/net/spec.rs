@@ -26,8 +26,8 @@ pub enum NetPolicy {
     Host,
     /// A network namespace of its own with loopback only.
     None,
-    /// The host's network, with Landlock limiting the TCP ports it may connect to or bind.
-    /// `None` leaves that direction unrestricted.
+    /// The host's network, with Landlock limiting the TCP ports it may connect to or bind (and
+    /// listen on). `None`: that direction was not named, and gets no port.
     Ports {
         connect: Option<Vec<u16>>,
         bind: Option<Vec<u16>>,

@@ -33,6 +33,10 @@ pub enum Layer {
     Mount,
     Landlock,
     Seccomp,
+    /// Landlock's TCP port rules of a `--net connect=`/`bind=` run, the rest of Landlock kept.
+    TcpRules,
+    /// The hold on listen() of such a run (the filter's refusal or the supervisor's check).
+    ListenCheck,
 }
 
 impl Layer {
@@ -41,6 +45,8 @@ impl Layer {
             Layer::Mount => "mount",
             Layer::Landlock => "landlock",
             Layer::Seccomp => "seccomp",
+            Layer::TcpRules => "tcp-rules",
+            Layer::ListenCheck => "listen-check",
         }
     }
 }

@@ -8,7 +8,12 @@
     net_probe.py loopback           LOOPBACK-OK | LOOPBACK-FAIL <error>
     net_probe.py tfo HOST PORT      TFO-CONNECTED <first line> | TFO-FAIL <error>  (TCP Fast Open)
     net_probe.py listen             LISTENING <port> | LISTEN-FAIL <error>   (listen() unbound)
+    net_probe.py serve PORT|none 4|6 FILE
+                                    listens (bound to PORT, or unbound), writes "FAMILY PORT" to
+                                    FILE for a client on the host, and waits for it:
+                                    ALLOWED (exit 0) | BLOCKED <EACCES/EPERM> (exit 1) | NO-CLIENT (2)
 """
+import os
 import socket
 import sys
 import urllib.error
@@ -74,6 +79,32 @@ def main(argv):
             print("LISTENING", s.getsockname()[1])
         except Exception as e:  # noqa: BLE001
             print("LISTEN-FAIL", err(e))
+    elif kind == "serve":
+        v6 = argv[3] == "6"
+        try:
+            s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET)
+            # A port an earlier run accepted on may linger in TIME_WAIT: not a refusal.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if argv[2] != "none":
+                s.bind(("::" if v6 else "0.0.0.0", int(argv[2])))
+            s.listen()
+        except PermissionError as e:
+            print("BLOCKED", err(e))
+            sys.exit(1)
+        except OSError as e:
+            print("ERROR", err(e))
+            sys.exit(3)
+        port = s.getsockname()[1]
+        with open(argv[4] + ".tmp", "w") as f:
+            f.write("%s %d" % (argv[3], port))
+        os.rename(argv[4] + ".tmp", argv[4])
+        s.settimeout(15)
+        try:
+            s.accept()
+            print("ALLOWED a host client connected to port", port)
+        except OSError as e:
+            print("NO-CLIENT", err(e))
+            sys.exit(2)
     elif kind == "loopback":
         try:
             srv = socket.socket()
