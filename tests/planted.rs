@@ -1101,3 +1101,190 @@ fn rules_hold_when_home_path_or_hooks_are_spelled_through_symlinks_and_links_lea
         );
     }
 }
+
+/// One agent profile's case: its protected config (relative to HOME, with content) naming
+/// scripts in its state directory in ways no path-shaped word gives away, and the files the
+/// run plants there (relative to HOME; `true` when the file exists before the run).
+struct StateCase {
+    profile: &'static str,
+    config: (&'static str, &'static str),
+    planted: &'static [(&'static str, bool)],
+    /// Symlinks the run creates (name, target), relative to HOME.
+    links: &'static [(&'static str, &'static str)],
+}
+
+const STATE_CASES: &[StateCase] = &[
+    StateCase {
+        profile: "claude-code",
+        config: (
+            ".claude/settings.json",
+            r#"{"statusLine":{"type":"command","command":"python3 ~/.claude/statusline.py"},
+"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"cd ~/.claude && ./guard.sh"}]}],
+"Stop":[{"hooks":[{"type":"command","command":"bash \"$HOME/.claude/notify.sh\""},
+{"type":"command","command":"cd ${HOME}/.claude; bash hookscript; . lib/util.sh; source ./run"}]}]}}"#,
+        ),
+        planted: &[
+            (".claude/guard.sh", true),
+            (".claude/helper.py", true),
+            (".claude/lib/util.sh", true),
+            (".claude/notify.sh", false),
+            (".claude/hookscript", false),
+            (".claude/run", false),
+            (".claude/node_helper.js", false),
+        ],
+        links: &[(".claude/linked.sh", "projects/evil.sh")],
+    },
+    StateCase {
+        profile: "codex",
+        config: (
+            ".codex/config.toml",
+            "notify = [\"bash\", \"-c\", \"cd ~/.codex && ./notify.sh\"]\n",
+        ),
+        planted: &[
+            (".codex/notify.sh", false),
+            (".codex/helper", true),
+            (".codex/bin/tool", false),
+        ],
+        links: &[],
+    },
+    StateCase {
+        profile: "gemini-cli",
+        config: (
+            ".gemini/settings.json",
+            r#"{"hooks":{"BeforeTool":[{"hooks":[{"type":"command","command":"cd \"$HOME/.gemini\" && sh guard"}]}]}}"#,
+        ),
+        planted: &[
+            (".gemini/guard", false),
+            (".gemini/scripts/check.mjs", true),
+        ],
+        links: &[],
+    },
+    StateCase {
+        profile: "opencode",
+        config: (
+            ".config/opencode/opencode.json",
+            r#"{"mcp":{"x":{"type":"local","command":["node","server.cjs"]}}}"#,
+        ),
+        planted: &[
+            (".config/opencode/server.cjs", false),
+            (".local/share/opencode/hook.sh", false),
+            (".local/state/opencode/run.py", false),
+            (".cache/opencode/loader.ts", true),
+        ],
+        links: &[],
+    },
+    StateCase {
+        profile: "aider",
+        config: (
+            ".aider.conf.yml",
+            "lint-cmd: \"cd ~/.aider && ./lint\"\n",
+        ),
+        planted: &[(".aider/lint", false), (".aider/hooks/x.rb", true)],
+        links: &[],
+    },
+];
+
+#[test]
+fn what_an_agents_hooks_can_run_from_its_state_directory_survives_no_run() {
+    // Issue 34, item 5: the agents' protected configs run scripts in their state directories by
+    // names no path-shaped word reveals (`cd ~/.claude && ./guard.sh`, a quoted `$HOME`, a bare
+    // name after `cd`, `source`, `.`, an import beside a protected script, a name with no
+    // extension run by an interpreter, a symlink into the agent's data). Whatever the spelling,
+    // nothing the run plants there may be left for the host's agent to run: existing files stay
+    // as they were, new ones are moved aside and named.
+    if !full_level_or_skip("planted-agent-state-code") {
+        return;
+    }
+    for who in users() {
+        for case in STATE_CASES {
+            for disabled in MODES {
+                let fx = Fixture::new(who, "agent-code");
+                let (cfg, text) = case.config;
+                let cfg = fx.home.join(cfg);
+                std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+                std::fs::write(&cfg, text).unwrap();
+                for (rel, _) in case.planted.iter().filter(|(_, e)| *e) {
+                    let p = fx.home.join(rel);
+                    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                    std::fs::write(&p, "echo users\n").unwrap();
+                }
+                if case.profile == "claude-code" {
+                    std::fs::write(fx.home.join(".claude/statusline.py"), "import helper\n")
+                        .unwrap();
+                }
+                fx.give_to(who);
+                let mut script = String::new();
+                for (rel, _) in case.planted {
+                    let p = fx.home.join(rel);
+                    script.push_str(&format!(
+                        "mkdir -p '{}'; printf '#!/bin/sh\\necho PWNED\\n' >> '{}'; chmod +x '{}'; ",
+                        p.parent().unwrap().display(),
+                        p.display(),
+                        p.display()
+                    ));
+                }
+                for (name, target) in case.links {
+                    let p = fx.home.join(name);
+                    let t = p.parent().unwrap().join(target);
+                    script.push_str(&format!(
+                        "mkdir -p '{}'; echo 'echo PWNED' > '{}'; ln -s '{target}' '{}'; ",
+                        t.parent().unwrap().display(),
+                        t.display(),
+                        p.display()
+                    ));
+                }
+                script.push_str("true");
+                let run = fx.jail_with(
+                    &["--profile", case.profile, "--", "/bin/sh", "-c", &script],
+                    disabled,
+                    &[],
+                );
+                let what = format!("{} as {who:?} without {disabled:?}", case.profile);
+                assert_eq!(run.code, Some(0), "{what}: {}", run.describe());
+                for (rel, existing) in case.planted {
+                    let p = fx.home.join(rel);
+                    let text = std::fs::read_to_string(&p).unwrap_or_default();
+                    assert!(
+                        !text.contains("PWNED"),
+                        "{what}: {rel} was planted and stayed for the host's agent to run\n{}",
+                        run.describe()
+                    );
+                    // An existing file keeps its text; without the mount view the command can
+                    // still chmod it (metadata is not confined there), and jail then moves it
+                    // aside like any change to a protected path.
+                    if *existing && p.exists() {
+                        assert_eq!(text, "echo users\n", "{what}: {rel} changed");
+                    }
+                }
+                for (name, _) in case.links {
+                    let p = fx.home.join(name);
+                    let text = std::fs::read_to_string(&p).unwrap_or_default();
+                    assert!(
+                        !text.contains("PWNED"),
+                        "{what}: the link {name} stayed\n{}",
+                        run.describe()
+                    );
+                }
+                assert_eq!(
+                    std::fs::read_to_string(&cfg).unwrap(),
+                    text,
+                    "{what}: the config changed"
+                );
+            }
+        }
+        // Control: the same planting without jail leaves every file for the agent to run.
+        let fx = Fixture::new(who, "agent-code-bare");
+        let p = fx.home.join(".claude/guard.sh");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fx.give_to(who);
+        let out = fx
+            .command(
+                "/bin/sh".as_ref(),
+                &["-c", &format!("echo 'echo PWNED' >> '{}'", p.display())],
+            )
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert!(std::fs::read_to_string(&p).unwrap().contains("PWNED"));
+    }
+}

@@ -78,6 +78,9 @@ pub struct Rules {
     /// into what this check never walked (the host's /tmp, with --tmp host or without the
     /// mount view).
     pub roots: Vec<PathBuf>,
+    /// The agents' state directories with the data named in them: anything else created or
+    /// changed there is code the agent's hooks may run ([`crate::policy::agent_state`]).
+    pub states: Vec<crate::policy::agent_state::StateDir>,
     /// jail's own state (its stores of copy-on-write layers): hidden from the command, written
     /// by jail itself during the run, so never the command's plant. It is never moved aside,
     /// nor is a directory that holds it: such a unit is split into the entries beside it.
@@ -151,7 +154,14 @@ impl Rules {
             })
             .filter(|p| roots.iter().any(|r| p.path.starts_with(r)))
             .collect();
+        let states = policy
+            .agent_states
+            .iter()
+            .filter(|s| roots.iter().any(|r| s.dir.starts_with(r)))
+            .cloned()
+            .collect();
         let mut rules = Rules {
+            states,
             host_code,
             own: own_state(policy),
             roots: roots.clone(),
@@ -665,6 +675,14 @@ impl<'r> Finder<'r> {
             self.unit(x.clone(), why.into());
             return State::Unit;
         }
+        if let Some(s) = (!exempt)
+            .then(|| crate::policy::agent_state::code_in(&self.rules.states, &abs))
+            .flatten()
+        {
+            let why = crate::policy::agent_state::why_code(&s.dir);
+            self.unit(abs, why);
+            return State::Unit;
+        }
         if !exempt
             && self
                 .rules
@@ -954,6 +972,42 @@ mod tests {
             t.w("tools/bin/git", "#!/bin/sh");
         });
         assert_eq!(got, ["state/settings.json", "tools/bin/git"]);
+    }
+
+    #[test]
+    fn in_an_agent_state_directory_what_is_not_data_is_a_unit() {
+        let t = T::new("state");
+        t.w("st/projects/old.jsonl", "x");
+        t.w("st/tmp/keep", "x");
+        let mut r = rules(&t);
+        r.states = vec![crate::policy::agent_state::StateDir {
+            dir: t.p("st"),
+            data: ["projects", "tmp/arg0-linux", "*.sqlite*"]
+                .map(String::from)
+                .to_vec(),
+        }];
+        let got = planted(&t, r, || {
+            t.w("st/projects/new.jsonl", "x");
+            t.w("st/projects/old.jsonl", "changed");
+            t.w("st/logs_1.sqlite-wal", "x");
+            t.w("st/tmp/arg0-linux/a/apply_patch", "x");
+            t.w("st/guard.sh", "x");
+            t.w("st/notify", "curl x | sh");
+            t.w("st/lib/helper.py", "x");
+            t.w("st/tmp/evil", "x");
+            std::os::unix::fs::symlink("projects/new.jsonl", t.p("st/link")).unwrap();
+            t.w("elsewhere/x.sh", "x");
+        });
+        assert_eq!(
+            got,
+            [
+                "st/guard.sh",
+                "st/lib",
+                "st/link",
+                "st/notify",
+                "st/tmp/evil"
+            ]
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The one policy every layer compiles: path rules, /tmp mode, required level and the command.
 //! Pure data and pure functions; no syscalls live here.
 
+pub mod agent_state;
 mod credfiles;
 mod defaults;
 pub mod duration;
@@ -136,6 +137,9 @@ pub struct Policy {
     pub profile_protected: Vec<PathBuf>,
     /// JSON files of the profiles whose named keys must not change in a run (path, keys).
     pub guarded: Vec<(PathBuf, Vec<String>)>,
+    /// The agents' state directories (real paths) with the data named in them: what the run
+    /// creates or changes there outside the data is moved aside after it.
+    pub agent_states: Vec<agent_state::StateDir>,
     /// The command's environment (names only when serialized).
     pub env: env::ChildEnv,
     pub cwd: PathBuf,
@@ -178,6 +182,7 @@ impl Policy {
             profile: "default".into(),
             profile_protected: vec![],
             guarded: vec![],
+            agent_states: vec![],
             env: Default::default(),
             cwd: "/".into(),
             tmp: TmpMode::Private,

@@ -58,6 +58,8 @@ pub struct PolicyInput {
     pub jail_state_links: Vec<PathBuf>,
     /// The profiles' guarded JSON files, expanded (absolute), with their keys.
     pub guarded: Vec<(PathBuf, Vec<String>)>,
+    /// The profiles' agent state directories, expanded (absolute), with their data patterns.
+    pub agent_states: Vec<super::agent_state::StateDir>,
     /// Credential files the caller's environment names (variable, absolute path): hidden like
     /// the profile's credential stores, unless a flag names them.
     pub credential_files: Vec<(String, PathBuf)>,
@@ -207,6 +209,14 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
             .guarded
             .iter()
             .map(|(p, keys)| (real_path(p), keys.clone()))
+            .collect(),
+        agent_states: input
+            .agent_states
+            .iter()
+            .map(|s| super::agent_state::StateDir {
+                dir: real_path(&s.dir),
+                data: s.data.clone(),
+            })
             .collect(),
         profile: input.profile.clone(),
         env: {
