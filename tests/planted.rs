@@ -1175,10 +1175,7 @@ const STATE_CASES: &[StateCase] = &[
     },
     StateCase {
         profile: "aider",
-        config: (
-            ".aider.conf.yml",
-            "lint-cmd: \"cd ~/.aider && ./lint\"\n",
-        ),
+        config: (".aider.conf.yml", "lint-cmd: \"cd ~/.aider && ./lint\"\n"),
         planted: &[(".aider/lint", false), (".aider/hooks/x.rb", true)],
         links: &[],
     },
@@ -1286,5 +1283,50 @@ fn what_an_agents_hooks_can_run_from_its_state_directory_survives_no_run() {
             .unwrap();
         assert!(out.status.success());
         assert!(std::fs::read_to_string(&p).unwrap().contains("PWNED"));
+    }
+}
+
+#[test]
+fn a_submodule_git_directory_planted_under_git_modules_is_moved_aside_complete_or_not() {
+    // Issue 34, item 6: `.git/modules/NAME` with only `hooks` and `config` is no repository
+    // yet, but a later `git submodule add` takes it as it stands (and breaks on it), and it is
+    // one once completed. At any depth (a submodule's own `modules`), whatever it holds.
+    if !full_level_or_skip("planted-git-modules") {
+        return;
+    }
+    let planted = [".git/modules/evil", ".git/modules/a/modules/b"];
+    let script = "mkdir -p .git/modules/evil/hooks .git/modules/a/modules/b/hooks && \
+        printf '#!/bin/sh\\nid\\n' > .git/modules/evil/hooks/post-checkout && \
+        printf '[core]\\n\\tfsmonitor = id\\n' > .git/modules/evil/config && \
+        printf '[core]\\n\\tfsmonitor = id\\n' > .git/modules/a/modules/b/config";
+    for who in users() {
+        for disabled in MODES {
+            let fx = Fixture::new(who, "git-modules");
+            git_project(&fx);
+            // An existing submodule's git directory (the nested `modules` lives in it).
+            common::git(&fx, &["init", "-q", "--bare", ".git/modules/a"]);
+            let run = plant(&fx, &[], script, disabled);
+            if disabled.is_empty() {
+                assert_all_moved(&fx, &run, &planted, "modules");
+            } else {
+                // Landlock alone refuses new entries beside the git directory's protected
+                // names: nothing gets planted to move.
+                assert_eq!(
+                    left(&fx, &planted),
+                    Vec::<String>::new(),
+                    "modules {disabled:?} as {who:?}\n{}",
+                    run.describe()
+                );
+            }
+            assert!(
+                fx.repo.join(".git/modules/a/HEAD").exists(),
+                "the existing submodule stays"
+            );
+        }
+        let fx = Fixture::new(who, "git-modules-bare");
+        git_project(&fx);
+        common::git(&fx, &["init", "-q", "--bare", ".git/modules/a"]);
+        plant_bare(&fx, script);
+        assert_eq!(left(&fx, &planted).len(), planted.len(), "control");
     }
 }

@@ -275,7 +275,13 @@ mod tests {
         let paths: Vec<&str> = got.iter().map(|e| e.path.to_str().unwrap()).collect();
         assert_eq!(
             paths,
-            ["/s/hooks", "/s/link", "/s/notify.sh", "/s/tmp/evil", "/s/tmp/sub"]
+            [
+                "/s/hooks",
+                "/s/link",
+                "/s/notify.sh",
+                "/s/tmp/evil",
+                "/s/tmp/sub"
+            ]
         );
         assert!(got.iter().find(|e| e.path.ends_with("link")).unwrap().link);
     }
