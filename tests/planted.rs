@@ -1330,3 +1330,88 @@ fn a_submodule_git_directory_planted_under_git_modules_is_moved_aside_complete_o
         assert_eq!(left(&fx, &planted).len(), planted.len(), "control");
     }
 }
+
+#[test]
+fn a_tool_config_the_environment_names_inside_a_writable_tree_is_protected() {
+    // Issue 34, item 6: ripgrep reads the file RIPGREP_CONFIG_PATH names (`--pre=CMD` runs a
+    // program on every file it searches); pip, npm, bash and others read theirs the same way.
+    // Inside a writable tree such a file, whatever its name, is read-only where it exists and
+    // moved aside where the run creates it.
+    if !full_level_or_skip("planted-env-configs") {
+        return;
+    }
+    // (variable, value, path relative to the project, exists before the run)
+    let cases: &[(&str, &str, &str, bool)] = &[
+        ("RIPGREP_CONFIG_PATH", ".ripgreprc", ".ripgreprc", true),
+        ("PIP_CONFIG_FILE", "", "tools/pip-settings", false),
+        ("BASH_ENV", "", "scripts/env.sh", true),
+        ("npm_config_userconfig", "", "cfg/npm-user", false),
+        ("WGETRC", "", "w.conf", false),
+    ];
+    let script: String = cases
+        .iter()
+        .map(|(_, _, rel, _)| {
+            format!("mkdir -p \"$(dirname {rel})\"; echo '--pre=/tmp/x PLANTED' >> {rel}; ")
+        })
+        .collect::<String>()
+        + "true";
+    for who in users() {
+        for disabled in MODES {
+            let fx = Fixture::new(who, "env-configs");
+            for (_, _, rel, existing) in cases {
+                if *existing {
+                    let p = fx.repo.join(rel);
+                    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                    std::fs::write(&p, "users\n").unwrap();
+                }
+            }
+            fx.give_to(who);
+            let env: Vec<(String, String)> = cases
+                .iter()
+                .map(|(var, value, rel, _)| {
+                    let v = if value.is_empty() {
+                        fx.repo.join(rel).to_string_lossy().into_owned()
+                    } else {
+                        value.to_string()
+                    };
+                    (var.to_string(), v)
+                })
+                .collect();
+            let env: Vec<(&str, &str)> =
+                env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let repo = fx.p("repo");
+            let run = fx.jail_with(
+                &[
+                    "--rw", &repo, "--cwd", &repo, "--", "/bin/sh", "-c", &script,
+                ],
+                disabled,
+                &env,
+            );
+            let what = format!("as {who:?} without {disabled:?}");
+            assert_eq!(run.code, Some(0), "{what}: {}", run.describe());
+            for (var, _, rel, existing) in cases {
+                let p = fx.repo.join(rel);
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                assert!(
+                    !text.contains("PLANTED"),
+                    "{what}: {rel}, which {var} names, was planted and stayed\n{}",
+                    run.describe()
+                );
+                if *existing && p.exists() {
+                    assert_eq!(text, "users\n", "{what}: {rel} changed");
+                }
+            }
+        }
+        // Control: without the variables the same files are the project's to write.
+        let fx = Fixture::new(who, "env-configs-ctl");
+        let repo = fx.p("repo");
+        let run = fx.jail(&[
+            "--rw", &repo, "--cwd", &repo, "--", "/bin/sh", "-c", &script,
+        ]);
+        assert_eq!(run.code, Some(0), "control: {}", run.describe());
+        for (_, _, rel, _) in cases {
+            let text = std::fs::read_to_string(fx.repo.join(rel)).unwrap_or_default();
+            assert!(text.contains("PLANTED"), "control: {rel} was not written");
+        }
+    }
+}

@@ -6,6 +6,7 @@ mod credfiles;
 mod defaults;
 pub mod duration;
 pub mod env;
+pub mod env_configs;
 pub mod gitconfig;
 pub mod homes;
 pub mod host_code;
@@ -132,7 +133,8 @@ pub struct Policy {
     pub profile_rw_missing: Vec<PathBuf>,
     /// The profile the policy was built from.
     pub profile: String,
-    /// The profiles' protected paths (present or not): read-only when they exist, moved aside
+    /// The profiles' protected paths, and the tool configurations the command's environment
+    /// names inside a writable tree (present or not): read-only when they exist, moved aside
     /// after the run when the command created or changed them.
     pub profile_protected: Vec<PathBuf>,
     /// JSON files of the profiles whose named keys must not change in a run (path, keys).
