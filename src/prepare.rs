@@ -179,6 +179,10 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
     // a hook, a notify command): the host's agent runs it, so it is protected too.
     let named = named_in_protected(&profile_paths, home.as_deref());
     profile_paths.extend(named);
+    // Whatever the settings call it, what is in an agent's state directory outside the data
+    // its profile names may run: read-only from the start.
+    let (agent_states, code) = agent_state_rules(&prof, &x, &profile_paths)?;
+    profile_paths.extend(code);
     // The daemons the environment names are hidden wherever it says they are.
     for path in policy::sockets::env_named_sockets(&vars, home.as_deref()) {
         profile_paths.push(ProfilePathRule {
@@ -244,6 +248,7 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         jail_state,
         jail_state_links: jail_state_links(),
         guarded,
+        agent_states,
         credential_files: env.credential_files.clone(),
         homes: homes_input(req, o.home, home.as_deref(), &base_dir),
         agent_logins: agent_logins(&cat, &prof, &req.command, &x)?,
@@ -500,6 +505,76 @@ fn named_in_protected(paths: &[ProfilePathRule], home: Option<&Path>) -> Vec<Pro
         }
     }
     out
+}
+
+/// The profile's agent state directories, and a protected rule for each entry in them that is
+/// not data (the agent's hooks and scripts may run it, however they spell its name). A symlink
+/// there is not followed for its own rule (a read-only rule where it leads would show what
+/// `--home hidden` hides); what it leads to is protected when that is in one of the profile's
+/// writable directories, and the link itself, replaced during the run, is moved aside after it.
+fn agent_state_rules(
+    prof: &policy::profile::Resolved,
+    x: &Expansion,
+    paths: &[ProfilePathRule],
+) -> Result<(Vec<policy::agent_state::StateDir>, Vec<ProfilePathRule>), JailError> {
+    use policy::agent_state::{self, StateDir};
+    let mut states = Vec::new();
+    let mut out: Vec<ProfilePathRule> = Vec::new();
+    let writable: Vec<&PathBuf> = paths
+        .iter()
+        .filter(|p| p.access == Access::Rw)
+        .map(|p| &p.path)
+        .collect();
+    for st in &prof.states {
+        let bad = |why: String| JailError::BadInput(format!("profile {}: {why}", st.profile));
+        let Some(dir) = x.expand(&st.template).map_err(&bad)? else {
+            continue;
+        };
+        let dir = PathBuf::from(dir);
+        if !dir.is_absolute() {
+            return Err(bad(format!(
+                "[paths.state] '{}' is not absolute",
+                dir.display()
+            )));
+        }
+        if let Some(p) = st.data.iter().find(|p| !agent_state::valid_pattern(p)) {
+            return Err(bad(format!(
+                "[paths.state] '{}': '{p}' must be a name relative to it, without . or ..",
+                st.template
+            )));
+        }
+        let real = policy::real_path(&dir);
+        states.push(StateDir {
+            dir: real.clone(),
+            data: st.data.clone(),
+        });
+        if !std::fs::symlink_metadata(&real).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        let protected = |p: &Path| paths.iter().any(|r| r.protect && r.path == p);
+        let entries =
+            agent_state::code_entries(&real, &st.data, &protected, &agent_state::host_lister)
+                .map_err(bad)?;
+        for e in entries {
+            let path = if e.link {
+                match std::fs::canonicalize(&e.path) {
+                    Ok(t) if writable.iter().any(|w| t.starts_with(w) && t != **w) => t,
+                    _ => continue,
+                }
+            } else {
+                e.path
+            };
+            if !paths.iter().chain(&out).any(|p| p.path == path) {
+                out.push(ProfilePathRule {
+                    path,
+                    access: Access::Ro,
+                    profile: st.profile.clone(),
+                    protect: true,
+                });
+            }
+        }
+    }
+    Ok((states, out))
 }
 
 /// A protected file the agent would otherwise create itself (and see moved aside after every

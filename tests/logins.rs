@@ -76,6 +76,13 @@ const CREDENTIALS: &[(&str, Option<&str>)] = &[
     ("notes.txt", None),
 ];
 
+/// The files of [`CREDENTIALS`] no list names: readable only with `--home visible`.
+const UNLISTED: &[&str] = &[
+    "work/other/.env",
+    ".config/some-new-tool/token.json",
+    "notes.txt",
+];
+
 /// Every profile that ships.
 const PROFILES: &[&str] = &[
     "default",
@@ -194,6 +201,34 @@ fn every_profile_shows_no_credential_but_its_own_agents_login() {
                     run.describe()
                 );
             }
+        }
+        // With the homes visible (asked for), the hide list and the agents' logins still hold:
+        // only what no list names is read.
+        for profile in ["default", "review", "claude-code"] {
+            let run = jail_in(
+                &fx,
+                &fx.repo,
+                &[
+                    "--profile",
+                    profile,
+                    "--home",
+                    "visible",
+                    "--",
+                    "/bin/sh",
+                    "-c",
+                    &script,
+                ],
+                &[],
+                &[],
+            );
+            let mut want = logins_of(Some(profile));
+            want.extend(UNLISTED.iter().map(|u| u.to_string()));
+            assert_eq!(
+                read_in(&fx, &run.stdout),
+                want,
+                "{profile} --home visible as {who:?}\n{}",
+                run.describe()
+            );
         }
         // And the rule can fail: with both layers off every file is read.
         Attack::new(

@@ -1101,3 +1101,317 @@ fn rules_hold_when_home_path_or_hooks_are_spelled_through_symlinks_and_links_lea
         );
     }
 }
+
+/// One agent profile's case: its protected config (relative to HOME, with content) naming
+/// scripts in its state directory in ways no path-shaped word gives away, and the files the
+/// run plants there (relative to HOME; `true` when the file exists before the run).
+struct StateCase {
+    profile: &'static str,
+    config: (&'static str, &'static str),
+    planted: &'static [(&'static str, bool)],
+    /// Symlinks the run creates (name, target), relative to HOME.
+    links: &'static [(&'static str, &'static str)],
+}
+
+const STATE_CASES: &[StateCase] = &[
+    StateCase {
+        profile: "claude-code",
+        config: (
+            ".claude/settings.json",
+            r#"{"statusLine":{"type":"command","command":"python3 ~/.claude/statusline.py"},
+"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"cd ~/.claude && ./guard.sh"}]}],
+"Stop":[{"hooks":[{"type":"command","command":"bash \"$HOME/.claude/notify.sh\""},
+{"type":"command","command":"cd ${HOME}/.claude; bash hookscript; . lib/util.sh; source ./run"}]}]}}"#,
+        ),
+        planted: &[
+            (".claude/guard.sh", true),
+            (".claude/helper.py", true),
+            (".claude/lib/util.sh", true),
+            (".claude/notify.sh", false),
+            (".claude/hookscript", false),
+            (".claude/run", false),
+            (".claude/node_helper.js", false),
+        ],
+        links: &[(".claude/linked.sh", "projects/evil.sh")],
+    },
+    StateCase {
+        profile: "codex",
+        config: (
+            ".codex/config.toml",
+            "notify = [\"bash\", \"-c\", \"cd ~/.codex && ./notify.sh\"]\n",
+        ),
+        planted: &[
+            (".codex/notify.sh", false),
+            (".codex/helper", true),
+            (".codex/bin/tool", false),
+        ],
+        links: &[],
+    },
+    StateCase {
+        profile: "gemini-cli",
+        config: (
+            ".gemini/settings.json",
+            r#"{"hooks":{"BeforeTool":[{"hooks":[{"type":"command","command":"cd \"$HOME/.gemini\" && sh guard"}]}]}}"#,
+        ),
+        planted: &[
+            (".gemini/guard", false),
+            (".gemini/scripts/check.mjs", true),
+        ],
+        links: &[],
+    },
+    StateCase {
+        profile: "opencode",
+        config: (
+            ".config/opencode/opencode.json",
+            r#"{"mcp":{"x":{"type":"local","command":["node","server.cjs"]}}}"#,
+        ),
+        planted: &[
+            (".config/opencode/server.cjs", false),
+            (".local/share/opencode/hook.sh", false),
+            (".local/state/opencode/run.py", false),
+            (".cache/opencode/loader.ts", true),
+        ],
+        links: &[],
+    },
+    StateCase {
+        profile: "aider",
+        config: (".aider.conf.yml", "lint-cmd: \"cd ~/.aider && ./lint\"\n"),
+        planted: &[(".aider/lint", false), (".aider/hooks/x.rb", true)],
+        links: &[],
+    },
+];
+
+#[test]
+fn what_an_agents_hooks_can_run_from_its_state_directory_survives_no_run() {
+    // Issue 34, item 5: the agents' protected configs run scripts in their state directories by
+    // names no path-shaped word reveals (`cd ~/.claude && ./guard.sh`, a quoted `$HOME`, a bare
+    // name after `cd`, `source`, `.`, an import beside a protected script, a name with no
+    // extension run by an interpreter, a symlink into the agent's data). Whatever the spelling,
+    // nothing the run plants there may be left for the host's agent to run: existing files stay
+    // as they were, new ones are moved aside and named.
+    if !full_level_or_skip("planted-agent-state-code") {
+        return;
+    }
+    for who in users() {
+        for case in STATE_CASES {
+            for disabled in MODES {
+                let fx = Fixture::new(who, "agent-code");
+                let (cfg, text) = case.config;
+                let cfg = fx.home.join(cfg);
+                std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+                std::fs::write(&cfg, text).unwrap();
+                for (rel, _) in case.planted.iter().filter(|(_, e)| *e) {
+                    let p = fx.home.join(rel);
+                    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                    std::fs::write(&p, "echo users\n").unwrap();
+                }
+                if case.profile == "claude-code" {
+                    std::fs::write(fx.home.join(".claude/statusline.py"), "import helper\n")
+                        .unwrap();
+                }
+                fx.give_to(who);
+                let mut script = String::new();
+                for (rel, _) in case.planted {
+                    let p = fx.home.join(rel);
+                    script.push_str(&format!(
+                        "mkdir -p '{}'; printf '#!/bin/sh\\necho PWNED\\n' >> '{}'; chmod +x '{}'; ",
+                        p.parent().unwrap().display(),
+                        p.display(),
+                        p.display()
+                    ));
+                }
+                for (name, target) in case.links {
+                    let p = fx.home.join(name);
+                    let t = p.parent().unwrap().join(target);
+                    script.push_str(&format!(
+                        "mkdir -p '{}'; echo 'echo PWNED' > '{}'; ln -s '{target}' '{}'; ",
+                        t.parent().unwrap().display(),
+                        t.display(),
+                        p.display()
+                    ));
+                }
+                script.push_str("true");
+                let run = fx.jail_with(
+                    &["--profile", case.profile, "--", "/bin/sh", "-c", &script],
+                    disabled,
+                    &[],
+                );
+                let what = format!("{} as {who:?} without {disabled:?}", case.profile);
+                assert_eq!(run.code, Some(0), "{what}: {}", run.describe());
+                for (rel, existing) in case.planted {
+                    let p = fx.home.join(rel);
+                    let text = std::fs::read_to_string(&p).unwrap_or_default();
+                    assert!(
+                        !text.contains("PWNED"),
+                        "{what}: {rel} was planted and stayed for the host's agent to run\n{}",
+                        run.describe()
+                    );
+                    // An existing file keeps its text; without the mount view the command can
+                    // still chmod it (metadata is not confined there), and jail then moves it
+                    // aside like any change to a protected path.
+                    if *existing && p.exists() {
+                        assert_eq!(text, "echo users\n", "{what}: {rel} changed");
+                    }
+                }
+                for (name, _) in case.links {
+                    let p = fx.home.join(name);
+                    let text = std::fs::read_to_string(&p).unwrap_or_default();
+                    assert!(
+                        !text.contains("PWNED"),
+                        "{what}: the link {name} stayed\n{}",
+                        run.describe()
+                    );
+                }
+                assert_eq!(
+                    std::fs::read_to_string(&cfg).unwrap(),
+                    text,
+                    "{what}: the config changed"
+                );
+            }
+        }
+        // Control: the same planting without jail leaves every file for the agent to run.
+        let fx = Fixture::new(who, "agent-code-bare");
+        let p = fx.home.join(".claude/guard.sh");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fx.give_to(who);
+        let out = fx
+            .command(
+                "/bin/sh".as_ref(),
+                &["-c", &format!("echo 'echo PWNED' >> '{}'", p.display())],
+            )
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert!(std::fs::read_to_string(&p).unwrap().contains("PWNED"));
+    }
+}
+
+#[test]
+fn a_submodule_git_directory_planted_under_git_modules_is_moved_aside_complete_or_not() {
+    // Issue 34, item 6: `.git/modules/NAME` with only `hooks` and `config` is no repository
+    // yet, but a later `git submodule add` takes it as it stands (and breaks on it), and it is
+    // one once completed. At any depth (a submodule's own `modules`), whatever it holds.
+    if !full_level_or_skip("planted-git-modules") {
+        return;
+    }
+    let planted = [".git/modules/evil", ".git/modules/a/modules/b"];
+    let script = "mkdir -p .git/modules/evil/hooks .git/modules/a/modules/b/hooks && \
+        printf '#!/bin/sh\\nid\\n' > .git/modules/evil/hooks/post-checkout && \
+        printf '[core]\\n\\tfsmonitor = id\\n' > .git/modules/evil/config && \
+        printf '[core]\\n\\tfsmonitor = id\\n' > .git/modules/a/modules/b/config";
+    for who in users() {
+        for disabled in MODES {
+            let fx = Fixture::new(who, "git-modules");
+            git_project(&fx);
+            // An existing submodule's git directory (the nested `modules` lives in it).
+            common::git(&fx, &["init", "-q", "--bare", ".git/modules/a"]);
+            let run = plant(&fx, &[], script, disabled);
+            if disabled.is_empty() {
+                assert_all_moved(&fx, &run, &planted, "modules");
+            } else {
+                // Landlock alone refuses new entries beside the git directory's protected
+                // names: nothing gets planted to move.
+                assert_eq!(
+                    left(&fx, &planted),
+                    Vec::<String>::new(),
+                    "modules {disabled:?} as {who:?}\n{}",
+                    run.describe()
+                );
+            }
+            assert!(
+                fx.repo.join(".git/modules/a/HEAD").exists(),
+                "the existing submodule stays"
+            );
+        }
+        let fx = Fixture::new(who, "git-modules-bare");
+        git_project(&fx);
+        common::git(&fx, &["init", "-q", "--bare", ".git/modules/a"]);
+        plant_bare(&fx, script);
+        assert_eq!(left(&fx, &planted).len(), planted.len(), "control");
+    }
+}
+
+#[test]
+fn a_tool_config_the_environment_names_inside_a_writable_tree_is_protected() {
+    // Issue 34, item 6: ripgrep reads the file RIPGREP_CONFIG_PATH names (`--pre=CMD` runs a
+    // program on every file it searches); pip, npm, bash and others read theirs the same way.
+    // Inside a writable tree such a file, whatever its name, is read-only where it exists and
+    // moved aside where the run creates it.
+    if !full_level_or_skip("planted-env-configs") {
+        return;
+    }
+    // (variable, value, path relative to the project, exists before the run)
+    let cases: &[(&str, &str, &str, bool)] = &[
+        ("RIPGREP_CONFIG_PATH", ".ripgreprc", ".ripgreprc", true),
+        ("PIP_CONFIG_FILE", "", "tools/pip-settings", false),
+        ("BASH_ENV", "", "scripts/env.sh", true),
+        ("npm_config_userconfig", "", "cfg/npm-user", false),
+        ("WGETRC", "", "w.conf", false),
+    ];
+    let script: String = cases
+        .iter()
+        .map(|(_, _, rel, _)| {
+            format!("mkdir -p \"$(dirname {rel})\"; echo '--pre=/tmp/x PLANTED' >> {rel}; ")
+        })
+        .collect::<String>()
+        + "true";
+    for who in users() {
+        for disabled in MODES {
+            let fx = Fixture::new(who, "env-configs");
+            for (_, _, rel, existing) in cases {
+                if *existing {
+                    let p = fx.repo.join(rel);
+                    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                    std::fs::write(&p, "users\n").unwrap();
+                }
+            }
+            fx.give_to(who);
+            let env: Vec<(String, String)> = cases
+                .iter()
+                .map(|(var, value, rel, _)| {
+                    let v = if value.is_empty() {
+                        fx.repo.join(rel).to_string_lossy().into_owned()
+                    } else {
+                        value.to_string()
+                    };
+                    (var.to_string(), v)
+                })
+                .collect();
+            let env: Vec<(&str, &str)> =
+                env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let repo = fx.p("repo");
+            let run = fx.jail_with(
+                &[
+                    "--rw", &repo, "--cwd", &repo, "--", "/bin/sh", "-c", &script,
+                ],
+                disabled,
+                &env,
+            );
+            let what = format!("as {who:?} without {disabled:?}");
+            assert_eq!(run.code, Some(0), "{what}: {}", run.describe());
+            for (var, _, rel, existing) in cases {
+                let p = fx.repo.join(rel);
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                assert!(
+                    !text.contains("PLANTED"),
+                    "{what}: {rel}, which {var} names, was planted and stayed\n{}",
+                    run.describe()
+                );
+                if *existing && p.exists() {
+                    assert_eq!(text, "users\n", "{what}: {rel} changed");
+                }
+            }
+        }
+        // Control: without the variables the same files are the project's to write.
+        let fx = Fixture::new(who, "env-configs-ctl");
+        let repo = fx.p("repo");
+        let run = fx.jail(&[
+            "--rw", &repo, "--cwd", &repo, "--", "/bin/sh", "-c", &script,
+        ]);
+        assert_eq!(run.code, Some(0), "control: {}", run.describe());
+        for (_, _, rel, _) in cases {
+            let text = std::fs::read_to_string(fx.repo.join(rel)).unwrap_or_default();
+            assert!(text.contains("PLANTED"), "control: {rel} was not written");
+        }
+    }
+}

@@ -585,10 +585,22 @@ fn agent_profiles_create_their_state_dirs_and_only_those_are_writable() {
                 assert_eq!(meta.mode() & 0o077, 0, "~/{d} is open to others");
             }
 
+            // A data file each state directory's profile names (the rest of the directory is
+            // code: moved aside when created, tests/planted.rs).
+            let data = |d: &str| match d {
+                ".config/opencode" => ".gitignore",
+                ".local/share/opencode" => "opencode.db",
+                ".local/state/opencode" => "kv.json",
+                ".cache/opencode" => "models.json",
+                ".aider" => "installs.json",
+                ".gemini" => "projects.json",
+                _ => "history.jsonl",
+            };
             let mut script = String::new();
-            for (i, d) in dirs.iter().enumerate() {
+            for d in dirs.iter() {
                 script.push_str(&format!(
-                    "if (echo x > \"$HOME/{d}/state-{i}\") 2>/dev/null; then echo OK {d}; else echo NO {d}; fi; "
+                    "if (echo x > \"$HOME/{d}/{}\") 2>/dev/null; then echo OK {d}; else echo NO {d}; fi; ",
+                    data(d)
                 ));
             }
             for other in ["other", ".notmine/x", ".config/other-app"] {
@@ -613,8 +625,8 @@ fn agent_profiles_create_their_state_dirs_and_only_those_are_writable() {
                 );
                 assert!(!fx.home.join(other).exists());
             }
-            for (i, d) in dirs.iter().enumerate() {
-                assert!(fx.home.join(d).join(format!("state-{i}")).exists());
+            for d in dirs.iter() {
+                assert!(fx.home.join(d).join(data(d)).exists());
             }
         }
     }

@@ -160,6 +160,16 @@ fn resolved_toml(r: &Resolved) -> String {
             g.profile
         ));
     }
+    out.push_str("\n[paths.state]\n");
+    for st in &r.states {
+        let data: Vec<String> = st.data.iter().map(|k| q(k)).collect();
+        out.push_str(&format!(
+            "{} = [{}]  # {}\n",
+            q(&st.template),
+            data.join(", "),
+            st.profile
+        ));
+    }
     out.push_str("\n[paths.seed]\n");
     for p in r.paths.iter().filter(|p| p.seed.is_some()) {
         let content = p.seed.as_deref().unwrap_or_default();

@@ -78,6 +78,9 @@ pub struct Rules {
     /// into what this check never walked (the host's /tmp, with --tmp host or without the
     /// mount view).
     pub roots: Vec<PathBuf>,
+    /// The agents' state directories with the data named in them: anything else created or
+    /// changed there is code the agent's hooks may run ([`crate::policy::agent_state`]).
+    pub states: Vec<crate::policy::agent_state::StateDir>,
     /// jail's own state (its stores of copy-on-write layers): hidden from the command, written
     /// by jail itself during the run, so never the command's plant. It is never moved aside,
     /// nor is a directory that holds it: such a unit is split into the entries beside it.
@@ -151,7 +154,14 @@ impl Rules {
             })
             .filter(|p| roots.iter().any(|r| p.path.starts_with(r)))
             .collect();
+        let states = policy
+            .agent_states
+            .iter()
+            .filter(|s| roots.iter().any(|r| s.dir.starts_with(r)))
+            .cloned()
+            .collect();
         let mut rules = Rules {
+            states,
             host_code,
             own: own_state(policy),
             roots: roots.clone(),
@@ -498,6 +508,9 @@ enum State {
     Clean,
     /// A git directory that was one before the run too: its parts are protected.
     GitDir,
+    /// The `modules` directory of a git directory: each entry in it is a submodule's git
+    /// directory, moved aside when the run created or changed it, complete or not.
+    Modules,
     /// Moved aside whole; everything beneath belongs to it.
     Unit,
     /// Would be a unit, but holds jail's own state: each changed entry beneath it is moved
@@ -599,7 +612,7 @@ impl<'r> Finder<'r> {
             }
         }
         let judged_whole = self.stack.len() == ends.len();
-        let open = |s: &State| matches!(s, State::Clean | State::GitDir);
+        let open = |s: &State| matches!(s, State::Clean | State::GitDir | State::Modules);
         if judged_whole && self.stack.last().is_some_and(|(_, s)| open(s)) && t.unlisted {
             self.unit(
                 t.after.abs_path(key),
@@ -663,6 +676,14 @@ impl<'r> Finder<'r> {
         if let Some(x) = self.rules.exact.iter().find(|x| **x == abs && !exempt) {
             let why = "a protected path of the profile (the agent's settings or code)";
             self.unit(x.clone(), why.into());
+            return State::Unit;
+        }
+        if let Some(s) = (!exempt)
+            .then(|| crate::policy::agent_state::code_in(&self.rules.states, &abs))
+            .flatten()
+        {
+            let why = crate::policy::agent_state::why_code(&s.dir);
+            self.unit(abs, why);
             return State::Unit;
         }
         if !exempt
@@ -773,6 +794,33 @@ impl<'r> Finder<'r> {
                 tree.get(&k).is_some()
             })
         };
+        // What git keeps under a git directory's `modules` is a submodule's repository to be:
+        // one that is not complete yet (`hooks`, `config`, no objects) is taken as it stands
+        // by a later `git submodule add` or `update`, and is a repository once completed.
+        if parent == Some(State::Modules) && !exempt {
+            if same_before(&t.before) && layout(t.before) {
+                if layout(t.after) {
+                    return State::GitDir;
+                }
+            } else if same_before(&t.before)
+                && t.after
+                    .get(kp)
+                    .is_some_and(|n| n.file_type == libc::S_IFDIR)
+            {
+                // A directory that was there before and is no repository: the part of a
+                // submodule name with a slash (`lib` of `lib/foo`); its entries are judged
+                // the same way.
+                return State::Modules;
+            }
+            self.unit(
+                abs,
+                "a submodule's git directory under modules/ of a git directory, complete or \
+                 not, that the run created or changed (git uses it, with its config and hooks, \
+                 for the submodule)"
+                    .into(),
+            );
+            return State::Unit;
+        }
         if layout(t.after) {
             if same_before(&t.before) && layout(t.before) {
                 return State::GitDir;
@@ -784,6 +832,9 @@ impl<'r> Finder<'r> {
                     .into(),
             );
             return State::Unit;
+        }
+        if parent == Some(State::GitDir) && last == b"modules" && !exempt {
+            return State::Modules;
         }
         State::Clean
     }
@@ -929,11 +980,44 @@ mod tests {
             [
                 ".git/commondir",
                 ".git/hooks",
-                ".git/modules/lib/foo",
+                ".git/modules/lib",
                 "deep/x/y/z/plain-name",
                 "half",
                 "sub/.git",
                 "vendor/lib.git"
+            ]
+        );
+    }
+
+    #[test]
+    fn what_the_run_puts_under_a_git_directorys_modules_is_a_unit_complete_or_not() {
+        let t = T::new("modules");
+        t.repo(".git");
+        t.repo(".git/modules/kept");
+        t.repo("bare.git");
+        fs::create_dir_all(t.p(".git/modules/half-before")).unwrap();
+        t.repo(".git/modules/lib/bar");
+        let got = planted(&t, rules(&t), || {
+            t.w(".git/modules/lib/foo/config", "[core]\n");
+            t.w(".git/modules/lib/bar/objects/ab/cd", "blob");
+            t.w(".git/modules/half/hooks/post-checkout", "x");
+            t.w(".git/modules/half/config", "[core]\n");
+            t.w(".git/modules/kept/objects/ab/cd", "blob");
+            t.w(".git/modules/kept/modules/inner/config", "[core]\n");
+            t.w(".git/modules/half-before/hooks/x", "x");
+            t.w(".git/modules/file", "x");
+            t.w("bare.git/modules/b/config", "x");
+            t.w("src/modules/x/config", "plain");
+        });
+        assert_eq!(
+            got,
+            [
+                ".git/modules/file",
+                ".git/modules/half",
+                ".git/modules/half-before/hooks",
+                ".git/modules/kept/modules/inner",
+                ".git/modules/lib/foo",
+                "bare.git/modules/b"
             ]
         );
     }
@@ -954,6 +1038,42 @@ mod tests {
             t.w("tools/bin/git", "#!/bin/sh");
         });
         assert_eq!(got, ["state/settings.json", "tools/bin/git"]);
+    }
+
+    #[test]
+    fn in_an_agent_state_directory_what_is_not_data_is_a_unit() {
+        let t = T::new("state");
+        t.w("st/projects/old.jsonl", "x");
+        t.w("st/tmp/keep", "x");
+        let mut r = rules(&t);
+        r.states = vec![crate::policy::agent_state::StateDir {
+            dir: t.p("st"),
+            data: ["projects", "tmp/arg0-linux", "*.sqlite*"]
+                .map(String::from)
+                .to_vec(),
+        }];
+        let got = planted(&t, r, || {
+            t.w("st/projects/new.jsonl", "x");
+            t.w("st/projects/old.jsonl", "changed");
+            t.w("st/logs_1.sqlite-wal", "x");
+            t.w("st/tmp/arg0-linux/a/apply_patch", "x");
+            t.w("st/guard.sh", "x");
+            t.w("st/notify", "curl x | sh");
+            t.w("st/lib/helper.py", "x");
+            t.w("st/tmp/evil", "x");
+            std::os::unix::fs::symlink("projects/new.jsonl", t.p("st/link")).unwrap();
+            t.w("elsewhere/x.sh", "x");
+        });
+        assert_eq!(
+            got,
+            [
+                "st/guard.sh",
+                "st/lib",
+                "st/link",
+                "st/notify",
+                "st/tmp/evil"
+            ]
+        );
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! The one policy every layer compiles: path rules, /tmp mode, required level and the command.
 //! Pure data and pure functions; no syscalls live here.
 
+pub mod agent_state;
 mod credfiles;
 mod defaults;
 pub mod duration;
 pub mod env;
+pub mod env_configs;
 pub mod gitconfig;
 pub mod homes;
 pub mod host_code;
@@ -134,11 +136,15 @@ pub struct Policy {
     pub profile_rw_missing: Vec<PathBuf>,
     /// The profile the policy was built from.
     pub profile: String,
-    /// The profiles' protected paths (present or not): read-only when they exist, moved aside
+    /// The profiles' protected paths, and the tool configurations the command's environment
+    /// names inside a writable tree (present or not): read-only when they exist, moved aside
     /// after the run when the command created or changed them.
     pub profile_protected: Vec<PathBuf>,
     /// JSON files of the profiles whose named keys must not change in a run (path, keys).
     pub guarded: Vec<(PathBuf, Vec<String>)>,
+    /// The agents' state directories (real paths) with the data named in them: what the run
+    /// creates or changes there outside the data is moved aside after it.
+    pub agent_states: Vec<agent_state::StateDir>,
     /// The command's environment (names only when serialized).
     pub env: env::ChildEnv,
     pub cwd: PathBuf,
@@ -181,6 +187,7 @@ impl Policy {
             profile: "default".into(),
             profile_protected: vec![],
             guarded: vec![],
+            agent_states: vec![],
             env: Default::default(),
             cwd: "/".into(),
             tmp: TmpMode::Private,

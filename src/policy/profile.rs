@@ -71,6 +71,12 @@ struct PathsSection {
     /// change during a run, or the file is moved aside and its version from before is put back.
     #[serde(default)]
     guard: BTreeMap<String, Vec<String>>,
+    /// An agent's state directory (also named in `rw`) and the data it writes there (names
+    /// relative to it, `*` for any run of characters in one component): everything else in it
+    /// is taken as code the agent's hooks and scripts may run, read-only where it exists and
+    /// moved aside after the run where it appears ([`super::agent_state`]).
+    #[serde(default)]
+    state: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     rw: Vec<String>,
     /// Writable inside, every write kept in a per-run layer outside until `jail apply`.
@@ -220,6 +226,9 @@ pub struct Resolved {
     /// From `[paths.guard]`: JSON files whose named keys must not change.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub guards: Vec<ProfileGuard>,
+    /// From `[paths.state]`: agent state directories with the data named in them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub states: Vec<ProfileState>,
     pub env: ProfileEnv,
     pub options: ProfileOptions,
     /// From `[limits]`: each bound the later profile sets wins.
@@ -235,6 +244,15 @@ pub struct Resolved {
 
 /// The name the embedded default takes in a chain where a user file shadows `default`.
 const EMBEDDED_DEFAULT: &str = "default (embedded)";
+
+/// An agent's state directory, before `~` and `${…}` are expanded, with the data it writes
+/// there (relative name patterns).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProfileState {
+    pub template: String,
+    pub data: Vec<String>,
+    pub profile: String,
+}
 
 /// A guarded JSON file, before `~` and `${…}` are expanded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -404,6 +422,7 @@ impl Catalog {
             chain: Vec::new(),
             paths: Vec::new(),
             guards: Vec::new(),
+            states: Vec::new(),
             env: ProfileEnv::default(),
             options: ProfileOptions::default(),
             limits: Limits::default(),
@@ -578,6 +597,14 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
         out.guards.push(ProfileGuard {
             template: template.clone(),
             keys: keys.clone(),
+            profile: name.to_string(),
+        });
+    }
+    for (template, data) in &file.paths.state {
+        out.states.retain(|g| &g.template != template);
+        out.states.push(ProfileState {
+            template: template.clone(),
+            data: data.clone(),
             profile: name.to_string(),
         });
     }

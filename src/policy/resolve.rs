@@ -58,6 +58,8 @@ pub struct PolicyInput {
     pub jail_state_links: Vec<PathBuf>,
     /// The profiles' guarded JSON files, expanded (absolute), with their keys.
     pub guarded: Vec<(PathBuf, Vec<String>)>,
+    /// The profiles' agent state directories, expanded (absolute), with their data patterns.
+    pub agent_states: Vec<super::agent_state::StateDir>,
     /// Credential files the caller's environment names (variable, absolute path): hidden like
     /// the profile's credential stores, unless a flag names them.
     pub credential_files: Vec<(String, PathBuf)>,
@@ -173,6 +175,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     drop_nested_hides(&mut rules);
     show_tmp_working_dir(input, &cwd, &mut rules);
     let (mut absent_protected, search_notes) = protect_names(&user, &mut rules)?;
+    let env_protected = protect_env_configs(input, &cwd, &mut rules, &mut absent_protected);
     hide_jail_state(input, &user, &mut rules)?;
     drop_nested_hides(&mut rules);
     if !cwd.is_dir() {
@@ -219,11 +222,19 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         absent_protected,
         protected_search_truncated: search_notes,
         profile_rw_missing: profile.skipped,
-        profile_protected: profile.protected,
+        profile_protected: profile.protected.into_iter().chain(env_protected).collect(),
         guarded: input
             .guarded
             .iter()
             .map(|(p, keys)| (real_path(p), keys.clone()))
+            .collect(),
+        agent_states: input
+            .agent_states
+            .iter()
+            .map(|s| super::agent_state::StateDir {
+                dir: real_path(&s.dir),
+                data: s.data.clone(),
+            })
             .collect(),
         profile: input.profile.clone(),
         env: {
@@ -559,6 +570,72 @@ fn add_flag_rules(user: &FlagRules, rules: &mut Rules) {
             },
         );
     }
+}
+
+/// The tool configurations the command's and the caller's environments name
+/// ([`super::env_configs`]) inside a writable tree: read-only where they exist, and returned (present or not) to be moved aside
+/// after the run when the command creates or changes them; a missing one is a gap like a
+/// missing protected name. Not one a writable rule names itself or holds a writable rule
+/// (`--rw` said so), nor one in a copy-on-write tree (its writes never reach the host
+/// unreviewed) or the host's shared /tmp.
+fn protect_env_configs(
+    input: &PolicyInput,
+    cwd: &Path,
+    rules: &mut Rules,
+    absent: &mut Vec<PathBuf>,
+) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    // The command's environment (what its tools read in the jail) and the caller's (what the
+    // host's tools read after it: a variable jail removed from the command still points the
+    // host's tool at the file).
+    let vars: Vec<(OsString, OsString)> = input
+        .env
+        .vars
+        .iter()
+        .chain(&input.caller_env)
+        .cloned()
+        .collect();
+    for (_, named) in super::env_configs::named_configs(&vars, cwd) {
+        let path = real_path(&named);
+        let Some(root) = rules
+            .values()
+            .filter(|r| path.starts_with(&r.path))
+            .max_by_key(|r| super::depth(&r.path))
+        else {
+            continue;
+        };
+        let writable = root.access == Access::Rw
+            && root.origin != Origin::SharedTmp
+            && !matches!(&root.origin, Origin::Flag(f) if layered(f));
+        let holds_writable = rules
+            .values()
+            .any(|r| r.access == Access::Rw && r.path.starts_with(&path));
+        if !writable || holds_writable || out.contains(&path) {
+            continue;
+        }
+        let root = root.path.clone();
+        // As spelled too: a symlink the command replaces there is a change at that name.
+        if named != path {
+            out.push(named);
+        }
+        out.push(path.clone());
+        match std::fs::symlink_metadata(&path) {
+            Ok(_) => {
+                let kind = kind_of(&path);
+                rules.insert(
+                    path.clone(),
+                    PathRule {
+                        path,
+                        access: Access::Ro,
+                        kind,
+                        origin: Origin::Protected(root),
+                    },
+                );
+            }
+            Err(_) => absent.push(path),
+        }
+    }
+    out
 }
 
 /// The working directory, as a real path.
