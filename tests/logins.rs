@@ -454,3 +454,152 @@ fn a_path_entry_shows_its_programs_not_its_tools_configuration() {
         .prove(&fx);
     }
 }
+
+/// Nothing the run can write, nor the project, decides what is shown of a home (red-team
+/// findings of issue 34): a link in a project directory on PATH to a secret, to a program
+/// outside a program directory or to a directory; a venv in the project whose `pyvenv.cfg`
+/// names a directory of secrets; a non-executable `python3` ahead on PATH; an agent's login
+/// replaced by a link to a secret. Two venvs naming each other do not crash jail, and a FIFO
+/// named as the command does not stall it.
+#[test]
+fn the_project_and_what_the_run_writes_steer_nothing_shown_of_home() {
+    if !full_level_or_skip("the_project_and_what_the_run_writes_steer_nothing_shown_of_home") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "steer");
+        let h = |rel: &str| fx.home.join(rel);
+        let proj = h("work/proj");
+        let files: &[(&str, &str, u32)] = &[
+            ("private/secret.txt", "SECRET private\n", 0o644),
+            ("private/run.sh", "#!/bin/sh\necho SECRET run\n", 0o755),
+            ("work/other/.env", "SECRET other\n", 0o644),
+            (".config/some-new-tool/token.json", "SECRET tool\n", 0o644),
+            (".codex/auth.json", "SECRET codex\n", 0o600),
+            ("work/proj/.venv/pyvenv.cfg", "", 0o644),
+            (
+                "work/proj/.venv/bin/pytest",
+                "#!/bin/sh\nexec \"$READALL\"\n",
+                0o755,
+            ),
+            ("work/proj/v2/pyvenv.cfg", "", 0o644),
+            ("work/proj/v2/bin/x", "#!/bin/sh\n", 0o755),
+        ];
+        for (rel, content, mode) in files {
+            std::fs::create_dir_all(h(rel).parent().unwrap()).unwrap();
+            std::fs::write(h(rel), content).unwrap();
+            std::fs::set_permissions(h(rel), std::fs::Permissions::from_mode(*mode)).unwrap();
+        }
+        // Two venvs naming each other's interpreter, the first also a directory of secrets.
+        std::fs::write(
+            h("work/proj/.venv/pyvenv.cfg"),
+            format!("home = {}\n", s(&h("private"))),
+        )
+        .unwrap();
+        std::fs::write(
+            h("work/proj/v2/pyvenv.cfg"),
+            format!("home = {}\n", s(&h("work/proj/.venv/bin"))),
+        )
+        .unwrap();
+        let bin = proj.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        for (name, target) in [
+            ("fmt", "private/secret.txt"),
+            ("runner", "private/run.sh"),
+            ("dotenv", "work/other/.env"),
+            ("tooldir", ".config/some-new-tool"),
+            ("python3", "private/secret.txt"),
+        ] {
+            std::os::unix::fs::symlink(h(target), bin.join(name)).unwrap();
+        }
+        let readall = fx.dir.join("readall");
+        let secrets = [
+            "private/secret.txt",
+            "private/run.sh",
+            "work/other/.env",
+            ".config/some-new-tool/token.json",
+        ];
+        let list: Vec<String> = secrets.iter().map(|r| format!("'{}'", s(&h(r)))).collect();
+        std::fs::write(
+            &readall,
+            format!(
+                "#!/bin/sh\nfor f in {}; do if grep -q SECRET \"$f\" 2>/dev/null; then echo \"READ $f\"; fi; done\necho DONE\n",
+                list.join(" ")
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&readall, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // An agent's login replaced by a link to a secret (its state is writable to it).
+        std::fs::remove_file(h(".codex/auth.json")).unwrap();
+        std::os::unix::fs::symlink(h("private/secret.txt"), h(".codex/auth.json")).unwrap();
+        std::fs::copy(&readall, bin.join("codex")).unwrap();
+        fx.give_to(who);
+        let path = format!(
+            "{}:{}:{}:/usr/bin:/bin",
+            s(&bin),
+            s(&proj.join(".venv/bin")),
+            s(&proj.join("v2/bin"))
+        );
+        let readall_s = s(&readall);
+        let env = [("PATH", path.as_str()), ("READALL", readall_s.as_str())];
+        for profile in ["default", "review", "workspace"] {
+            for disabled in [&[][..], &[M]] {
+                for command in [
+                    vec![readall_s.as_str()],
+                    vec!["pytest"],
+                    vec![
+                        "python3",
+                        "-c",
+                        "import subprocess,os; subprocess.run([os.environ['READALL']])",
+                    ],
+                    vec!["codex"],
+                ] {
+                    let mut args = vec!["--profile", profile, "--"];
+                    args.extend(command.iter().copied());
+                    let run = jail_in(&fx, &proj, &args, disabled, &env);
+                    assert!(
+                        run.stdout.contains("DONE") && !run.stdout.contains("READ "),
+                        "{profile} {command:?} as {who:?} with {disabled:?} off: the project \
+                         steered what is shown of HOME\n{}",
+                        run.describe()
+                    );
+                }
+            }
+        }
+        // With the layers off the secrets are there to read: the test can fail.
+        let open = jail_in(
+            &fx,
+            &proj,
+            &["--allow-unconfined", "--", &readall_s],
+            &[M, L],
+            &env,
+        );
+        assert_eq!(
+            open.stdout.matches("READ ").count(),
+            4,
+            "{}",
+            open.describe()
+        );
+        // A FIFO named as the command: jail does not wait on it.
+        let fifo = proj.join("gradlew");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        fx.give_to(who);
+        let jail = s(common::jail_bin());
+        let mut cmd = fx.command(
+            Path::new("/usr/bin/timeout"),
+            &["60", &jail, "--", "./gradlew"],
+        );
+        cmd.current_dir(&proj);
+        let run = common::Run::from(cmd.output().unwrap());
+        assert_ne!(
+            run.code,
+            Some(124),
+            "a FIFO stalled the launch\n{}",
+            run.describe()
+        );
+    }
+}

@@ -52,9 +52,18 @@ pub struct HomesInput {
     pub homes: Vec<PathBuf>,
     /// The directories on PATH (programs installed under a home keep running).
     pub path_dirs: Vec<PathBuf>,
-    /// The command's executable and its script's interpreter, real paths: the installation of
-    /// each is shown when it lies in a home (a venv whose python is under ~/.pyenv).
-    pub programs: Vec<PathBuf>,
+    /// The command's executable and its script's interpreter: the path each was found at and
+    /// its real path. What of the real one's place is shown depends on where it was found
+    /// ([`Program`]).
+    pub programs: Vec<Program>,
+}
+
+/// A program the command runs: `found` where the lookup found it (a PATH entry, or the
+/// command's own path), `real` its real path: a regular, executable file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    pub found: PathBuf,
+    pub real: PathBuf,
 }
 
 /// Where home directories are whatever /etc/passwd says: the places a system gives them.
@@ -130,8 +139,8 @@ pub fn homes_to_hide(candidates: &[PathBuf]) -> Vec<PathBuf> {
 pub trait HostLook {
     /// Whether `path` is a directory, a file, or nothing (symlinks not followed).
     fn kind(&self, path: &Path) -> Option<Kind>;
-    /// The symlinks directly in `dir` with their real targets (a PATH directory's
-    /// `claude -> ../share/claude/versions/2.1.0`).
+    /// The symlinks directly in `dir` that lead to a regular, executable file, with the real
+    /// path of that file (a PATH directory's `claude -> ../share/claude/versions/2.1.0`).
     fn links_in(&self, dir: &Path) -> Vec<(PathBuf, PathBuf)>;
     /// The `home` a venv's `pyvenv.cfg` names: the directory of the interpreter it runs.
     fn venv_home(&self, prefix: &Path) -> Option<PathBuf>;
@@ -157,7 +166,7 @@ impl HostLook for RealHost {
             .filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()))
             .filter_map(|e| {
                 let target = std::fs::canonicalize(e.path()).ok()?;
-                Some((e.path(), target))
+                is_executable_file(&target).then(|| (e.path(), target))
             })
             .collect()
     }
@@ -170,6 +179,13 @@ impl HostLook for RealHost {
         })?;
         std::fs::canonicalize(home).ok()
     }
+}
+
+/// A regular file with an execute bit: what execvp would run (a directory, a FIFO or a
+/// plain data file is no program).
+pub fn is_executable_file(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// How many entries of one PATH directory are looked at for links.
@@ -231,29 +247,40 @@ pub fn hide_homes(
              the project's directory, name the directory with --ro or --rw, or use --home visible",
         ));
     }
+    // What the run can write, and the project (a cloned repository is the attacker's text),
+    // must not decide what is shown in a home: a link there, a venv's pyvenv.cfg, a program
+    // found there lead only to a program directory, never to any directory they name.
+    let steerable = |p: &Path| {
+        p.starts_with(cwd)
+            || rules.values().any(|r| {
+                (r.access == Access::Rw || matches!(r.origin, Origin::Flag(_)))
+                    && p.starts_with(&r.path)
+            })
+    };
+    let places = Places {
+        homes: &input.homes,
+        look,
+        steerable: &steerable,
+    };
     let mut shown: Vec<Shown> = vec![Shown {
         path: cwd.to_path_buf(),
         kind: Kind::Dir,
         why: "the working directory".into(),
     }];
     for dir in &input.path_dirs {
-        shown.extend(program_places(dir, "a PATH directory", &input.homes, look));
+        shown.extend(places.of_dir(dir, "a PATH directory", 0));
         // What the PATH directory's links run: `~/.local/bin/claude` leads to the native
         // installer's versions, `~/.local/bin/black` into a pipx venv.
         if home_of(dir, &input.homes).is_some() {
             for (link, target) in look.links_in(dir) {
-                if let Some(parent) = target.parent().filter(|p| !p.starts_with(dir)) {
-                    let why = format!("what {} runs", link.display());
-                    shown.extend(program_places(parent, &why, &input.homes, look));
-                }
+                let why = format!("what {} runs", link.display());
+                shown.extend(places.of_program(&link, &target, &why));
             }
         }
     }
     for program in &input.programs {
-        if let Some(dir) = program.parent() {
-            let why = format!("the directory of {}", program.display());
-            shown.extend(program_places(dir, &why, &input.homes, look));
-        }
+        let why = format!("the program {}", program.found.display());
+        shown.extend(places.of_program(&program.found, &program.real, &why));
     }
     for Shown { path, kind, why } in shown {
         if is_home(&path) || !path.is_absolute() || look.kind(&path) != Some(kind) {
@@ -360,70 +387,124 @@ const LAUNCHERS: &[Launcher] = &[Launcher {
     shown: &["toolchains", "settings.toml"],
 }];
 
-/// What to show for a directory a program lives in (a PATH directory, the command's own, the
-/// directory a PATH entry links into), when it lies in a home: the directory itself; when it
-/// is a prefix's `bin` (or `shims`), what of the prefix its programs load ([`PREFIX_CODE`],
-/// [`PREFIX_FILES`]) and never the prefix's configuration; a venv's interpreter's prefix;
-/// a launcher's programs ([`LAUNCHERS`]). Outside the homes: nothing to show.
-fn program_places(dir: &Path, why: &str, homes: &[PathBuf], look: &dyn HostLook) -> Vec<Shown> {
-    let Some(home) = home_of(dir, homes) else {
-        return Vec::new();
-    };
-    let mut out = vec![Shown {
-        path: dir.to_path_buf(),
-        kind: Kind::Dir,
-        why: why.to_string(),
-    }];
-    let is_program_dir = dir
-        .file_name()
-        .is_some_and(|n| PROGRAM_DIR_NAMES.iter().any(|p| n == *p));
-    let Some(prefix) = dir.parent().filter(|p| is_program_dir && p != home) else {
-        return out;
-    };
-    let rest = prefix.strip_prefix(home).unwrap_or(prefix);
-    let shared = SHARED_DIRS
-        .iter()
-        .any(|s| rest == Path::new(s) || Path::new(s).starts_with(rest));
-    let (dirs, files): (&[&str], &[&str]) = if rest == Path::new(".local") {
-        (LOCAL_CODE, &[])
-    } else if shared {
-        (&[], &[])
-    } else {
-        (PREFIX_CODE, PREFIX_FILES)
-    };
-    let beside = format!("what the programs of {} load", dir.display());
-    for (names, kind) in [(dirs, Kind::Dir), (files, Kind::File)] {
-        for name in names {
-            let path = prefix.join(name);
-            if path != dir && look.kind(&path) == Some(kind) {
-                out.push(Shown {
-                    path,
-                    kind,
-                    why: beside.clone(),
-                });
-            }
+/// What the programs' places are in the homes, from the host's answers.
+struct Places<'a> {
+    homes: &'a [PathBuf],
+    look: &'a dyn HostLook,
+    /// Whether the run (or the project) can decide what lies at a path.
+    steerable: &'a dyn Fn(&Path) -> bool,
+}
+
+/// How deep venvs may lead to other venvs' interpreters (two pointing at each other would
+/// never end).
+const MAX_VENV_DEPTH: usize = 4;
+
+impl Places<'_> {
+    /// What to show for a program found at `found` whose real path is `real` (an executable
+    /// file): its program directory when that is a `bin`, `sbin` or `shims` (with what the
+    /// prefix loads, [`Places::of_dir`]); else, when it was found in a place nothing in the run
+    /// decides, its own directory if it was not reached through a link, or the file alone.
+    /// Found through the project or a writable tree (a planted link, a venv's `python`), only
+    /// a program directory is shown: a link to `~/.aws/credentials` or to another project's
+    /// `.env` shows nothing.
+    fn of_program(&self, found: &Path, real: &Path, why: &str) -> Vec<Shown> {
+        let Some(dir) = real.parent() else {
+            return Vec::new();
+        };
+        if is_program_dir(dir) {
+            return self.of_dir(dir, why, 0);
         }
+        if (self.steerable)(found) || home_of(real, self.homes).is_none() {
+            return Vec::new();
+        }
+        if found.parent() == Some(dir) {
+            return self.of_dir(dir, why, 0);
+        }
+        vec![Shown {
+            path: real.to_path_buf(),
+            kind: Kind::File,
+            why: why.to_string(),
+        }]
     }
-    if let Some(python) = look.venv_home(prefix).filter(|p| p.as_path() != dir) {
-        let why = format!("the interpreter of the venv {}", prefix.display());
-        out.extend(program_places(&python, &why, homes, look));
-    }
-    for launcher in LAUNCHERS {
-        if dir == home.join(launcher.dir) && look.kind(&dir.join(launcher.marker)).is_some() {
-            let why = format!("what {} runs", dir.join(launcher.marker).display());
-            for name in launcher.shown {
-                let path = home.join(launcher.home).join(name);
-                if let Some(kind) = look.kind(&path) {
+
+    /// What to show for a program directory in a home (a PATH directory, the directory of a
+    /// program): the directory itself; when it is a prefix's `bin` (or `shims`), what of the
+    /// prefix its programs load ([`PREFIX_CODE`], [`PREFIX_FILES`]) and never the prefix's
+    /// configuration; a venv's interpreter's prefix (not for a venv the run can write);
+    /// a launcher's programs ([`LAUNCHERS`]). Outside the homes: nothing to show.
+    fn of_dir(&self, dir: &Path, why: &str, depth: usize) -> Vec<Shown> {
+        let Some(home) = home_of(dir, self.homes) else {
+            return Vec::new();
+        };
+        let mut out = vec![Shown {
+            path: dir.to_path_buf(),
+            kind: Kind::Dir,
+            why: why.to_string(),
+        }];
+        let Some(prefix) = dir.parent().filter(|p| is_program_dir(dir) && p != home) else {
+            return out;
+        };
+        let rest = prefix.strip_prefix(home).unwrap_or(prefix);
+        let shared = SHARED_DIRS
+            .iter()
+            .any(|s| rest == Path::new(s) || Path::new(s).starts_with(rest));
+        let (dirs, files): (&[&str], &[&str]) = if rest == Path::new(".local") {
+            (LOCAL_CODE, &[])
+        } else if shared {
+            (&[], &[])
+        } else {
+            (PREFIX_CODE, PREFIX_FILES)
+        };
+        let beside = format!("what the programs of {} load", dir.display());
+        for (names, kind) in [(dirs, Kind::Dir), (files, Kind::File)] {
+            for name in names {
+                let path = prefix.join(name);
+                if path != dir && self.look.kind(&path) == Some(kind) {
                     out.push(Shown {
                         path,
                         kind,
-                        why: why.clone(),
+                        why: beside.clone(),
                     });
                 }
             }
         }
+        // A venv's interpreter lives in another prefix, named by its pyvenv.cfg: followed only
+        // to a program directory, and not in a venv the run can write.
+        if depth < MAX_VENV_DEPTH && !shared && !(self.steerable)(prefix) {
+            if let Some(python) = self
+                .look
+                .venv_home(prefix)
+                .filter(|p| p.as_path() != dir && is_program_dir(p))
+            {
+                let why = format!("the interpreter of the venv {}", prefix.display());
+                out.extend(self.of_dir(&python, &why, depth + 1));
+            }
+        }
+        for launcher in LAUNCHERS {
+            if dir == home.join(launcher.dir)
+                && self.look.kind(&dir.join(launcher.marker)).is_some()
+            {
+                let why = format!("what {} runs", dir.join(launcher.marker).display());
+                for name in launcher.shown {
+                    let path = home.join(launcher.home).join(name);
+                    if let Some(kind) = self.look.kind(&path) {
+                        out.push(Shown {
+                            path,
+                            kind,
+                            why: why.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        out
     }
-    out
+}
+
+/// Whether a directory holds programs by its name (`bin`, `sbin`, `shims`).
+fn is_program_dir(dir: &Path) -> bool {
+    dir.file_name()
+        .is_some_and(|n| PROGRAM_DIR_NAMES.iter().any(|p| n == *p))
 }
 
 /// The interpreter a script's first bytes name (`#!/usr/bin/python3`), or the program `env`
@@ -448,25 +529,34 @@ pub fn shebang_interpreter(head: &[u8]) -> Option<PathBuf> {
     interpreter.is_absolute().then_some(interpreter)
 }
 
-/// The real paths of the command's executable (found on PATH when it names no directory) and
-/// of the interpreter its script names, one level deep. Reads only the first line.
-pub fn programs_of(command: &Path, path_dirs: &[PathBuf], base: &Path) -> Vec<PathBuf> {
+/// The command's executable (found on PATH as execvp finds it when it names no directory:
+/// the first executable regular file in an absolute PATH entry) and the interpreter its
+/// script names, one level deep, each where it was found and its real path. Reads only the
+/// first bytes, of a regular file (a FIFO named as the command must not stall the launch).
+pub fn programs_of(command: &Path, path_dirs: &[PathBuf], base: &Path) -> Vec<Program> {
     use std::io::Read;
-    let find = |name: &Path| -> Option<PathBuf> {
-        if name.components().count() > 1 || name.is_absolute() {
-            return std::fs::canonicalize(base.join(name)).ok();
-        }
-        path_dirs
-            .iter()
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-            .and_then(|p| std::fs::canonicalize(p).ok())
+    use std::os::unix::fs::OpenOptionsExt;
+    let find = |name: &Path| -> Option<Program> {
+        let found = if name.components().count() > 1 || name.is_absolute() {
+            base.join(name)
+        } else {
+            path_dirs
+                .iter()
+                .filter(|d| d.is_absolute())
+                .map(|d| d.join(name))
+                .find(|p| is_executable_file(p))?
+        };
+        let real = std::fs::canonicalize(&found).ok()?;
+        is_executable_file(&real).then_some(Program { found, real })
     };
     let Some(program) = find(command) else {
         return Vec::new();
     };
     let mut head = [0u8; 256];
-    let n = std::fs::File::open(&program)
+    let n = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&program.real)
         .and_then(|mut f| f.read(&mut head))
         .unwrap_or(0);
     let interpreter = shebang_interpreter(&head[..n]).and_then(|i| find(&i));
@@ -681,7 +771,13 @@ mod tests {
             )],
         };
         let of = |d: &str| -> Vec<String> {
-            program_places(Path::new(d), "x", &homes, &host)
+            let places = Places {
+                homes: &homes,
+                look: &host,
+                steerable: &|_: &Path| false,
+            };
+            places
+                .of_dir(Path::new(d), "x", 0)
                 .into_iter()
                 .map(|s| s.path.display().to_string())
                 .collect()
@@ -730,7 +826,7 @@ mod tests {
     }
 
     #[test]
-    fn a_path_directorys_links_show_what_they_run() {
+    fn a_path_directorys_links_show_what_they_run_and_the_project_steers_nothing() {
         let host = Fake {
             dirs: vec![
                 "/",
@@ -739,20 +835,38 @@ mod tests {
                 "/home/u/.local/bin",
                 "/home/u/.local/share/claude/versions",
                 "/home/u/w",
+                "/home/u/w/bin",
+                "/home/u/w/.venv",
+                "/home/u/w/.venv/bin",
+                "/home/u/private",
+                "/home/u/other/bin",
             ],
+            files: vec!["/home/u/.local/share/claude/versions/2.1.0"],
             links: vec![
                 (
                     "/home/u/.local/bin/claude",
                     "/home/u/.local/share/claude/versions/2.1.0",
                 ),
                 ("/home/u/.local/bin/sh", "/usr/bin/dash"),
+                // Planted in the project: a secret, and another project's program.
+                ("/home/u/w/bin/fmt", "/home/u/private/secret"),
+                ("/home/u/w/bin/tool", "/home/u/other/bin/tool"),
             ],
-            ..Fake::default()
+            // The project's venv names a directory of secrets as its interpreter's.
+            venvs: vec![("/home/u/w/.venv", "/home/u/private")],
         };
         let mut rules: BTreeMap<PathBuf, PathRule> = [rule("/", Access::Ro)].into_iter().collect();
         hide_homes(
             &mut rules,
-            &input(&["/home", "/home/u"], &["/home/u/.local/bin", "/usr/bin"]),
+            &input(
+                &["/home", "/home/u"],
+                &[
+                    "/home/u/.local/bin",
+                    "/usr/bin",
+                    "/home/u/w/bin",
+                    "/home/u/w/.venv/bin",
+                ],
+            ),
             Path::new("/home/u/w"),
             true,
             &host,
@@ -771,15 +885,14 @@ mod tests {
             [
                 ("/home/u/.local/bin", "a PATH directory".to_string()),
                 (
-                    "/home/u/.local/share/claude/versions",
+                    "/home/u/.local/share/claude/versions/2.1.0",
                     "what /home/u/.local/bin/claude runs".into()
                 ),
+                ("/home/u/other/bin", "what /home/u/w/bin/tool runs".into()),
                 ("/home/u/w", "the working directory".into()),
-            ]
-        );
-        assert!(
-            !rules.contains_key(Path::new("/home/u/.local/share/claude")),
-            "not the installer's whole directory"
+            ],
+            "the installer's file alone, never its directory; from the project only a \
+             program directory, never a secret's directory or a venv's named one"
         );
     }
 
