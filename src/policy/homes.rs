@@ -229,11 +229,11 @@ pub fn hide_homes(
             },
         );
     }
+    // The innermost rule at or above `p`: one map lookup per ancestor (hundreds of rules, tens
+    // of places asked about on every start).
     let hidden_at = |rules: &BTreeMap<PathBuf, PathRule>, p: &Path| {
-        rules
-            .values()
-            .filter(|r| p.starts_with(&r.path))
-            .max_by_key(|r| r.path.components().count())
+        p.ancestors()
+            .find_map(|a| rules.get(a))
             .is_some_and(|r| r.access == Access::Hide && matches!(r.origin, Origin::Home(_)))
     };
     // A home is never shown whole because a run starts in it (HOME inside /home is hidden
@@ -250,13 +250,13 @@ pub fn hide_homes(
     // What the run can write, and the project (a cloned repository is the attacker's text),
     // must not decide what is shown in a home: a link there, a venv's pyvenv.cfg, a program
     // found there lead only to a program directory, never to any directory they name.
-    let steerable = |p: &Path| {
-        p.starts_with(cwd)
-            || rules.values().any(|r| {
-                (r.access == Access::Rw || matches!(r.origin, Origin::Flag(_)))
-                    && p.starts_with(&r.path)
-            })
-    };
+    let steering: Vec<PathBuf> = rules
+        .values()
+        .filter(|r| r.access == Access::Rw || matches!(r.origin, Origin::Flag(_)))
+        .map(|r| r.path.clone())
+        .chain([cwd.to_path_buf()])
+        .collect();
+    let steerable = |p: &Path| steering.iter().any(|s| p.starts_with(s));
     let places = Places {
         homes: &input.homes,
         look,

@@ -456,7 +456,7 @@ impl Catalog {
         });
         let mut out: Vec<ProfileAgent> = Vec::new();
         for entry in embedded.chain(self.entries.values().cloned()) {
-            let Some(agent) = parse(&entry).ok().and_then(|f| f.agent) else {
+            let Some(agent) = agent_section(&entry) else {
                 continue;
             };
             match out.iter_mut().find(|a| a.name == agent.name) {
@@ -521,6 +521,23 @@ impl Catalog {
         parsed.insert(entry.name.clone(), file);
         Ok(())
     }
+}
+
+/// A profile's `[agent]` section. Every run asks every profile for it: the embedded ones
+/// keep it last, so only that table's text is parsed (a whole profile's TOML costs a run
+/// about as much as the rest of its planning); a user's file is parsed whole.
+fn agent_section(entry: &Entry) -> Option<ProfileAgent> {
+    if entry.source == Source::Embedded {
+        #[derive(Deserialize)]
+        struct Only {
+            agent: ProfileAgent,
+        }
+        let start = entry.text.find("\n[agent]")?;
+        let table = &entry.text[start..];
+        let end = table[1..].find("\n[").map_or(table.len(), |e| e + 1);
+        return toml::from_str::<Only>(&table[..end]).ok().map(|o| o.agent);
+    }
+    parse(entry).ok().and_then(|f| f.agent)
 }
 
 pub fn valid_name(name: &str) -> bool {
@@ -951,5 +968,23 @@ mod tests {
         assert_eq!(x.expand("${SSH_AUTH_SOCK}").unwrap(), None);
         assert_eq!(x.expand("${EMPTY}").unwrap(), None);
         assert!(x.expand("${OOPS").is_err());
+    }
+
+    #[test]
+    fn the_agent_sections_text_says_what_the_whole_file_says() {
+        let mut agents = 0;
+        for (name, text) in EMBEDDED {
+            let entry = Entry {
+                name: name.to_string(),
+                source: Source::Embedded,
+                text: text.to_string(),
+                shadows_embedded: false,
+                unreadable: None,
+            };
+            let whole = parse(&entry).unwrap().agent;
+            assert_eq!(agent_section(&entry), whole, "{name}");
+            agents += usize::from(whole.is_some());
+        }
+        assert_eq!(agents, 5, "claude, codex, gemini, opencode, aider");
     }
 }

@@ -488,10 +488,7 @@ fn add_agent_logins(input: &PolicyInput, user: &FlagRules, rules: &mut Rules, li
         if named_by_flag || rules.contains_key(&path) {
             continue;
         }
-        let covering = rules
-            .values()
-            .filter(|r| path.starts_with(&r.path))
-            .max_by_key(|r| r.path.components().count());
+        let covering = path.ancestors().find_map(|a| rules.get(a));
         let access = if !login.own {
             Access::Hide
         } else if covering.is_some_and(|r| r.access == Access::Ro && r.path == Path::new("/")) {
