@@ -137,7 +137,7 @@ pub struct ProfileAgent {
 #[serde(rename_all = "snake_case", tag = "kind", content = "path")]
 pub enum Source {
     Embedded,
-    File(PathBuf),
+    File(#[serde(with = "crate::byte_path")] PathBuf),
 }
 
 impl std::fmt::Display for Source {

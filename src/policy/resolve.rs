@@ -616,7 +616,7 @@ fn hide_jail_state(
                     path,
                     format!(
                         "is inside jail's state directory {} {why}; name a path outside it",
-                        state.display()
+                        crate::text::path_text(state)
                     ),
                 ));
             }
@@ -629,7 +629,7 @@ fn hide_jail_state(
                     format!(
                         "holds jail's state directory {} {why}; use a --cow path beside it, or \
                          set XDG_STATE_HOME elsewhere",
-                        state.display()
+                        crate::text::path_text(state)
                     ),
                 ));
             }
