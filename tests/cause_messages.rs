@@ -1,0 +1,55 @@
+//! Each refusal names the cause that is really there and the fix for it, never a flag that was
+//! not given or a fault the user does not have; and a run that needs nothing from a place
+//! (HOME) is not refused over it. As root and as an unprivileged user.
+
+mod common;
+
+use std::path::Path;
+
+use common::{Fixture, Run, assert_refused, full_level_or_skip, users};
+
+const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+fn fixture(who: common::Who, name: &str) -> Fixture {
+    Fixture::new(who, name).with_env(&[("PATH", PATH)])
+}
+
+fn echo(flags: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+    args.extend(["--", "echo", "RAN"].map(String::from));
+    args
+}
+
+fn at(fx: &Fixture, dir: &Path, args: &[String], env: &[(&str, &str)]) -> Run {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fx.jail_at(dir, &args, env)
+}
+
+#[test]
+fn a_hidden_or_private_working_directory_blames_no_cwd_flag_not_given() {
+    if !full_level_or_skip("a_hidden_or_private_working_directory_blames_no_cwd_flag_not_given") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "cwd-cause");
+        let run = at(&fx, &fx.repo, &echo(&["--hide", "/"]), &[]);
+        let what = format!("--hide / as {who:?}");
+        assert_refused(&run, &what, &["working directory", "--hide /", "--cwd"]);
+        assert!(
+            !run.stderr.contains("jail: --cwd"),
+            "{what}\n{}",
+            run.describe()
+        );
+        let run = at(&fx, Path::new("/tmp"), &echo(&[]), &[]);
+        let what = format!("started in /tmp as {who:?}");
+        assert_refused(&run, &what, &["working directory /tmp", "--tmp host"]);
+        assert!(
+            !run.stderr.contains("jail: --cwd"),
+            "{what}\n{}",
+            run.describe()
+        );
+        // Given, the flag is named.
+        let run = at(&fx, &fx.dir, &echo(&["--cwd", "/tmp"]), &[]);
+        assert_refused(&run, "--cwd /tmp", &["--cwd /tmp", "--tmp host"]);
+    }
+}
