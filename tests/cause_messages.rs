@@ -53,3 +53,37 @@ fn a_hidden_or_private_working_directory_blames_no_cwd_flag_not_given() {
         assert_refused(&run, "--cwd /tmp", &["--cwd /tmp", "--tmp host"]);
     }
 }
+
+#[test]
+fn a_run_that_writes_nothing_reports_no_protected_name_it_could_create() {
+    if !full_level_or_skip("a_run_that_writes_nothing_reports_no_protected_name_it_could_create") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "absent-gap");
+        let jail = common::jail_bin().to_string_lossy().into_owned();
+        // Nothing writable: ~/.config/jail/profiles (absent here) cannot be created.
+        let run = at(
+            &fx,
+            &fx.repo,
+            &[String::from("--"), jail.clone(), "status".into()],
+            &[],
+        );
+        assert!(run.ok(), "as {who:?}\n{}", run.describe());
+        assert!(
+            !run.stdout.contains("protected name"),
+            "as {who:?}: a gap nothing could open\n{}",
+            run.describe()
+        );
+        // A writable project still names what the command could create in it.
+        let args = ["--rw", &fx.p("repo"), "--", &jail, "status"].map(String::from);
+        let run = at(&fx, &fx.repo, &args, &[]);
+        assert!(run.ok(), "as {who:?}\n{}", run.describe());
+        assert!(
+            run.stdout.contains("protected names do not exist yet")
+                && run.stdout.contains(&fx.p("repo")),
+            "as {who:?}\n{}",
+            run.describe()
+        );
+    }
+}

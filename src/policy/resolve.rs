@@ -216,7 +216,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
             "holds another --cow path; name only the outer one",
         ));
     }
-    let policy = Policy {
+    let mut policy = Policy {
         rules: rules.into_values().collect(),
         cow,
         caches,
@@ -252,8 +252,21 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         limits: input.limits,
         command: input.command.clone(),
     };
+    policy.absent_protected = creatable(&policy);
     check_whole(&policy, input.cwd.is_some())?;
     Ok(policy)
+}
+
+/// The absent protected names the command could create: those where the policy makes their
+/// place writable. One beneath a read-only or hidden place (a profile's protected file in a
+/// home the run only reads) cannot appear in the run, so it is no gap.
+fn creatable(policy: &Policy) -> Vec<PathBuf> {
+    policy
+        .absent_protected
+        .iter()
+        .filter(|p| policy.access_at(p) == Access::Rw)
+        .cloned()
+        .collect()
 }
 
 /// How a message names the working directory: the flag when `--cwd` gave it, else what it is
