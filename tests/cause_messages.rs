@@ -87,3 +87,53 @@ fn a_run_that_writes_nothing_reports_no_protected_name_it_could_create() {
         );
     }
 }
+
+#[test]
+fn a_run_needing_nothing_from_home_works_with_home_unset_relative_or_unreadable() {
+    if !full_level_or_skip(
+        "a_run_needing_nothing_from_home_works_with_home_unset_relative_or_unreadable",
+    ) {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "home-cause");
+        // Another user's home this one cannot enter (what `setpriv` passes on from root).
+        let locked = fx.dir.join("locked-home");
+        std::fs::create_dir_all(locked.join(".config/jail/profiles")).unwrap();
+        if common::is_root() {
+            common::chown_tree(&locked, 0);
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let locked = locked.to_string_lossy().into_owned();
+        for (what, home) in [
+            ("unset", None),
+            ("relative", Some("not/absolute")),
+            ("unreadable", Some(locked.as_str())),
+        ] {
+            let mut cmd = fx.command(common::jail_bin(), &["--", "echo", "RAN"]);
+            cmd.current_dir(&fx.repo).env("JAIL_TEST_DISABLE", "");
+            match home {
+                Some(h) => cmd.env("HOME", h),
+                None => cmd.env_remove("HOME"),
+            };
+            let run = Run::from(cmd.output().unwrap());
+            let what = format!("HOME {what} as {who:?}");
+            assert!(run.ok(), "{what}\n{}", run.describe());
+            assert_eq!(run.stdout, "RAN\n", "{what}");
+            assert!(
+                !run.stderr.contains("not set"),
+                "{what}\n{}",
+                run.describe()
+            );
+            if home == Some("not/absolute") {
+                assert!(
+                    run.stderr
+                        .contains("HOME 'not/absolute' is not an absolute path"),
+                    "{what}: the warning names the cause\n{}",
+                    run.describe()
+                );
+            }
+        }
+    }
+}

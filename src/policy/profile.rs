@@ -666,9 +666,12 @@ impl Expansion<'_> {
         }
         out.push_str(rest);
         if out == "~" || out.starts_with("~/") {
-            let home = self
-                .home
-                .ok_or_else(|| format!("'{template}': HOME is not set"))?;
+            let home = self.home.ok_or_else(|| {
+                format!(
+                    "'{template}': no home directory for ~ (HOME is not set to an absolute \
+                         path and the password database names none for this user); set HOME"
+                )
+            })?;
             out = format!("{}{}", home.display(), &out[1..]);
         }
         Ok(Some(out))
