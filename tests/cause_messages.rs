@@ -137,3 +137,38 @@ fn a_run_needing_nothing_from_home_works_with_home_unset_relative_or_unreadable(
         }
     }
 }
+
+#[test]
+fn a_missing_separator_suggests_the_line_given_and_never_after_a_subcommand() {
+    if !full_level_or_skip(
+        "a_missing_separator_suggests_the_line_given_and_never_after_a_subcommand",
+    ) {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "separator");
+        let repo = fx.p("repo");
+        let run = fx.jail(&["--ro", &repo, "cat", "file.txt"]);
+        assert_refused(
+            &run,
+            &format!("no -- as {who:?}"),
+            &[&format!(
+                "put the command after `--`: jail --ro {repo} -- cat file.txt"
+            )],
+        );
+        for args in [
+            &["profile", "show", "default", "extra"][..],
+            &["runs", "extra"],
+            &["diff", "abc", "extra"],
+        ] {
+            let run = fx.jail(args);
+            let what = format!("{args:?} as {who:?}");
+            assert_refused(&run, &what, &["extra"]);
+            assert!(
+                !run.stderr.contains("put the command after"),
+                "{what}: told to move a command\n{}",
+                run.describe()
+            );
+        }
+    }
+}
