@@ -49,6 +49,76 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error>
     })
 }
 
+/// `#[serde(with = "crate::byte_path::vec")]` for a `Vec<PathBuf>` field.
+pub mod vec {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(paths: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(paths.iter().map(|p| Ref(p)))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
+        Ok(Vec::<BytePath>::deserialize(d)?
+            .into_iter()
+            .map(|p| p.0)
+            .collect())
+    }
+}
+
+/// `#[serde(with = "crate::byte_path::option")]` for an `Option<PathBuf>` field.
+pub mod option {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+        match path {
+            Some(p) => s.serialize_some(&Ref(p)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
+        Ok(Option::<BytePath>::deserialize(d)?.map(|p| p.0))
+    }
+}
+
+/// `#[serde(with = "crate::byte_path::os_vec")]` for a `Vec<OsString>` field (a command line:
+/// its arguments are bytes too).
+pub mod os_vec {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(args: &[OsString], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(args.iter().map(|a| Ref(Path::new(a))))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<OsString>, D::Error> {
+        Ok(Vec::<BytePath>::deserialize(d)?
+            .into_iter()
+            .map(|p| p.0.into_os_string())
+            .collect())
+    }
+}
+
+/// A borrowed path that serialises as [`BytePath`] does.
+#[derive(Debug, Clone, Copy)]
+pub struct Ref<'a>(pub &'a Path);
+
+impl Serialize for Ref<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serialize(self.0, s)
+    }
+}
+
+/// A path read back from a JSON value in either form (a string, or a list of bytes).
+pub fn from_value(v: &serde_json::Value) -> Option<PathBuf> {
+    BytePath::deserialize(v).ok().map(|p| p.0)
+}
+
+/// An argument (or any OS string) that serialises as a string when it is UTF-8 and as its bytes
+/// otherwise, as a path does.
+pub fn os_str<S: Serializer>(arg: &std::ffi::OsStr, s: S) -> Result<S::Ok, S::Error> {
+    serialize(Path::new(arg), s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,6 +61,7 @@ impl Check {
 /// A path rule as the policy file spells it.
 #[derive(Debug, Clone, Deserialize)]
 struct FileRule {
+    #[serde(with = "crate::byte_path")]
     path: PathBuf,
     access: String,
     /// `{"from": "home"}` and the like; only `shared_tmp` matters here.
@@ -124,8 +125,7 @@ impl Claims {
         let cwd = file
             .policy
             .get("cwd")
-            .and_then(|c| c.as_str())
-            .map(PathBuf::from);
+            .and_then(crate::byte_path::from_value);
         // HOME hidden (every shipped profile) is as good a place as HOME read-only: the
         // user may write it, the jail refuses (a read-only tmpfs over it, or Landlock).
         let home_probe = home.clone().filter(|h| access_at(h) == "hide");
@@ -201,7 +201,7 @@ impl Claims {
                         .and_then(|v| v.as_array())
                         .into_iter()
                         .flatten()
-                        .filter_map(|v| v.as_str().map(PathBuf::from)),
+                        .filter_map(crate::byte_path::from_value),
                 )
                 .collect(),
             hidden,

@@ -208,10 +208,15 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
         ));
     }
     if !policy.absent_protected.is_empty() {
+        let n = policy.absent_protected.len();
         out.push(format!(
-            "{} protected names do not exist yet and could be created (e.g. {})",
-            policy.absent_protected.len(),
-            policy.absent_protected[0].display()
+            "{n} protected {} yet and could be created (e.g. {})",
+            if n == 1 {
+                "name does not exist"
+            } else {
+                "names do not exist"
+            },
+            crate::text::path_text(&policy.absent_protected[0])
         ));
     }
     out

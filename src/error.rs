@@ -23,7 +23,7 @@ pub const EXIT_TIMEOUT: i32 = 124;
 #[non_exhaustive]
 pub enum JailError {
     /// A path a flag or a profile names cannot be used as asked.
-    #[error("{flag} {path}: {reason}")]
+    #[error("{flag} {}: {reason}", crate::text::path_text(path))]
     BadPath {
         flag: String,
         path: PathBuf,
@@ -118,6 +118,7 @@ impl JailError {
 pub(crate) enum WireError {
     BadPath {
         flag: String,
+        #[serde(with = "crate::byte_path")]
         path: PathBuf,
         reason: String,
     },

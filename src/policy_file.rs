@@ -31,9 +31,12 @@ pub struct PolicyFile {
     pub level: Level,
     pub layers: Layers,
     pub gaps: Vec<String>,
+    #[serde(with = "crate::byte_path::vec")]
     pub writable: Vec<PathBuf>,
     /// Read-only carve-outs inside writable paths.
+    #[serde(with = "crate::byte_path::vec")]
     pub protected: Vec<PathBuf>,
+    #[serde(with = "crate::byte_path::vec")]
     pub hidden: Vec<PathBuf>,
     pub private_tmp: bool,
     /// How long the command line was, and whether `policy.command` shows all of it.

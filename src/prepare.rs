@@ -17,14 +17,51 @@ use crate::policy::profile::{Catalog, Expansion, TmpOption};
 use crate::policy::request::Request;
 use crate::policy::{self, Access, Policy, PolicyInput, ProfilePathRule};
 
+/// The home directory `~` names: HOME when it is an absolute path, else the one the password
+/// database gives this user (as a shell expands `~` without HOME: `setpriv` and `env -i` pass
+/// none, or the previous user's). With why HOME was not taken, when it was set but relative.
+fn home_dir() -> (Option<PathBuf>, Option<String>) {
+    let var = std::env::var_os("HOME").filter(|h| !h.is_empty());
+    if let Some(h) = var.as_ref().map(PathBuf::from).filter(|h| h.is_absolute()) {
+        return (Some(h), None);
+    }
+    let passwd = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map(|u| u.dir)
+        .filter(|d| d.is_absolute());
+    let why = var.map(|h| {
+        format!(
+            "HOME '{}' is not an absolute path; ~ is {}",
+            crate::text::path_text(Path::new(&h)),
+            match &passwd {
+                Some(d) => format!("{} (the password database's)", crate::text::path_text(d)),
+                None => "nowhere (the password database names no home for this user)".into(),
+            }
+        )
+    });
+    (passwd, why)
+}
+
 /// $XDG_CONFIG_HOME/jail/profiles, or ~/.config/jail/profiles: never anything in the project.
+/// None where the home is another user's that this one cannot enter (HOME=/root passed on by
+/// `setpriv`): what is there is not this user's, and no run should stop over it.
 fn user_profile_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
+    if let Some(xdg) = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(base.join("jail/profiles"))
+    {
+        return Some(xdg.join("jail/profiles"));
+    }
+    let home = home_dir().0?;
+    let dir = home.join(".config/jail/profiles");
+    let denied = matches!(std::fs::metadata(&dir), Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied);
+    let others = std::fs::metadata(&home).is_ok_and(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid() != nix::unistd::geteuid().as_raw()
+    });
+    (!(denied && others)).then_some(dir)
 }
 
 /// What a resolved profile leaves out without failing, one sentence each: the embedded
@@ -90,11 +127,11 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
     let prof = cat.resolve(&req.profile)?;
     // Its real path: a HOME spelled through a symlink must still be refused as a writable
     // root and recognised under one.
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .filter(|h| h.is_absolute())
-        .map(|h| policy::real_path(&h));
+    let (home, why) = home_dir();
+    let home = home.map(|h| policy::real_path(&h));
+    if let Some(why) = why {
+        crate::text::say(format!("jail: warning: {why}"));
+    }
     let vars = |name: &str| std::env::var(name).ok();
     let x = Expansion {
         home: home.as_deref(),

@@ -29,8 +29,12 @@ pub struct RunReport {
     pub arch: String,
     pub landlock_abi: u32,
     pub profile: String,
-    pub command: Vec<String>,
-    pub cwd: String,
+    /// Each argument a string, or its bytes when it is not UTF-8.
+    #[serde(with = "crate::byte_path::os_vec")]
+    pub command: Vec<std::ffi::OsString>,
+    /// A string, or its bytes when it is not UTF-8 (as every path of the report).
+    #[serde(with = "crate::byte_path")]
+    pub cwd: PathBuf,
     pub level: Level,
     pub layers: Vec<LayerState>,
     pub gaps: Vec<String>,
@@ -102,7 +106,8 @@ pub struct ChangesSection {
     /// Why not, when not available.
     pub reason: Option<String>,
     /// The writable paths compared (the private /tmp is not one).
-    pub roots: Vec<String>,
+    #[serde(with = "crate::byte_path::vec")]
+    pub roots: Vec<PathBuf>,
     pub created: usize,
     pub modified: usize,
     pub deleted: usize,
@@ -110,9 +115,11 @@ pub struct ChangesSection {
     /// The list is incomplete: a limit was hit.
     pub truncated: bool,
     pub items: Vec<crate::linux::changes::Change>,
-    pub unreadable: Vec<String>,
+    #[serde(with = "crate::byte_path::vec")]
+    pub unreadable: Vec<PathBuf>,
     /// Recently written files that could not be hashed: their content may have changed unseen.
-    pub unverified: Vec<String>,
+    #[serde(with = "crate::byte_path::vec")]
+    pub unverified: Vec<PathBuf>,
     pub entries_scanned: usize,
     pub baseline_ms: f64,
     pub compare_ms: f64,
@@ -245,13 +252,8 @@ impl RunReport {
             arch: f.features.arch.into(),
             landlock_abi: f.features.landlock_abi,
             profile: f.policy.profile.clone(),
-            command: f
-                .policy
-                .command
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-            cwd: f.policy.cwd.to_string_lossy().into_owned(),
+            command: f.policy.command.clone(),
+            cwd: f.policy.cwd.clone(),
             level: f.layers.level(),
             layers: layer_states(f.layers, f.features),
             gaps: f.gaps,
@@ -294,7 +296,7 @@ impl RunReport {
         if c.available {
             let n = c.items.len();
             let under = if c.roots.len() == 1 {
-                printable(&c.roots[0])
+                crate::text::path_text(&c.roots[0])
             } else {
                 format!("{} writable paths", c.roots.len())
             };
@@ -408,14 +410,11 @@ fn layer_states(layers: &Layers, f: &Features) -> Vec<LayerState> {
 }
 
 fn changes_section(roots: &[PathBuf], changes: Result<Changes, String>) -> ChangesSection {
-    let lossy = |v: &[PathBuf]| -> Vec<String> {
-        v.iter().map(|p| p.to_string_lossy().into_owned()).collect()
-    };
     match changes {
         Err(reason) => ChangesSection {
             available: false,
             reason: Some(reason),
-            roots: lossy(roots),
+            roots: roots.to_vec(),
             created: 0,
             modified: 0,
             deleted: 0,
@@ -433,14 +432,14 @@ fn changes_section(roots: &[PathBuf], changes: Result<Changes, String>) -> Chang
             ChangesSection {
                 available: true,
                 reason: None,
-                roots: lossy(roots),
+                roots: roots.to_vec(),
                 created: count(ChangeKind::Created),
                 modified: count(ChangeKind::Modified),
                 deleted: count(ChangeKind::Deleted),
                 mode_changed: count(ChangeKind::ModeChanged),
                 truncated: c.truncated,
-                unreadable: lossy(&c.unreadable),
-                unverified: lossy(&c.unverified),
+                unreadable: c.unreadable,
+                unverified: c.unverified,
                 entries_scanned: c.entries_before.max(c.entries_after),
                 baseline_ms: c.baseline_ms,
                 compare_ms: c.after_ms + c.compare_ms,

@@ -141,7 +141,7 @@ pub fn status(json: bool) -> i32 {
         );
         let list = |v: &[PathBuf]| {
             v.iter()
-                .map(|p| printable(&p.display().to_string()))
+                .map(|p| crate::text::path_text(p))
                 .collect::<Vec<_>>()
                 .join(", ")
         };

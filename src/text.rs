@@ -53,6 +53,21 @@ pub fn terminal_safe(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A path as jail shows it in a line of text: control and invisible characters escaped as
+/// [`printable`] does, and each byte that is not UTF-8 as `\xNN` (a lossy U+FFFD would show
+/// two different names the same).
+pub fn path_text(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        out.push_str(&printable(chunk.valid()));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
 /// Prints one line on stderr, escaped.
 pub fn say(line: impl AsRef<str>) {
     eprintln!("{}", printable(line.as_ref()));

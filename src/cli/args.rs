@@ -75,12 +75,14 @@ pub enum Command {
     /// Print a copy-on-write run's changes as a git patch (flagged entries first).
     Diff {
         /// The run's id (or a unique prefix), as `jail runs` lists it.
+        #[arg(value_parser = Text)]
         id: String,
     },
     /// Apply a copy-on-write run's changes to its root. Refuses, naming the files, where the
     /// root changed since the run started in the same places; leaves flagged entries out
     /// unless named or --include-flagged.
     Apply {
+        #[arg(value_parser = Text)]
         id: String,
         /// Only these paths (a directory takes what is beneath it); named flagged entries are
         /// applied.
@@ -97,11 +99,14 @@ pub enum Command {
         merge: bool,
     },
     /// Throw a copy-on-write run's layer away.
-    Discard { id: String },
+    Discard {
+        #[arg(value_parser = Text)]
+        id: String,
+    },
     /// Print two sentences for an agent's prompt: what is read-only or hidden, and what stays open.
     Notice {
         /// The profile to describe when not inside a jail (default: default).
-        #[arg(long, value_name = "NAME")]
+        #[arg(long, value_name = "NAME", value_parser = Text)]
         profile: Option<String>,
     },
     /// Print a shell completion script (e.g. `jail completions bash > /etc/bash_completion.d/jail`).
@@ -120,6 +125,7 @@ pub enum ProfileCommand {
     List,
     /// One profile: its file, or with --resolved everything it extends merged in.
     Show {
+        #[arg(value_parser = Text)]
         name: String,
         /// Merge in what it extends.
         #[arg(long)]
@@ -136,7 +142,7 @@ pub enum ProfileCommand {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The profile to start from (see `jail profile list`); flags apply after it and win.
-    #[arg(long, value_name = "NAME", default_value = "default")]
+    #[arg(long, value_name = "NAME", default_value = "default", value_parser = Text)]
     pub profile: String,
 
     /// Make PATH (and everything beneath it) read-only. Repeatable.
@@ -181,7 +187,7 @@ pub struct RunArgs {
     pub home: Option<HomeArg>,
 
     /// Keep KEY from the environment whatever the profile removes, or set KEY=VALUE. Repeatable.
-    #[arg(long = "env", value_name = "KEY[=VALUE]")]
+    #[arg(long = "env", value_name = "KEY[=VALUE]", value_parser = Text)]
     pub env: Vec<String>,
 
     /// Start the command with an empty environment (plus --env and the profile's keep list).
@@ -189,7 +195,7 @@ pub struct RunArgs {
     pub env_clear: bool,
 
     /// Remove variables matching PATTERN (`*` wildcards) from the environment. Repeatable.
-    #[arg(long = "env-deny", value_name = "PATTERN")]
+    #[arg(long = "env-deny", value_name = "PATTERN", value_parser = Text)]
     pub env_deny: Vec<String>,
 
     /// Print, on stderr before the command starts, the two sentences of `jail notice`.
@@ -213,7 +219,7 @@ pub struct RunArgs {
     /// /dev/shm), `cpu=DURATION` (CPU time of each process), `layer=SIZE` (each --cow
     /// layer); `none` or 0 lifts one.
     /// Comma-separated, repeatable; wins over the profile's `[limits]`.
-    #[arg(long = "limit", value_name = "NAME=VALUE")]
+    #[arg(long = "limit", value_name = "NAME=VALUE", value_parser = Text)]
     pub limit: Vec<String>,
 
     /// Let the command create user namespaces (for agents that nest their own bubblewrap sandbox).
@@ -235,7 +241,7 @@ pub struct RunArgs {
     /// ports to connect to / bind and listen on, Landlock; a direction not named gets none),
     /// `allow=DOMAINS` (only those names, through jail's proxy; `*.` wildcards)
     /// and `allow-host=IP:PORT`. Repeatable; replaces the profile's `net`.
-    #[arg(long = "net", value_name = "RULE")]
+    #[arg(long = "net", value_name = "RULE", value_parser = Text)]
     pub net: Vec<String>,
 
     /// With --cow: at the end write the run's changes to FILE as a git patch (binary-safe) and
@@ -249,7 +255,7 @@ pub struct RunArgs {
     /// non-blocking: a reader that falls behind loses lines (counted in `exit`), never stalls
     /// the run. FILE must not be writable inside the jail.
     #[arg(long, value_name = "FILE|fd:N")]
-    pub events: Option<String>,
+    pub events: Option<OsString>,
 
     /// Write a JSON report of the run to FILE at the end (also when the command is killed or
     /// times out): files changed under the writable paths, accesses Landlock refused, network
@@ -307,6 +313,34 @@ pub enum RequireArg {
     Landlock,
     Mount,
     Any,
+}
+
+/// A value that is text (a profile name, a run id, a rule): one that is not UTF-8 is refused
+/// naming the argument and its bytes, where clap's own refusal names neither.
+#[derive(Debug, Clone, Copy)]
+struct Text;
+
+impl clap::builder::TypedValueParser for Text {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        value.to_str().map(str::to_owned).ok_or_else(|| {
+            let name = arg.map(|a| a.to_string()).unwrap_or_default();
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidUtf8,
+                format!(
+                    "{name} '{}': is not UTF-8; this value is text (paths are taken as bytes)\n",
+                    crate::text::path_text(std::path::Path::new(value))
+                ),
+            )
+            .with_cmd(cmd)
+        })
+    }
 }
 
 /// A descriptor number for --keep-fd: the kernel's descriptors are ints from 0, and 0, 1 and 2

@@ -27,8 +27,9 @@ pub fn run_cli() -> i32 {
         Err(e) => {
             let code = if e.use_stderr() { EXIT_JAIL_ERROR } else { 0 };
             let _ = e.print();
-            if command_without_separator(&e) {
-                text::say("jail: put the command after `--`: jail [OPTIONS] -- ls -la");
+            let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+            if let Some(fix) = command_without_separator(&e, &args) {
+                text::say(format!("jail: put the command after `--`: {fix}"));
             }
             return code;
         }
@@ -69,17 +70,43 @@ pub fn run_cli() -> i32 {
 
 /// `jail ls -la`: clap sees `ls` as an unknown subcommand or argument. The command always
 /// follows `--` (so that its own flags are never read as jail's), and a first-day user needs
-/// to be told that, not only that `ls` is unexpected.
-fn command_without_separator(e: &clap::Error) -> bool {
+/// to be told that, not only that `ls` is unexpected: the fix is the line itself with `--`
+/// before the word (`jail --ro . -- make test`). Not after a subcommand (`jail profile show a
+/// b`): no command goes there, and clap's own message names the extra word.
+fn command_without_separator(e: &clap::Error, args: &[std::ffi::OsString]) -> Option<String> {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
-    let word = matches!(
-        e.get(ContextKind::InvalidArg).or(e.get(ContextKind::InvalidSubcommand)),
-        Some(ContextValue::String(arg)) if !arg.starts_with('-')
-    );
-    word && matches!(
-        e.kind(),
-        ErrorKind::UnknownArgument | ErrorKind::InvalidSubcommand
-    ) && !std::env::args_os().any(|a| a == "--")
+    let Some(ContextValue::String(word)) = e
+        .get(ContextKind::InvalidArg)
+        .or(e.get(ContextKind::InvalidSubcommand))
+    else {
+        return None;
+    };
+    if word.starts_with('-')
+        || !matches!(
+            e.kind(),
+            ErrorKind::UnknownArgument | ErrorKind::InvalidSubcommand
+        )
+        || args.iter().any(|a| a == "--")
+    {
+        return None;
+    }
+    let at = args.iter().skip(1).position(|a| a == word.as_str())? + 1;
+    let before = <Cli as clap::CommandFactory>::command()
+        .ignore_errors(true)
+        .try_get_matches_from(&args[..at]);
+    if before.is_ok_and(|m| m.subcommand_name().is_some()) {
+        return None;
+    }
+    let words = |a: &[std::ffi::OsString]| -> Vec<String> {
+        a.iter()
+            .map(|w| text::shell_word(&w.to_string_lossy()))
+            .collect()
+    };
+    let mut fix = vec!["jail".to_string()];
+    fix.extend(words(&args[1..at]));
+    fix.push("--".into());
+    fix.extend(words(&args[at..]));
+    Some(fix.join(" "))
 }
 
 fn init_logging(verbose: u8) {

@@ -40,7 +40,7 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
                             "id": run.record.id,
                             "state": state,
                             "alive": alive,
-                            "roots": run.record.layers.iter().map(|l| l.root.display().to_string()).collect::<Vec<_>>(),
+                            "roots": run.record.layers.iter().map(|l| crate::byte_path::Ref(&l.root)).collect::<Vec<_>>(),
                             "changed": c.changed,
                             "flagged": c.flagged,
                             "conflicts": c.conflicts,
@@ -61,7 +61,7 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
                         .record
                         .layers
                         .iter()
-                        .map(|l| l.root.display().to_string())
+                        .map(|l| crate::text::path_text(&l.root))
                         .collect();
                     println!(
                         "{}",

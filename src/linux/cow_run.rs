@@ -67,7 +67,7 @@ pub fn start(
                 root,
                 format!(
                     "holds jail's state directory {} (an overlay cannot keep its layer inside its own root); set XDG_STATE_HOME elsewhere",
-                    store.root().display()
+                    crate::text::path_text(store.root())
                 ),
             ));
         }
@@ -110,47 +110,22 @@ pub fn start(
 /// A mount beneath a root would be shown by the overlay as the empty directory under it (an
 /// overlay's lower layer is one filesystem): refused, naming it, rather than hiding its files.
 fn refuse_submounts(root: &Path) -> Result<(), JailError> {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+    let Ok(info) = std::fs::read("/proc/self/mountinfo") else {
         return Ok(());
     };
-    for line in info.lines() {
-        let Some(point) = line.split(' ').nth(4) else {
-            continue;
-        };
-        let point = PathBuf::from(unescape_mountinfo(point));
+    for super::mountinfo::Mount { point, .. } in super::mountinfo::mounts(&info) {
         if point != root && point.starts_with(root) {
             return Err(JailError::bad_path(
                 "--cow",
                 root,
                 format!(
                     "holds another filesystem mounted at {}; an overlay shows only one filesystem: name that mount with --ro or --rw, or use a --cow path without mounts beneath",
-                    point.display()
+                    crate::text::path_text(&point)
                 ),
             ));
         }
     }
     Ok(())
-}
-
-/// Mountinfo escapes space, tab, newline and backslash as octal.
-fn unescape_mountinfo(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
-            out.push(v);
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `--patch FILE`: an absolute path not through a symlink, and not writable inside the jail but

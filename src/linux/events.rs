@@ -59,17 +59,18 @@ pub enum Target {
 }
 
 /// Parses `--events FILE|fd:N`.
-pub fn target(spec: &str) -> Result<Target, JailError> {
-    match spec.strip_prefix("fd:") {
-        Some(n) => n
-            .parse::<i32>()
+pub fn target(spec: &std::ffi::OsStr) -> Result<Target, JailError> {
+    use std::os::unix::ffi::OsStrExt;
+    match spec.as_bytes().strip_prefix(b"fd:") {
+        Some(n) => std::str::from_utf8(n)
             .ok()
+            .and_then(|n| n.parse::<i32>().ok())
             .filter(|fd| *fd > 2)
             .map(Target::Fd)
             .ok_or_else(|| {
                 JailError::BadInput(format!(
                     "--events {}: fd:N takes a descriptor number above 2",
-                    crate::text::printable(spec)
+                    crate::text::path_text(Path::new(spec))
                 ))
             }),
         None if spec.is_empty() => Err(JailError::BadInput("--events: give a file or fd:N".into())),
@@ -243,9 +244,9 @@ pub struct Events {
     sink: Option<Arc<Sink>>,
     /// Made before the command starts; runs from its start on a thread of its own.
     watch: Arc<Mutex<WatchPhase>>,
-    command: Vec<String>,
+    command: Vec<Value>,
     /// The copy-on-write roots, as the host names them.
-    roots: Vec<String>,
+    roots: Vec<PathBuf>,
 }
 
 enum WatchPhase {
@@ -277,7 +278,7 @@ impl Events {
             watch: Arc::new(Mutex::new(WatchPhase::Idle)),
             command: command
                 .iter()
-                .map(|a| a.to_string_lossy().into_owned())
+                .map(|a| json!(crate::byte_path::BytePath(a.into())))
                 .collect(),
             roots: Vec::new(),
         }
@@ -314,10 +315,7 @@ impl Events {
     /// Prepares the watch of `layers` (host root, its layer directory) before the command
     /// starts, so that no write is missed.
     pub fn prepare(&mut self, layers: &[(PathBuf, PathBuf)], kind: LayerKind) {
-        self.roots = layers
-            .iter()
-            .map(|(r, _)| r.display().to_string())
-            .collect();
+        self.roots = layers.iter().map(|(r, _)| r.clone()).collect();
         let watcher = Watcher::new(layers, kind);
         *lock(&self.watch) = match watcher {
             Some(w) => WatchPhase::Ready(w),
@@ -328,7 +326,7 @@ impl Events {
     /// As [`Events::prepare`], for overlay layers on tmpfs mounts that arrive in `mounts` (one
     /// per root, in order) once the view is built.
     pub fn prepare_on_tmpfs(&mut self, roots: &[PathBuf], mounts: super::layer_bound::Mounts) {
-        self.roots = roots.iter().map(|r| r.display().to_string()).collect();
+        self.roots = roots.to_vec();
         *lock(&self.watch) = WatchPhase::Deferred(roots.to_vec(), mounts);
     }
 
@@ -361,7 +359,7 @@ impl Events {
                 "event": "start",
                 "pid": pid,
                 "command": command,
-                "cow": roots,
+                "cow": roots.iter().map(|r| crate::byte_path::Ref(r)).collect::<Vec<_>>(),
                 "denials": match &denials {
                     Ok(()) => "reported".to_string(),
                     Err(why) => format!("not reported: {why}"),
@@ -596,7 +594,7 @@ impl Watcher {
             self.tally.over_limit += 1;
             return;
         }
-        sink.emit(json!({"event": "wrote", "path": path.display().to_string()}));
+        sink.emit(json!({"event": "wrote", "path": crate::byte_path::Ref(&path)}));
         self.seen.insert(path);
         self.tally.paths += 1;
     }
@@ -728,6 +726,7 @@ mod tests {
 
     #[test]
     fn targets_parse_and_bad_ones_say_why() {
+        let target = |s: &str| target(std::ffi::OsStr::new(s));
         assert_eq!(target("fd:7").unwrap(), Target::Fd(7));
         assert_eq!(
             target("out.jsonl").unwrap(),

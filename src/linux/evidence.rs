@@ -550,23 +550,20 @@ fn writable_mounts(claims: &Claims) -> Check {
                 "/proc/self/mountinfo is not on procfs",
             ));
         }
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut f, &mut s)?;
+        let mut s = Vec::new();
+        std::io::Read::read_to_end(&mut f, &mut s)?;
         Ok(s)
     }) {
         Ok(t) => t,
         Err(e) => return Check::new(NAME, Finding::Failed, how, e.to_string()),
     };
-    let unexpected: Vec<String> = text
-        .lines()
-        .filter_map(|line| {
-            let mut f = line.split(' ');
-            let point = unescape_mountinfo(f.nth(4)?);
-            let options = f.next()?;
-            let writable = options.split(',').any(|o| o == "rw");
+    let unexpected: Vec<String> = super::mountinfo::mounts(&text)
+        .into_iter()
+        .filter_map(|m| {
+            let point = m.point;
             let expected = OWN.iter().any(|o| point == Path::new(o))
                 || claims.writable.iter().any(|w| point.starts_with(w));
-            (writable && !expected).then(|| point.display().to_string())
+            (m.writable && !expected).then(|| crate::text::path_text(&point))
         })
         .collect();
     if unexpected.is_empty() {
@@ -584,26 +581,6 @@ fn writable_mounts(claims: &Claims) -> Check {
             format!("writable but not in the policy: {}", unexpected.join(", ")),
         )
     }
-}
-
-/// mountinfo escapes space, tab, newline and backslash as \ooo.
-fn unescape_mountinfo(s: &str) -> PathBuf {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    let os: std::ffi::OsString = std::os::unix::ffi::OsStringExt::from_vec(out);
-    PathBuf::from(os)
 }
 
 /// Our own /proc/self/comm: the file permissions let us write it and /proc is a writable mount

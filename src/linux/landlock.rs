@@ -21,6 +21,7 @@ use crate::policy::{Access, Kind, Policy};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct LandlockRule {
+    #[serde(with = "crate::byte_path")]
     pub path: PathBuf,
     pub rights: Rights,
     /// The path is at or under a mount the view puts in place of the host's (a fresh /dev,

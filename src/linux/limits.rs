@@ -103,6 +103,7 @@ pub struct LimitsPlan {
 /// A cgroup to make under `parent`, and what to write in it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CgroupDir {
+    #[serde(with = "crate::byte_path")]
     pub parent: PathBuf,
     pub version: u8,
     pub settings: Vec<Setting>,
@@ -130,6 +131,7 @@ fn setting(file: &str, value: impl ToString, optional: bool) -> Setting {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CgroupHome {
     pub version: u8,
+    #[serde(with = "crate::byte_path")]
     pub parent: PathBuf,
 }
 
@@ -163,8 +165,9 @@ impl Host {
             host.cgroup_detail = Some("disabled by JAIL_TEST_DISABLE".into());
             return host;
         }
-        let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let read = |p: &str| super::mountinfo::text(&std::fs::read(p).unwrap_or_default());
+        let own = read("/proc/self/cgroup");
+        let mounts = read("/proc/self/mountinfo");
         host.pids = find_home("pids", &own, &mounts);
         host.memory = find_home("memory", &own, &mounts);
         if host.pids.is_none() || host.memory.is_none() {

@@ -12,6 +12,7 @@ pub mod launch;
 pub mod layer_bound;
 pub mod limits;
 pub mod listen_check;
+pub mod mountinfo;
 pub mod mounts;
 pub mod net_setup;
 pub mod plan;

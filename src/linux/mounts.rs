@@ -37,41 +37,44 @@ pub enum Step {
     FreshProc,
     /// A private tmpfs on /tmp.
     PrivateTmp,
-    BindReadOnly(PathBuf),
-    BindWritable(PathBuf),
+    BindReadOnly(#[serde(with = "crate::byte_path")] PathBuf),
+    BindWritable(#[serde(with = "crate::byte_path")] PathBuf),
     /// A copy-on-write root: an overlay whose lower layer is the path itself and whose upper
     /// layer is the run's layer directory outside ([`MountPlan::layers`]).
-    Overlay(PathBuf),
+    Overlay(#[serde(with = "crate::byte_path")] PathBuf),
     /// A throwaway root (a package cache): an overlay whose upper layer is on a tmpfs of the
     /// jail's own that is attached nowhere, so nothing written there outlives the namespace.
-    Throwaway(PathBuf),
+    Throwaway(#[serde(with = "crate::byte_path")] PathBuf),
     /// A directory between a writable root and a carve-out beneath it, bound over itself (still
     /// writable) only so that it is a mount point: a mount point cannot be renamed or removed, so
     /// `mv .git .git2 && mkdir .git` cannot walk away from a read-only `.git/hooks`.
-    Pin(PathBuf),
-    HideDir(PathBuf),
+    Pin(#[serde(with = "crate::byte_path")] PathBuf),
+    HideDir(#[serde(with = "crate::byte_path")] PathBuf),
     /// jail's own state (a store of copy-on-write layers) hidden like [`Step::HideDir`]; one
     /// removed since the plan was made (nothing left to hide) is skipped, not a failed run.
-    HideState(PathBuf),
+    HideState(#[serde(with = "crate::byte_path")] PathBuf),
     /// A hidden directory that shows only the named paths beneath it (each bound in from the real
     /// tree, then given its own rule by a later step).
-    HideDirExcept(PathBuf, Vec<PathBuf>),
-    HideFile(PathBuf),
+    HideDirExcept(
+        #[serde(with = "crate::byte_path")] PathBuf,
+        #[serde(with = "crate::byte_path::vec")] Vec<PathBuf>,
+    ),
+    HideFile(#[serde(with = "crate::byte_path")] PathBuf),
     /// A host socket named with `--allow-socket` shown at its own path inside the private /tmp
     /// (held open before /tmp is covered, bound onto a file made for it).
-    ShowSocket(PathBuf),
+    ShowSocket(#[serde(with = "crate::byte_path")] PathBuf),
     /// A host tree beneath /tmp that a rule or the working directory names (a project in
     /// /tmp), shown at its own path inside the private /tmp: held open before /tmp is covered,
     /// bound with its submounts onto a directory (or file) made for it. Read-only as the rest
     /// of the tree is until its own rule's step, which follows.
-    ShowInTmp(PathBuf),
+    ShowInTmp(#[serde(with = "crate::byte_path")] PathBuf),
     /// A writable path inside a plainly writable tree (`--rw . --rw .git/config`): writable with
     /// the tree already, so nothing is mounted, unless it is a mount of its own (another
     /// filesystem, left read-only by the tree's step, which makes only its top mount writable);
     /// then it is made writable like [`Step::BindWritable`]. Never bound otherwise: a bind
     /// would make it a mount point, and the kernel refuses to rename onto one (EBUSY), which is
     /// how git writes its config (config.lock, then a rename).
-    WritableInside(PathBuf),
+    WritableInside(#[serde(with = "crate::byte_path")] PathBuf),
     /// Remove jail's helper file from /dev and make /dev read-only.
     SealDev,
 }
@@ -79,12 +82,22 @@ pub enum Step {
 #[derive(Debug, Clone, Serialize)]
 pub struct MountPlan {
     pub steps: Vec<Step>,
+    #[serde(with = "crate::byte_path")]
     pub cwd: PathBuf,
     /// The sizes of the private /tmp and /dev/shm (the limits layer's choice).
     pub tmpfs: TmpfsSizes,
     /// Each copy-on-write root's layer directory (holding `upper` and `work`), made by the
     /// launch for this run.
+    #[serde(serialize_with = "serialize_layers")]
     pub layers: Vec<(PathBuf, PathBuf)>,
+}
+
+fn serialize_layers<S: serde::Serializer>(
+    layers: &[(PathBuf, PathBuf)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use crate::byte_path::Ref;
+    s.collect_seq(layers.iter().map(|(a, b)| (Ref(a), Ref(b))))
 }
 
 impl Step {

@@ -73,6 +73,7 @@ pub enum UnixSockets {
     /// Abstract addresses are refused when neither Landlock's scope (ABI 6) nor a network
     /// namespace of the jail's own keeps the host's out of reach.
     Mediated {
+        #[serde(with = "crate::byte_path::vec")]
         allowed: Vec<PathBuf>,
         #[serde(skip)]
         abstract_refused: bool,

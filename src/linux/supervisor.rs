@@ -163,7 +163,7 @@ impl UnixMediation {
         // and run. A command that ended already leaves nothing to connect: an empty set refuses.
         let own_filesystems = match init {
             Some(init) => {
-                let read = |p: String| std::fs::read_to_string(p).ok();
+                let read = |p: String| std::fs::read(p).ok().map(|t| super::mountinfo::text(&t));
                 match (
                     read(format!("/proc/{init}/mountinfo")),
                     read("/proc/self/mountinfo".into()),

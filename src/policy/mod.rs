@@ -65,7 +65,7 @@ pub enum Origin {
     /// A command-line flag (`--ro`, `--rw`, `--hide`, `--tmp`).
     Flag(String),
     /// A protected name kept read-only beneath a `--rw` path.
-    Protected(PathBuf),
+    Protected(#[serde(with = "crate::byte_path")] PathBuf),
     /// A credential file or directory that this variable of the caller's environment names.
     Env(String),
     /// `--home hidden`: a home directory hidden, or a place in one shown read-only (the
@@ -84,10 +84,10 @@ pub enum Origin {
     /// A part of the git directories of the linked worktree at this path (beneath a writable
     /// path): its own git directory and the main repository's objects and refs, which git
     /// writes on add, commit and checkout there.
-    GitWorktree(PathBuf),
+    GitWorktree(#[serde(with = "crate::byte_path")] PathBuf),
     /// The git directory of the submodule checked out at this path (beneath a writable path),
     /// in its superproject's `.git/modules`: git writes its index, objects and refs there.
-    GitSubmodule(PathBuf),
+    GitSubmodule(#[serde(with = "crate::byte_path")] PathBuf),
     /// jail's own state (a store of copy-on-write layers, or the registry of stores): hidden in
     /// every jail whatever the flags open around it.
     JailState,
@@ -95,6 +95,7 @@ pub enum Origin {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PathRule {
+    #[serde(with = "crate::byte_path")]
     pub path: PathBuf,
     pub access: Access,
     pub kind: Kind,
@@ -123,30 +124,38 @@ pub struct Policy {
     /// One rule per path, sorted by path (so a parent always comes before its children).
     pub rules: Vec<PathRule>,
     /// Copy-on-write roots (each also a writable rule): writes land in a per-run layer.
+    #[serde(with = "crate::byte_path::vec")]
     pub cow: Vec<PathBuf>,
     /// Throwaway roots (each also a writable rule): writes land in a layer of the jail's own
     /// that goes with it; read-only where no layer can be mounted.
+    #[serde(with = "crate::byte_path::vec")]
     pub caches: Vec<PathBuf>,
     /// Protected names that did not exist at start: neither layer can keep them from being created
     /// (the mount layer binds only what exists), reported as a gap.
+    #[serde(with = "crate::byte_path::vec")]
     pub absent_protected: Vec<PathBuf>,
     /// Writable roots whose search for nested protected names stopped at its bound.
+    #[serde(with = "crate::byte_path::vec")]
     pub protected_search_truncated: Vec<PathBuf>,
     /// Writable paths of the profile that did not exist (created before a real run).
+    #[serde(with = "crate::byte_path::vec")]
     pub profile_rw_missing: Vec<PathBuf>,
     /// The profile the policy was built from.
     pub profile: String,
     /// The profiles' protected paths, and the tool configurations the command's environment
     /// names inside a writable tree (present or not): read-only when they exist, moved aside
     /// after the run when the command created or changed them.
+    #[serde(with = "crate::byte_path::vec")]
     pub profile_protected: Vec<PathBuf>,
     /// JSON files of the profiles whose named keys must not change in a run (path, keys).
+    #[serde(serialize_with = "serialize_guarded")]
     pub guarded: Vec<(PathBuf, Vec<String>)>,
     /// The agents' state directories (real paths) with the data named in them: what the run
     /// creates or changes there outside the data is moved aside after it.
     pub agent_states: Vec<agent_state::StateDir>,
     /// The command's environment (names only when serialized).
     pub env: env::ChildEnv,
+    #[serde(with = "crate::byte_path")]
     pub cwd: PathBuf,
     pub tmp: TmpMode,
     pub require: Option<Require>,
@@ -157,6 +166,7 @@ pub struct Policy {
     pub allow_unix_sockets: bool,
     /// Host unix sockets the command may connect to (`--allow-socket`); every other connect
     /// reaches only the jail's own filesystems.
+    #[serde(with = "crate::byte_path::vec")]
     pub allow_sockets: Vec<PathBuf>,
     /// Whether home directories are readable or hidden but for the named paths (`--home`).
     pub home: homes::HomeMode,
@@ -234,7 +244,14 @@ fn serialize_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Resul
 }
 
 fn serialize_command<S: serde::Serializer>(c: &[OsString], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(c.iter().map(|a| a.to_string_lossy().into_owned()))
+    s.collect_seq(c.iter().map(|a| crate::byte_path::Ref(Path::new(a))))
+}
+
+fn serialize_guarded<S: serde::Serializer>(
+    g: &[(PathBuf, Vec<String>)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(g.iter().map(|(p, keys)| (crate::byte_path::Ref(p), keys)))
 }
 
 /// Depth of a path in components, used to order rules parent-first.

@@ -143,7 +143,7 @@ pub struct ProfileAgent {
 #[serde(rename_all = "snake_case", tag = "kind", content = "path")]
 pub enum Source {
     Embedded,
-    File(PathBuf),
+    File(#[serde(with = "crate::byte_path")] PathBuf),
 }
 
 impl std::fmt::Display for Source {
@@ -710,9 +710,12 @@ impl Expansion<'_> {
         }
         out.push_str(rest);
         if out == "~" || out.starts_with("~/") {
-            let home = self
-                .home
-                .ok_or_else(|| format!("'{template}': HOME is not set"))?;
+            let home = self.home.ok_or_else(|| {
+                format!(
+                    "'{template}': no home directory for ~ (HOME is not set to an absolute \
+                         path and the password database names none for this user); set HOME"
+                )
+            })?;
             out = format!("{}{}", home.display(), &out[1..]);
         }
         Ok(Some(out))

@@ -179,7 +179,11 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     hide_jail_state(input, &user, &mut rules)?;
     drop_nested_hides(&mut rules);
     if !cwd.is_dir() {
-        return Err(JailError::bad_path("--cwd", &cwd, "is not a directory"));
+        return Err(JailError::bad_path(
+            cwd_name(input.cwd.is_some()),
+            &cwd,
+            "is not a directory",
+        ));
     }
     absent_protected.extend(profile.absent);
     let allow_sockets = allowed_sockets(&input.allow_sockets, &input.base_dir)?;
@@ -215,7 +219,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
             "holds another --cow path; name only the outer one",
         ));
     }
-    let policy = Policy {
+    let mut policy = Policy {
         rules: rules.into_values().collect(),
         cow,
         caches,
@@ -259,26 +263,66 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         limits: input.limits,
         command: input.command.clone(),
     };
-    check_whole(&policy)?;
+    policy.absent_protected = creatable(&policy);
+    check_whole(&policy, input.cwd.is_some())?;
     Ok(policy)
 }
 
+/// The absent protected names the command could create: those where the policy makes their
+/// place writable. One beneath a read-only or hidden place (a profile's protected file in a
+/// home the run only reads) cannot appear in the run, so it is no gap.
+fn creatable(policy: &Policy) -> Vec<PathBuf> {
+    policy
+        .absent_protected
+        .iter()
+        .filter(|p| policy.access_at(p) == Access::Rw)
+        .cloned()
+        .collect()
+}
+
+/// How a message names the working directory: the flag when `--cwd` gave it, else what it is
+/// (the directory jail was started in), so that no message blames a flag that was not given.
+fn cwd_name(given: bool) -> &'static str {
+    if given { "--cwd" } else { "working directory" }
+}
+
 /// What only the assembled policy can tell: the working directory reachable, the kept
-/// descriptors above the standard three.
-fn check_whole(policy: &Policy) -> Result<(), JailError> {
-    if policy.access_at(&policy.cwd) == Access::Hide {
+/// descriptors above the standard three. `cwd_given`: `--cwd` named it.
+fn check_whole(policy: &Policy, cwd_given: bool) -> Result<(), JailError> {
+    let name = cwd_name(cwd_given);
+    let elsewhere = if cwd_given {
+        "name a directory the policy shows"
+    } else {
+        "run from a directory the policy shows, or name one with --cwd"
+    };
+    if let Some(rule) = policy
+        .rule_for(&policy.cwd)
+        .filter(|r| r.access == Access::Hide)
+    {
+        let by = match &rule.origin {
+            Origin::Flag(flag) => format!("{flag} {}", crate::text::path_text(&rule.path)),
+            Origin::Profile(p) => format!("profile {p}'s {}", crate::text::path_text(&rule.path)),
+            _ => format!("the policy ({})", crate::text::path_text(&rule.path)),
+        };
         return Err(JailError::bad_path(
-            "--cwd",
+            name,
             &policy.cwd,
-            "is hidden by the policy",
+            format!("is hidden by {by}; {elsewhere}"),
         ));
     }
     if policy.tmp == TmpMode::Private && policy.cwd == Path::new("/tmp") {
         return Err(JailError::bad_path(
-            "--cwd",
+            name,
             &policy.cwd,
-            "/tmp is a private tmpfs in the jail, empty at the start; add --tmp host to work in \
-             the host's /tmp, or work from a directory in it (that directory is shown)",
+            format!(
+                "/tmp is a private tmpfs in the jail, empty at the start; add --tmp host to work \
+                 in the host's /tmp, or work from a directory in it (that directory is shown){}",
+                if cwd_given {
+                    ""
+                } else {
+                    " or elsewhere (--cwd DIR)"
+                }
+            ),
         ));
     }
     for fd in &policy.keep_fds {
@@ -695,7 +739,7 @@ fn hide_jail_state(
                     path,
                     format!(
                         "is inside jail's state directory {} {why}; name a path outside it",
-                        state.display()
+                        crate::text::path_text(state)
                     ),
                 ));
             }
@@ -708,7 +752,7 @@ fn hide_jail_state(
                     format!(
                         "holds jail's state directory {} {why}; use a --cow path beside it, or \
                          set XDG_STATE_HOME elsewhere",
-                        state.display()
+                        crate::text::path_text(state)
                     ),
                 ));
             }

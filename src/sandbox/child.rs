@@ -325,7 +325,7 @@ pub(crate) fn arguments(req: &Request, opts: &RunOptions, control_fd: i32) -> Ve
         &mut opts.report.iter().map(|p| p.clone().into()),
     );
     each("--patch", &mut opts.patch.iter().map(|p| p.clone().into()));
-    each("--events", &mut opts.events.iter().map(Into::into));
+    each("--events", &mut opts.events.iter().cloned());
     let tmp = req.tmp.map(|t| match t {
         TmpOption::Private => "private",
         TmpOption::Host => "host",

@@ -25,7 +25,7 @@ pub struct RunOptions {
     pub patch: Option<PathBuf>,
     /// A live event stream (`--events FILE|fd:N`): JSON lines, `start`, `wrote` the first time
     /// each path under a copy-on-write root changes, `denied`, `exit`.
-    pub events: Option<String>,
+    pub events: Option<std::ffi::OsString>,
 }
 
 impl RunOptions {

@@ -26,6 +26,7 @@
 use std::fs;
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -478,11 +479,17 @@ fn open_file(path: &Path, how: Open) -> Result<fs::File, JailError> {
 
 /// Reads a regular file of the store, of at most `max` bytes, as [`open_file`] opens it.
 fn read_file(path: &Path, max: u64) -> Result<String, JailError> {
+    String::from_utf8(read_bytes(path, max)?)
+        .map_err(|_| JailError::bad_path("jail state", path, "is not UTF-8"))
+}
+
+/// The bytes of the file at `path`, up to `max`.
+fn read_bytes(path: &Path, max: u64) -> Result<Vec<u8>, JailError> {
     use std::io::Read;
     let file = open_file(path, Open::Read)?;
-    let mut text = String::new();
+    let mut text = Vec::new();
     file.take(max + 1)
-        .read_to_string(&mut text)
+        .read_to_end(&mut text)
         .map_err(|e| JailError::bad_path("jail state", path, e.to_string()))?;
     if text.len() as u64 > max {
         return Err(JailError::bad_path(
@@ -586,12 +593,13 @@ pub fn written_state_paths() -> Vec<PathBuf> {
 
 /// The store roots a registry's text names: absolute, plain (no `.` or `..`), each a directory
 /// named `jail` as [`Store::locate`] names them; anything else (a forged line, a torn write) is
-/// left out, so an entry can only ever add a hidden `jail` directory.
-pub fn parse_registry(text: &str) -> Vec<PathBuf> {
+/// left out, so an entry can only ever add a hidden `jail` directory. Bytes, not text: a
+/// store's path is any bytes but NUL and newline, and a lossy line would name another place.
+pub fn parse_registry(text: &[u8]) -> Vec<PathBuf> {
     use std::path::Component;
     let mut out: Vec<PathBuf> = Vec::new();
-    for line in text.lines() {
-        let path = Path::new(line);
+    for line in text.split(|&b| b == b'\n') {
+        let path = Path::new(std::ffi::OsStr::from_bytes(line));
         // Spelled as its components put back together (no `.`, no doubled or trailing `/`).
         let spelled: PathBuf = path.components().collect();
         let plain = path.is_absolute()
@@ -608,11 +616,11 @@ pub fn parse_registry(text: &str) -> Vec<PathBuf> {
 }
 
 /// The registry's text for `stores` (none holds a newline: [`register_in`] leaves those out).
-fn format_registry(stores: &[PathBuf]) -> String {
-    let mut text = String::new();
+fn format_registry(stores: &[PathBuf]) -> Vec<u8> {
+    let mut text = Vec::new();
     for s in stores {
-        text.push_str(&s.to_string_lossy());
-        text.push('\n');
+        text.extend_from_slice(s.as_os_str().as_bytes());
+        text.push(b'\n');
     }
     text
 }
@@ -628,7 +636,7 @@ fn read_registry(dir: &Path) -> Result<Vec<PathBuf>, JailError> {
     if fs::symlink_metadata(&file).is_err() {
         return Ok(Vec::new());
     }
-    read_file(&file, REGISTRY_MAX).map(|t| parse_registry(&t))
+    read_bytes(&file, REGISTRY_MAX).map(|t| parse_registry(&t))
 }
 
 /// Makes every registry directory of `dirs` that is missing (best effort, before every real
@@ -661,8 +669,8 @@ pub fn registered(dirs: &[PathBuf]) -> Vec<PathBuf> {
 /// stores that no longer exist are dropped, and the new list replaces the old in one rename
 /// (a reader never sees half of it).
 fn register_in(dir: &Path, store: &Path) -> Result<(), JailError> {
-    let line = store.to_string_lossy();
-    if line.contains('\n') || parse_registry(&line) != [store] {
+    let line = store.as_os_str().as_bytes();
+    if line.contains(&b'\n') || parse_registry(line) != [store] {
         return Err(JailError::bad_path(
             "jail state",
             store,
@@ -691,7 +699,7 @@ fn register_in(dir: &Path, store: &Path) -> Result<(), JailError> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(&tmp)
-        .and_then(|mut f| f.write_all(format_registry(&stores).as_bytes()))
+        .and_then(|mut f| f.write_all(&format_registry(&stores)))
         .map_err(write)?;
     fs::rename(&tmp, dir.join(REGISTRY)).map_err(write)
 }
@@ -885,7 +893,7 @@ mod tests {
         let text = "/home/u/.local/state/jail\n/\nrelative/jail\n/a/../jail\n/a/./jail\n\
                     /x/jailx\n/s/jail\n/s/jail\n//s/jail\n/s/jail/\n\n/with space/jail\n/torn/ja";
         assert_eq!(
-            parse_registry(text),
+            parse_registry(text.as_bytes()),
             [
                 PathBuf::from("/home/u/.local/state/jail"),
                 PathBuf::from("/s/jail"),

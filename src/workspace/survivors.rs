@@ -38,6 +38,7 @@ pub struct Started {
     pub jail_start: u64,
     /// The command's first process, which leads the tree's process group.
     pub command_pid: i32,
+    #[serde(with = "crate::byte_path::vec")]
     pub cgroups: Vec<PathBuf>,
 }
 

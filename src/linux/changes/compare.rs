@@ -25,7 +25,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::snapshot::{
     Entry, FileType, HASHED, LISTED, MOUNT, RootSnap, Snapshot, Tree, UNREADABLE, UNVERIFIED,
@@ -52,10 +52,10 @@ pub enum ChangeKind {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Change {
     /// The writable path it is under.
-    #[serde(serialize_with = "lossy_path")]
+    #[serde(with = "crate::byte_path")]
     pub root: PathBuf,
     /// Absolute.
-    #[serde(serialize_with = "lossy_path")]
+    #[serde(with = "crate::byte_path")]
     pub path: PathBuf,
     pub kind: ChangeKind,
     /// The type after the run, before it for a deletion.
@@ -72,14 +72,14 @@ pub struct Changes {
     /// A snapshot hit a limit or there were more than [`MAX_CHANGES`]: the list is incomplete.
     pub truncated: bool,
     /// Directories not readable in either snapshot: what is inside is not known.
-    #[serde(serialize_with = "lossy_paths")]
+    #[serde(with = "crate::byte_path::vec")]
     pub unreadable: Vec<PathBuf>,
     /// Racy files that were not hashed (size or budget) and whose metadata did not change:
     /// their content may have changed without it showing.
-    #[serde(serialize_with = "lossy_paths")]
+    #[serde(with = "crate::byte_path::vec")]
     pub unverified: Vec<PathBuf>,
     /// Mount points under the roots, not entered.
-    #[serde(serialize_with = "lossy_paths")]
+    #[serde(with = "crate::byte_path::vec")]
     pub mount_points: Vec<PathBuf>,
     pub entries_before: usize,
     pub entries_after: usize,
@@ -99,16 +99,6 @@ pub struct Touched<'a> {
     /// A directory the after-snapshot recorded but did not list (it could not be read, or it
     /// lies at the depth limit): what it holds is unknown.
     pub unlisted: bool,
-}
-
-/// Paths that are not UTF-8 (a sandboxed command chooses the names) must not make the report
-/// unserializable.
-fn lossy_path<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&p.to_string_lossy())
-}
-
-fn lossy_paths<S: Serializer>(ps: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(ps.iter().map(|p| p.to_string_lossy()))
 }
 
 /// Whether the other snapshot could have seen an entry that only one of them has.

@@ -601,15 +601,18 @@ mod tests {
     }
 
     #[test]
-    fn names_that_are_not_utf8_serialize() {
+    fn names_that_are_not_utf8_serialize_and_read_back_exactly() {
         let t = Tree::new("utf8");
-        let c = run(&t, || {
-            fs::write(t.0.join(OsStr::from_bytes(b"bad\xff\x1b[31m")), "x").unwrap();
-        });
+        let name = t.0.join(OsStr::from_bytes(b"bad\xff\x1b[31m"));
+        let c = run(&t, || fs::write(&name, "x").unwrap());
         assert_eq!(c.changes.len(), 1);
         let json = serde_json::to_string(&c).unwrap();
         assert!(json.contains("\"kind\":\"created\""), "{json}");
-        assert!(json.contains("\\u001b"), "{json}");
+        let back: Vec<Change> = serde_json::from_value(
+            serde_json::from_str::<serde_json::Value>(&json).unwrap()["changes"].clone(),
+        )
+        .unwrap();
+        assert_eq!(back[0].path, name);
     }
 
     #[test]
