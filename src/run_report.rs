@@ -407,7 +407,8 @@ fn layer_states(layers: &Layers, f: &Features) -> Vec<LayerState> {
     out
 }
 
-fn changes_section(roots: &[PathBuf], changes: Result<Changes, String>) -> ChangesSection {
+/// The `changes` section of `changes` under `roots`, or why there is none.
+pub fn changes_section(roots: &[PathBuf], changes: Result<Changes, String>) -> ChangesSection {
     let lossy = |v: &[PathBuf]| -> Vec<String> {
         v.iter().map(|p| p.to_string_lossy().into_owned()).collect()
     };
