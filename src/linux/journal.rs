@@ -187,12 +187,21 @@ pub fn begin(watch: &Watch, report: Option<ReportFile>, policy: &Policy) -> Opti
         hash_key: snapshot::hash_key(),
         report,
     };
+    // Written in place: no reader opens a dot entry, and the entry is renamed into view whole.
     let written = (|| -> std::io::Result<()> {
-        let mut watched = Vec::new();
-        watch.encode(&mut watched)?;
-        write_file(&making, WATCH, &watched)?;
+        let create = |name: &str| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(making.join(name))
+        };
+        let mut out = std::io::BufWriter::new(create(WATCH)?);
+        watch.encode(&mut out)?;
+        out.flush()?;
         let json = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
-        write_file(&making, RECORD, &json)?;
+        create(RECORD)?.write_all(&json)?;
         std::fs::rename(&making, journal.join(&id))
     })();
     match written {

@@ -1138,6 +1138,55 @@ mod tests {
     }
 
     #[test]
+    fn a_journalled_watch_finds_what_the_live_one_would() {
+        // The jail that finishes a killed run decodes the watch and runs the same check.
+        let t = T::new("journalled");
+        t.repo(".git");
+        t.w("state/settings.json", "{}");
+        t.w("cfg.json", r#"{"mcpServers":{}}"#);
+        let roots = vec![t.0.clone()];
+        let mut rules = rules(&t);
+        rules.exact.push(t.p("state/settings.json"));
+        rules.host_code.push(crate::policy::host_code::Place {
+            path: t.p("run-me"),
+            why: "runs".into(),
+        });
+        let watch = Watch {
+            baseline: changes::snapshot(&roots, &Limits::default()),
+            roots,
+            limits: Limits::default(),
+            rules,
+            guards: vec![Guard::start(t.p("cfg.json"), vec!["mcpServers".into()])],
+            home: None,
+        };
+        let mut bytes = Vec::new();
+        watch.encode(&mut bytes).unwrap();
+        let back = Watch::decode(&bytes).unwrap();
+        assert!(Watch::decode(&bytes[..bytes.len() - 1]).is_none());
+        t.w("app/.envrc", "x");
+        t.w("state/settings.json", r#"{"hooks":1}"#);
+        t.w("run-me", "x");
+        t.w(".git/hooks/pre-commit", "x");
+        t.w("cfg.json", r#"{"mcpServers":{"x":{"command":"sh"}}}"#);
+        let names = |w: &Watch| {
+            let (_, p) = w.finish();
+            let mut v: Vec<PathBuf> = p.units.into_iter().map(|u| u.path).collect();
+            v.extend(p.guards.into_iter().map(|g| g.path));
+            v
+        };
+        let want = [
+            ".git/hooks",
+            "app/.envrc",
+            "run-me",
+            "state/settings.json",
+            "cfg.json",
+        ]
+        .map(|r| t.p(r));
+        assert_eq!(names(&back), want);
+        assert_eq!(names(&watch), want);
+    }
+
+    #[test]
     fn home_configuration_is_one_unit_per_tool() {
         let h = Path::new("/h");
         for yes in [
