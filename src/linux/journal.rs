@@ -253,7 +253,9 @@ pub fn finish_dead_runs() {
             continue;
         };
         if name.as_encoded_bytes().starts_with(b".") {
-            // Killed while making it: the command never started.
+            // Killed while making it: the command never started. (A maker that has not locked
+            // its new entry yet loses it here and runs without a journal: its writes fail on
+            // the removed directory, and `begin` gives up.)
             let _ = std::fs::remove_dir_all(&dir);
             continue;
         }
