@@ -296,12 +296,24 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
     // A state directory missing where this run's command could write it would let the
     // command plant a store (a fake pending run, a lock link, a registry) for the user's next
     // review: then it is made, and hidden, after all.
+    // A run with writable trees journals what it must do after the command ends (the planted
+    // files, the report) in the store, for the next jail if its supervisor is killed: the store
+    // is made, and hidden, for it.
     #[cfg(target_os = "linux")]
-    if create_missing && !missing_state_dirs(&policy).is_empty() {
+    if create_missing && (!missing_state_dirs(&policy).is_empty() || journal_needs_store(&policy)) {
         input.jail_state = self::jail_state(true, false)?;
         return policy::resolve(&input);
     }
     Ok(policy)
+}
+
+/// The run has writable trees to check after it (its journal goes in the store) and the store
+/// does not exist yet.
+#[cfg(target_os = "linux")]
+fn journal_needs_store(policy: &Policy) -> bool {
+    use crate::workspace::store::Store;
+    !crate::linux::planted::roots(policy).is_empty()
+        && Store::locate().is_ok_and(|s| std::fs::symlink_metadata(s.root()).is_err())
 }
 
 /// jail's state directories (the store and the registries) that do not exist yet and that the

@@ -409,7 +409,8 @@ fn layer_states(layers: &Layers, f: &Features) -> Vec<LayerState> {
     out
 }
 
-fn changes_section(roots: &[PathBuf], changes: Result<Changes, String>) -> ChangesSection {
+/// The `changes` section of `changes` under `roots`, or why there is none.
+pub fn changes_section(roots: &[PathBuf], changes: Result<Changes, String>) -> ChangesSection {
     match changes {
         Err(reason) => ChangesSection {
             available: false,

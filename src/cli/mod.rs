@@ -42,7 +42,12 @@ pub fn run_cli() -> i32 {
     let result = match cli.subcommand {
         Some(Command::Probe { json }) => probe::probe(json),
         Some(Command::Profile { command }) => profile::profile_command(command),
-        Some(Command::Status { json }) => Ok(status::status(json)),
+        Some(Command::Status { json }) => {
+            // Outside a jail, runs whose supervisor was killed are finished first.
+            #[cfg(target_os = "linux")]
+            crate::linux::journal::finish_dead_runs();
+            Ok(status::status(json))
+        }
         Some(Command::Notice { profile }) => print_notice(profile),
         Some(Command::Completions { shell }) => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -39,6 +39,10 @@ pub fn dry_run(policy: &Policy, _options: &RunOptions) -> Result<String, JailErr
 /// Runs `policy` (resolved by [`crate::prepare::policy`]) as `options` say.
 pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailError> {
     check_descriptors(policy, options)?;
+    // Before this run's baseline: what a killed run planted is moved aside first, not taken for
+    // part of the tree as this run found it.
+    super::journal::finish_dead_runs();
+    crate::timing::mark("journal looked at");
     // A real run tries the namespaces by running, and falls back if it must.
     let features = probe::detect(false);
     crate::timing::mark("features detected");
@@ -134,6 +138,13 @@ fn attempt(
             &run.plan.layers,
         )?),
     };
+    // What the run must do after the command ends, journalled before it starts, for the next
+    // jail to do if this supervisor is killed.
+    let journal = super::journal::begin(
+        &watch,
+        recorder.as_ref().and_then(Recorder::report_file),
+        policy,
+    );
     if let Some(stream) = events.as_mut() {
         stream.bind(
             policy,
@@ -173,11 +184,11 @@ fn attempt(
     let result = apply(
         policy,
         options,
-        &mut run,
-        &mut net,
+        (&mut run, &mut net),
         &mut recorder,
         hooks,
         events.as_ref(),
+        journal.as_ref(),
     );
     if let Some(stream) = events.as_ref() {
         // The tree is gone: every write it made is in the watcher's queue.
@@ -371,11 +382,11 @@ struct CowHooks<'a> {
 fn apply(
     policy: &Policy,
     options: &RunOptions,
-    run: &mut RunState,
-    net: &mut NetRuntime,
+    (run, net): (&mut RunState, &mut NetRuntime),
     recorder: &mut Option<Recorder>,
     cow: CowHooks,
     events: Option<&Events>,
+    journal: Option<&super::journal::Entry>,
 ) -> Result<Applied, JailError> {
     let CowHooks {
         layers,
@@ -418,6 +429,10 @@ fn apply(
                 None => Ok(()),
             };
             stream.arm(&mut conf, denials);
+        }
+        if let Some(j) = journal {
+            let report = recorder.as_ref().map(|r| r.provisional(policy, run, net));
+            j.attempt(&conf.limits.cgroup_dirs(), run.plan.layers.mount, report);
         }
         match supervisor::run(policy, &conf)? {
             supervisor::Outcome::Exited(end) => {

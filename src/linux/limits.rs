@@ -671,11 +671,12 @@ impl LimitsPlan {
                 .unwrap_or(0)
         );
         for c in &self.cgroups {
-            let dir = c.parent.join(&name);
+            let asked = c.parent.join(&name);
+            let (dir, owner) = make_owned(&asked)
+                .map_err(|e| JailError::layer("limits", format!("mkdir {}", asked.display()), e))?;
             let fail = |step: &str, e: std::io::Error| {
                 JailError::layer("limits", format!("{step} {}", dir.display()), e)
             };
-            std::fs::create_dir(&dir).map_err(|e| fail("mkdir", e))?;
             // From here on it is removed again on every path (the drop of `out`).
             // v1: the process that joins is single-threaded (init, or the command before it
             // execs), so its one thread is the whole process, and moving a thread through
@@ -690,6 +691,7 @@ impl LimitsPlan {
             out.cgroups.push(Made {
                 dir: dir.clone(),
                 procs: None,
+                _owner: owner,
             });
             for Setting {
                 file,
@@ -761,6 +763,49 @@ struct Made {
     /// Its cgroup.procs (v1: tasks), opened by the supervisor: the write from the child is
     /// checked against the opener's credentials.
     procs: Option<OwnedFd>,
+    /// The directory, flock'ed for as long as the supervisor lives ([`make_owned`]).
+    _owner: OwnedFd,
+}
+
+/// Makes the cgroup `dir` and takes its ownership lock: an exclusive flock on the directory
+/// itself, held by the supervisor until the cgroup is removed. The kernel drops a flock when the
+/// last descriptor of it closes, whatever ended the process (SIGKILL included), so a lock that
+/// can be taken means the owner is gone: the one test of liveness that holds across pid
+/// namespaces (a supervisor that is pid 1 of its own is "jail-1-*", and pid 1 is always alive
+/// where the sweep looks) and pid reuse. The descriptor is close-on-exec; init, which does not
+/// exec, dies with the supervisor. A sweep may take the lock of a cgroup made an instant ago,
+/// before its maker locked it, and remove it: the maker sees its directory gone once it holds
+/// the lock, and makes it again under another name.
+fn make_owned(dir: &Path) -> std::io::Result<(PathBuf, OwnedFd)> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let mut dir = dir.to_path_buf();
+    for attempt in 0..8 {
+        std::fs::create_dir(&dir)?;
+        let fd = OwnedFd::from(
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&dir)?,
+        );
+        // SAFETY: flock on a descriptor we own; it waits only while a sweep holds it.
+        if unsafe { libc::flock(fd.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let held = std::fs::File::from(fd.try_clone()?).metadata()?;
+        let still = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.ino() == held.ino());
+        if still {
+            return Ok((dir, fd));
+        }
+        // Swept away before it was locked: again, under a name no sweep has seen.
+        let name = format!(
+            "{}-{attempt}",
+            dir.file_name().unwrap_or_default().to_string_lossy()
+        );
+        dir.set_file_name(name);
+    }
+    Err(std::io::Error::other(
+        "removed by another jail's sweep each time",
+    ))
 }
 
 impl Prepared {
@@ -824,9 +869,12 @@ impl Prepared {
 }
 
 /// Removes the empty cgroups of earlier runs whose supervisor is gone (killed with SIGKILL, it
-/// could not remove them itself; its tree died with it). A cgroup is named after its
-/// supervisor's pid: one whose pid is alive in this pid namespace is left alone, and a cgroup
-/// still holding a process cannot be removed at all.
+/// could not remove them itself; its tree died with it). Ownership is the lock on the cgroup's
+/// directory ([`make_owned`]): one whose lock is held is alive, wherever its supervisor runs. A
+/// cgroup nobody holds is removed while the sweep holds its lock, unless it names a live
+/// process of this pid namespace other than pid 1 (a jail of an earlier version, which took no
+/// lock, may own it); a cgroup still holding a process cannot be removed at all (its tree is
+/// killed by the run's journal, which knows it for the run's).
 fn sweep_left_behind(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
@@ -841,9 +889,32 @@ fn sweep_left_behind(parent: &Path) {
         else {
             continue;
         };
-        if pid > 1 && !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir(e.path());
+        if pid > 1 && Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
         }
+        let _ = remove_unowned(&e.path(), false);
+    }
+}
+
+/// Removes the cgroup `dir` if no supervisor holds its lock (true when it is gone); with `kill`,
+/// the processes left in it are killed first (a run whose supervisor is known dead).
+pub(super) fn remove_unowned(dir: &Path, kill: bool) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir)
+    else {
+        return !dir.exists();
+    };
+    // SAFETY: flock on a descriptor we own; LOCK_NB never waits.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return false;
+    }
+    if kill {
+        remove_cgroup(dir).is_ok()
+    } else {
+        std::fs::remove_dir(dir).is_ok()
     }
 }
 

@@ -16,7 +16,10 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use super::changes::{self, ChangeKind, Changes, Limits, Snapshot, Touched, Tree};
+use crate::byte_path::BytePath;
 use crate::error::JailError;
 use crate::policy::{
     PROTECTED_IN_GIT_DIRS, Policy, is_git_layout, protected_name, protected_prefix,
@@ -230,6 +233,40 @@ pub struct Watch {
     baseline: Snapshot,
     rules: Rules,
     guards: Vec<Guard>,
+    /// HOME at the start: the configs the check reads after the run are resolved with it.
+    home: Option<PathBuf>,
+}
+
+/// What a [`Watch`] is besides its baseline, as a run's journal keeps it
+/// ([`Watch::encode`]): every rule decided at the start, so that the jail that finishes a run
+/// whose supervisor was killed runs the same check, never one a path list from elsewhere
+/// shapes.
+#[derive(Serialize, Deserialize)]
+struct WatchRecord {
+    roots: Vec<BytePath>,
+    skip: Vec<(u64, u64)>,
+    home: Option<BytePath>,
+    exempt: Vec<BytePath>,
+    exact: Vec<BytePath>,
+    path_dirs: Vec<BytePath>,
+    hooks_dirs: Vec<BytePath>,
+    rules_home: Option<BytePath>,
+    host_code: Vec<(BytePath, String)>,
+    rule_roots: Vec<BytePath>,
+    /// The agents' state directories with their data patterns.
+    #[serde(default)]
+    states: Vec<(BytePath, Vec<String>)>,
+    own: Vec<BytePath>,
+    /// Guarded files: path, keys, and the bytes before the run (their values are read again).
+    guards: Vec<(BytePath, Vec<String>, Option<Vec<u8>>)>,
+}
+
+fn bp(list: &[PathBuf]) -> Vec<BytePath> {
+    list.iter().cloned().map(BytePath).collect()
+}
+
+fn unbp(list: Vec<BytePath>) -> Vec<PathBuf> {
+    list.into_iter().map(|p| p.0).collect()
 }
 
 /// A guarded JSON file as it was before the run.
@@ -386,6 +423,97 @@ impl Watch {
             limits,
             baseline,
             guards,
+            home: std::env::var_os("HOME").map(PathBuf::from),
+        })
+    }
+
+    /// The watch as bytes for a run's journal: its rules (JSON, length first), then the
+    /// baseline ([`Snapshot::encode`]).
+    pub fn encode(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        let r = &self.rules;
+        let record = WatchRecord {
+            roots: bp(&self.roots),
+            skip: self.limits.skip.clone(),
+            home: self.home.clone().map(BytePath),
+            exempt: r.exempt.iter().cloned().map(BytePath).collect(),
+            exact: bp(&r.exact),
+            path_dirs: bp(&r.path_dirs),
+            hooks_dirs: bp(&r.hooks_dirs),
+            rules_home: r.home.clone().map(BytePath),
+            host_code: r
+                .host_code
+                .iter()
+                .map(|p| (BytePath(p.path.clone()), p.why.clone()))
+                .collect(),
+            rule_roots: bp(&r.roots),
+            states: r
+                .states
+                .iter()
+                .map(|st| (BytePath(st.dir.clone()), st.data.clone()))
+                .collect(),
+            own: bp(&r.own),
+            guards: self
+                .guards
+                .iter()
+                .map(|g| {
+                    let before = g.before.as_ref().map(|(bytes, _)| bytes.clone());
+                    (BytePath(g.path.clone()), g.keys.clone(), before)
+                })
+                .collect(),
+        };
+        let json = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
+        out.write_all(&(json.len() as u64).to_le_bytes())?;
+        out.write_all(&json)?;
+        self.baseline.encode(out)
+    }
+
+    /// A watch [`Watch::encode`] wrote; None when the bytes are not one.
+    pub fn decode(bytes: &[u8]) -> Option<Watch> {
+        let len = usize::try_from(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)).ok()?;
+        let json = bytes.get(8..8usize.checked_add(len)?)?;
+        let record: WatchRecord = serde_json::from_slice(json).ok()?;
+        let baseline = Snapshot::decode(&bytes[8 + len..])?;
+        let guards = record
+            .guards
+            .into_iter()
+            .map(|(path, keys, before)| {
+                let before =
+                    before.and_then(|bytes| guarded_values(&bytes, &keys).map(|v| (bytes, v)));
+                Guard {
+                    path: path.0,
+                    keys,
+                    before,
+                }
+            })
+            .collect();
+        Some(Watch {
+            roots: unbp(record.roots),
+            limits: Limits {
+                skip: record.skip,
+                ..Limits::default()
+            },
+            baseline,
+            rules: Rules {
+                exempt: record.exempt.into_iter().map(|p| p.0).collect(),
+                exact: unbp(record.exact),
+                path_dirs: unbp(record.path_dirs),
+                hooks_dirs: unbp(record.hooks_dirs),
+                home: record.rules_home.map(|p| p.0),
+                host_code: record
+                    .host_code
+                    .into_iter()
+                    .map(|(path, why)| crate::policy::host_code::Place { path: path.0, why })
+                    .collect(),
+                roots: unbp(record.rule_roots),
+                states: record
+                    .states
+                    .into_iter()
+                    .map(|(dir, data)| crate::policy::agent_state::StateDir { dir: dir.0, data })
+                    .collect(),
+                own: unbp(record.own),
+            },
+            guards,
+            home: record.home.map(|p| p.0),
         })
     }
 
@@ -405,12 +533,12 @@ impl Watch {
         }
         let after = changes::snapshot(&self.roots, &self.limits);
         let mut rules = self.rules.clone();
-        let (hooks, included) = repository_configs(&[&self.baseline, &after]);
+        let home = self.home.clone();
+        let (hooks, included) = repository_configs(&[&self.baseline, &after], home.as_deref());
         rules.hooks_dirs.extend(hooks);
         rules.exact.extend(included);
         // Every repository inside the trees (a nested clone, a submodule, a linked worktree):
         // the places its git runs code from, as the copy-on-write judge reads them.
-        let home = std::env::var_os("HOME").map(PathBuf::from);
         for snap in [&self.baseline, &after] {
             for dotgit in snap.paths_named(".git").into_iter().take(10_000) {
                 rules.host_code.extend(
@@ -438,8 +566,7 @@ impl Watch {
 /// The directories `core.hooksPath` names in the config of every repository the snapshots hold
 /// (before or after the run; at most 10,000 configs are read), and the files those configs
 /// include (git reads them as config: the same commands).
-fn repository_configs(snaps: &[&Snapshot]) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+fn repository_configs(snaps: &[&Snapshot], home: Option<&Path>) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut out = Vec::new();
     let mut included = Vec::new();
     let mut read = 0;
@@ -450,14 +577,8 @@ fn repository_configs(snaps: &[&Snapshot]) -> (Vec<PathBuf>, Vec<PathBuf>) {
                 continue;
             }
             read += 1;
-            out.extend(crate::policy::gitconfig::repo_hooks_dirs(
-                dir,
-                home.as_deref(),
-            ));
-            included.extend(crate::policy::gitconfig::included_files(
-                &config,
-                home.as_deref(),
-            ));
+            out.extend(crate::policy::gitconfig::repo_hooks_dirs(dir, home));
+            included.extend(crate::policy::gitconfig::included_files(&config, home));
         }
     }
     // Gitfiles (linked worktrees, submodules) lead to git directories that may be outside the
@@ -465,10 +586,7 @@ fn repository_configs(snaps: &[&Snapshot]) -> (Vec<PathBuf>, Vec<PathBuf>) {
     for snap in snaps {
         for dotgit in snap.paths_named(".git").into_iter().take(10_000) {
             for gitdir in crate::policy::git_dirs_behind(&dotgit) {
-                out.extend(crate::policy::gitconfig::repo_hooks_dirs(
-                    &gitdir,
-                    home.as_deref(),
-                ));
+                out.extend(crate::policy::gitconfig::repo_hooks_dirs(&gitdir, home));
             }
         }
     }
@@ -1150,6 +1268,55 @@ mod tests {
             .map(|c| c.path)
             .collect();
         assert_eq!(paths, [t.p("state/other")]);
+    }
+
+    #[test]
+    fn a_journalled_watch_finds_what_the_live_one_would() {
+        // The jail that finishes a killed run decodes the watch and runs the same check.
+        let t = T::new("journalled");
+        t.repo(".git");
+        t.w("state/settings.json", "{}");
+        t.w("cfg.json", r#"{"mcpServers":{}}"#);
+        let roots = vec![t.0.clone()];
+        let mut rules = rules(&t);
+        rules.exact.push(t.p("state/settings.json"));
+        rules.host_code.push(crate::policy::host_code::Place {
+            path: t.p("run-me"),
+            why: "runs".into(),
+        });
+        let watch = Watch {
+            baseline: changes::snapshot(&roots, &Limits::default()),
+            roots,
+            limits: Limits::default(),
+            rules,
+            guards: vec![Guard::start(t.p("cfg.json"), vec!["mcpServers".into()])],
+            home: None,
+        };
+        let mut bytes = Vec::new();
+        watch.encode(&mut bytes).unwrap();
+        let back = Watch::decode(&bytes).unwrap();
+        assert!(Watch::decode(&bytes[..bytes.len() - 1]).is_none());
+        t.w("app/.envrc", "x");
+        t.w("state/settings.json", r#"{"hooks":1}"#);
+        t.w("run-me", "x");
+        t.w(".git/hooks/pre-commit", "x");
+        t.w("cfg.json", r#"{"mcpServers":{"x":{"command":"sh"}}}"#);
+        let names = |w: &Watch| {
+            let (_, p) = w.finish();
+            let mut v: Vec<PathBuf> = p.units.into_iter().map(|u| u.path).collect();
+            v.extend(p.guards.into_iter().map(|g| g.path));
+            v
+        };
+        let want = [
+            ".git/hooks",
+            "app/.envrc",
+            "run-me",
+            "state/settings.json",
+            "cfg.json",
+        ]
+        .map(|r| t.p(r));
+        assert_eq!(names(&back), want);
+        assert_eq!(names(&watch), want);
     }
 
     #[test]

@@ -91,6 +91,43 @@ impl Recorder {
         Ok(())
     }
 
+    /// The report file opened for the run, as the journal records it.
+    pub fn report_file(&self) -> Option<super::journal::ReportFile> {
+        use std::os::unix::fs::MetadataExt;
+        let (path, file) = self.file.as_ref()?;
+        let meta = file.metadata().ok()?;
+        Some(super::journal::ReportFile {
+            path: crate::byte_path::BytePath(path.clone()),
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
+
+    /// The report as this attempt would leave it if the supervisor were killed: what is known
+    /// before the command starts; the journal's finishing adds the end and the changes.
+    pub fn provisional(&self, policy: &Policy, run: &RunState, net: &NetRuntime) -> RunReport {
+        let gaps = run.plan.gaps.clone();
+        let file = crate::policy_file::PolicyFile::new(policy, &run.plan.layers, gaps.clone());
+        let killed = "the supervisor was killed before the run ended";
+        RunReport::build(Facts {
+            policy,
+            policy_json: serde_json::to_value(&file).expect("serializable"),
+            features: &run.features,
+            layers: &run.plan.layers,
+            gaps,
+            network_enforcement: network_enforcement(run, net),
+            started: self.started,
+            ended: self.started,
+            end: EndFacts::JailError(killed.into()),
+            resources: Resources::default(),
+            limits: super::limits::LimitsReport::new(&run.plan.limits, Default::default()),
+            decisions: None,
+            roots: Vec::new(),
+            changes: Err(format!("{killed}; not compared")),
+            denials: DenialFacts::Unavailable(format!("{killed}; not read")),
+        })
+    }
+
     /// Each denial is also handed to `listener` as it is read.
     pub fn tell_denials(&mut self, listener: audit::DenialListener) {
         self.listener = Some(listener);

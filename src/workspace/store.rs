@@ -147,6 +147,12 @@ impl Store {
         self.root.join("runs")
     }
 
+    /// The journals of live runs and of runs whose supervisor was killed
+    /// ([`crate::linux::journal`]).
+    pub fn journal_dir(&self) -> PathBuf {
+        self.root.join("journal")
+    }
+
     fn locks_dir(&self) -> PathBuf {
         self.root.join("locks")
     }

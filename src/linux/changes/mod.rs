@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 pub use compare::{Change, ChangeKind, Changes, MAX_CHANGE_BYTES, MAX_CHANGES, Touched};
-pub use snapshot::{FileType, Node, Snapshot, Tree};
+pub use snapshot::{FileType, Node, Snapshot, Tree, hash_key, set_hash_key};
 pub use walk::Limits;
 pub(crate) use walk::chmod_fd;
 

@@ -26,7 +26,6 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -273,6 +272,125 @@ impl Snapshot {
     }
 }
 
+/// The first bytes of an encoded snapshot ([`Snapshot::encode`]).
+const MAGIC: &[u8; 8] = b"jsnap\x00\x00\x01";
+
+impl Snapshot {
+    /// The snapshot as bytes, for a run's journal: read back by [`Snapshot::decode`] in the
+    /// jail that finishes the run when its supervisor was killed. Fixed-width little-endian
+    /// fields; the paths as bytes (any name a command chose).
+    pub fn encode(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        out.write_all(MAGIC)?;
+        out.write_all(&[u8::from(self.truncated), u8::from(self.full)])?;
+        out.write_all(&(self.elapsed.as_nanos() as u64).to_le_bytes())?;
+        out.write_all(&(self.roots.len() as u64).to_le_bytes())?;
+        for r in &self.roots {
+            let path = r.path.as_os_str().as_bytes();
+            out.write_all(&(path.len() as u64).to_le_bytes())?;
+            out.write_all(path)?;
+            out.write_all(&[u8::from(r.unreadable)])?;
+            out.write_all(&(r.arena.len() as u64).to_le_bytes())?;
+            out.write_all(&r.arena)?;
+            out.write_all(&(r.entries.len() as u64).to_le_bytes())?;
+            let mut buf = Vec::with_capacity(r.entries.len() * 56);
+            for e in &r.entries {
+                buf.extend(e.key_off.to_le_bytes());
+                buf.extend(e.key_len.to_le_bytes());
+                buf.extend(e.size.to_le_bytes());
+                buf.extend(e.mtime.to_le_bytes());
+                buf.extend(e.ctime.to_le_bytes());
+                buf.extend(e.ino.to_le_bytes());
+                buf.extend(e.aux.to_le_bytes());
+                buf.extend(e.mode.to_le_bytes());
+                buf.extend(e.flags.to_le_bytes());
+            }
+            out.write_all(&buf)?;
+        }
+        Ok(())
+    }
+
+    /// Reads an [`Snapshot::encode`]d snapshot; None when the bytes are not one (every span
+    /// checked against the arena it points into, so a damaged file is refused, never indexed
+    /// out of bounds).
+    pub fn decode(bytes: &[u8]) -> Option<Snapshot> {
+        let mut r = Reader(bytes);
+        if r.take(MAGIC.len())? != MAGIC {
+            return None;
+        }
+        let flags = r.take(2)?;
+        let (truncated, full) = (flags[0] == 1, flags[1] == 1);
+        let elapsed = Duration::from_nanos(r.u64()?);
+        let n = r.u64()?;
+        let mut roots = Vec::new();
+        for _ in 0..n {
+            let len = r.len()?;
+            let path = PathBuf::from(OsStr::from_bytes(r.take(len)?));
+            let unreadable = r.take(1)?[0] == 1;
+            let len = r.len()?;
+            let arena = r.take(len)?.to_vec();
+            let count = r.len()?;
+            let mut entries = Vec::with_capacity(count.min(r.0.len() / 56));
+            for _ in 0..count {
+                let e = Entry {
+                    key_off: r.u32()?,
+                    key_len: r.u32()?,
+                    size: r.u64()?,
+                    mtime: r.u64()? as i64,
+                    ctime: r.u64()? as i64,
+                    ino: r.u64()?,
+                    aux: r.u64()?,
+                    mode: r.u32()?,
+                    flags: r.u32()?,
+                };
+                let within = |off: u64, len: u64| off + len <= arena.len() as u64;
+                if !within(e.key_off.into(), e.key_len.into()) {
+                    return None;
+                }
+                if e.format() == libc::S_IFLNK && !within(e.aux >> 32, e.aux & 0xffff_ffff) {
+                    return None;
+                }
+                entries.push(e);
+            }
+            let mut root = RootSnap::new(&path, arena, entries);
+            root.unreadable = unreadable;
+            roots.push(root);
+        }
+        r.0.is_empty().then_some(Snapshot {
+            roots,
+            elapsed,
+            truncated,
+            full,
+        })
+    }
+}
+
+/// The bytes of an encoded snapshot not read yet.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if n > self.0.len() {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    /// A length, at most what is left to read.
+    fn len(&mut self) -> Option<usize> {
+        usize::try_from(self.u64()?).ok()
+    }
+}
+
 /// One root of a snapshot, for looking entries up by key (relative path, components separated
 /// by NUL).
 #[derive(Clone, Copy)]
@@ -312,10 +430,38 @@ pub(super) fn ns(sec: i64, nsec: i64) -> i64 {
     sec.saturating_mul(1_000_000_000).saturating_add(nsec)
 }
 
-/// The per-process key: hashes taken by different snapshots of one process compare.
-fn hash_key() -> &'static RandomState {
-    static KEY: OnceLock<RandomState> = OnceLock::new();
-    KEY.get_or_init(RandomState::new)
+/// The key of the content hashes (SipHash's two key words): random per process, so that hashes
+/// taken by different snapshots of one process compare. A run's journal keeps it (out of the
+/// command's reach, as the key must be), so that the jail that finishes a killed run compares
+/// its own snapshot with the journalled baseline ([`set_hash_key`]).
+static KEY: std::sync::Mutex<Option<(u64, u64)>> = std::sync::Mutex::new(None);
+
+/// The process's hash key, drawn on first use.
+pub fn hash_key() -> (u64, u64) {
+    let mut key = KEY.lock().unwrap_or_else(|e| e.into_inner());
+    *key.get_or_insert_with(|| {
+        let random = RandomState::new();
+        let word = |n: u64| {
+            let mut h = random.build_hasher();
+            h.write_u64(n);
+            h.finish()
+        };
+        (word(0), word(1))
+    })
+}
+
+/// Makes `key` the process's hash key (a journalled run's, while its snapshot is compared);
+/// returns the one it replaces.
+pub fn set_hash_key(key: (u64, u64)) -> (u64, u64) {
+    let old = hash_key();
+    *KEY.lock().unwrap_or_else(|e| e.into_inner()) = Some(key);
+    old
+}
+
+#[allow(deprecated)] // std's SipHasher: the keyed SipHash the key above is for.
+fn keyed_hasher() -> std::hash::SipHasher {
+    let (k0, k1) = hash_key();
+    std::hash::SipHasher::new_with_keys(k0, k1)
 }
 
 /// Keyed hash of a regular file's content, if the descriptor is still the inode, size and mtime
@@ -342,7 +488,7 @@ pub(super) fn hash_file(
         return None;
     }
     let mut file = std::fs::File::from(fd);
-    let mut h = hash_key().build_hasher();
+    let mut h = keyed_hasher();
     let mut total = 0u64;
     loop {
         match file.read(buf) {
@@ -469,6 +615,47 @@ mod tests {
         let want = ["/w/.git", "/v/sub/.git"].map(PathBuf::from);
         assert_eq!(s.paths_named(".git"), want);
         assert_eq!(s.paths_named("HEAD"), [PathBuf::from("/w/.git/HEAD")]);
+    }
+
+    #[test]
+    fn an_encoded_snapshot_reads_back_the_same_and_a_damaged_one_is_refused() {
+        let mut link = Entry::of(libc::S_IFLNK | 0o777, 3);
+        link.mtime = -5;
+        let mut locked = Entry::of(DIR, 4);
+        locked.flags = UNREADABLE;
+        let mut gone = RootSnap::of("/gone", &[]);
+        gone.unreadable = true;
+        let mut s = snapshot(vec![
+            RootSnap::of(
+                "/w/b\u{1b}ad",
+                &[
+                    ("", Entry::of(DIR, 1), ""),
+                    ("a.txt", Entry::of(FILE, 2), ""),
+                    ("l", link, "../t"),
+                    ("locked", locked, ""),
+                ],
+            ),
+            gone,
+        ]);
+        s.truncated = true;
+        let mut bytes = Vec::new();
+        s.encode(&mut bytes).unwrap();
+        let back = Snapshot::decode(&bytes).unwrap();
+        let mut again = Vec::new();
+        back.encode(&mut again).unwrap();
+        assert_eq!(bytes, again);
+        assert!(back.truncated() && !back.full());
+        assert_eq!(back.unreadable(), s.unreadable());
+        assert_eq!(
+            back.roots[0].link_target(&back.roots[0].entries[2]),
+            b"../t"
+        );
+        for cut in [0, 9, bytes.len() / 2, bytes.len() - 1] {
+            assert!(Snapshot::decode(&bytes[..cut]).is_none(), "{cut}");
+        }
+        let mut extra = bytes.clone();
+        extra.push(0);
+        assert!(Snapshot::decode(&extra).is_none());
     }
 
     #[test]
