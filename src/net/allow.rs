@@ -15,7 +15,8 @@ const RAW_IP: &str = "raw IP address not on the allow list";
 const NOT_LISTED: &str = "name not on the allow list";
 const INVALID_NAME: &str = "invalid host name";
 const UNRESOLVED: &str = "did not resolve";
-const ONLY_SPECIAL: &str = "resolves only to private/loopback/link-local addresses";
+/// The start of the refusal of a name whose every address is special ([`only_special`]).
+const ONLY_SPECIAL: &str = "resolves only to addresses the proxy does not reach for a name";
 
 /// One entry of `allow=`: an exact name, or `*.parent` for every name below `parent` (at any
 /// depth, but not `parent` itself, which has to be listed on its own).
@@ -145,6 +146,68 @@ fn special_v6(ip: Ipv6Addr) -> bool {
     (s[0] == 0x2001 && (s[1] == 0 || s[1] == 0x0db8)) || (s[0] == 0x3fff && s[1] & 0xf000 == 0)
 }
 
+/// The range a special address lies in, by name (what [`is_special`] refuses it for).
+pub fn special_range(ip: IpAddr) -> &'static str {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
+            match (a, b, c) {
+                (0, _, _) => "\"this network\" 0.0.0.0/8",
+                (10, _, _) => "private 10.0.0.0/8",
+                (127, _, _) => "loopback 127.0.0.0/8",
+                (100, 64..=127, _) => "shared address space (CGNAT) 100.64.0.0/10",
+                (169, 254, _) => "link-local 169.254.0.0/16 (cloud metadata)",
+                (172, 16..=31, _) => "private 172.16.0.0/12",
+                (192, 168, _) => "private 192.168.0.0/16",
+                (192, 0, 0) => "IETF protocol assignments 192.0.0.0/24",
+                (192, 0, 2) | (198, 51, 100) | (203, 0, 113) => "documentation (TEST-NET)",
+                (198, 18..=19, _) => "benchmarking 198.18.0.0/15",
+                (224..=239, _, _) => "multicast 224.0.0.0/4",
+                (240..=255, _, _) => "reserved 240.0.0.0/4",
+                _ => "a range the proxy keeps to allow-host=",
+            }
+        }
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            if v6.is_loopback() {
+                "loopback ::1"
+            } else if v6.is_unspecified() {
+                "unspecified ::"
+            } else if s[0] & 0xfe00 == 0xfc00 {
+                "unique local fc00::/7"
+            } else if s[0] & 0xffc0 == 0xfe80 {
+                "link-local fe80::/10"
+            } else if s[0] & 0xff00 == 0xff00 {
+                "multicast ff00::/8"
+            } else if s[0] == 0x0064 && s[1] == 0xff9b || s[0] == 0x2002 {
+                "an IPv6 form of a special IPv4 address (NAT64, 6to4)"
+            } else if s[0] == 0x2001 && s[1] == 0x0db8 || s[0] == 0x3fff {
+                "documentation 2001:db8::/32"
+            } else if s[0] == 0x2001 && s[1] == 0 {
+                "Teredo 2001::/32"
+            } else {
+                "outside global unicast 2000::/3"
+            }
+        }
+    }
+}
+
+/// The refusal of a name whose every address is special: which range the first lies in, and
+/// how to reach it on purpose.
+fn only_special(first: IpAddr, port: u16) -> Refusal {
+    let ip = first.to_canonical();
+    let host = match ip {
+        IpAddr::V4(v4) => format!("{v4}:{port}"),
+        IpAddr::V6(v6) => format!("[{v6}]:{port}"),
+    };
+    Refusal {
+        reason: format!(
+            "{ONLY_SPECIAL}: {ip} is {}; to reach it on purpose, name it: --net allow-host={host}",
+            special_range(ip)
+        ),
+    }
+}
+
 /// The proxy's rules, built from [`NetPolicy::Proxy`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AllowList {
@@ -231,7 +294,7 @@ impl AllowList {
             }
         }
         if out.is_empty() {
-            Err(Refusal::new(ONLY_SPECIAL))
+            Err(only_special(resolved[0].ip(), port))
         } else {
             Ok(out)
         }
@@ -448,22 +511,41 @@ mod tests {
     fn resolved_addresses_are_filtered() {
         let l = list(&["*.test"], &["127.0.0.1:8080"]);
         assert_eq!(refused(l.decide("a.test", 80, &[])), UNRESOLVED);
+        // The refusal names the range the address is in, and the way to reach it on purpose.
         assert_eq!(
             refused(l.decide("a.test", 80, &[sa("10.0.0.5:80")])),
-            ONLY_SPECIAL
+            format!(
+                "{ONLY_SPECIAL}: 10.0.0.5 is private 10.0.0.0/8; to reach it on purpose, name \
+                 it: --net allow-host=10.0.0.5:80"
+            )
         );
         assert_eq!(
             refused(l.decide("a.test", 80, &[sa("[::ffff:127.0.0.1]:80"), sa("[::1]:80")])),
-            ONLY_SPECIAL
+            format!(
+                "{ONLY_SPECIAL}: 127.0.0.1 is loopback 127.0.0.0/8; to reach it on purpose, \
+                 name it: --net allow-host=127.0.0.1:80"
+            )
         );
+        for (addr, range) in [
+            ("198.18.0.1", "benchmarking 198.18.0.0/15"),
+            ("100.64.1.1", "shared address space (CGNAT) 100.64.0.0/10"),
+            (
+                "169.254.169.254",
+                "link-local 169.254.0.0/16 (cloud metadata)",
+            ),
+            ("fd00::1", "unique local fc00::/7"),
+            ("239.1.1.1", "multicast 224.0.0.0/4"),
+        ] {
+            assert_eq!(special_range(ip(addr)), range, "{addr}");
+        }
         // Loopback on the allow-host port is allowed, on another port it is not.
         assert_eq!(
             l.decide("a.test", 8080, &[sa("127.0.0.1:8080")]).unwrap(),
             vec![sa("127.0.0.1:8080")]
         );
-        assert_eq!(
-            refused(l.decide("a.test", 8081, &[sa("127.0.0.1:8081")])),
-            ONLY_SPECIAL
+        assert!(
+            refused(l.decide("a.test", 8081, &[sa("127.0.0.1:8081")]))
+                .ends_with("allow-host=127.0.0.1:8081")
         );
         // Special addresses are dropped, public ones kept in order, duplicates removed.
         assert_eq!(

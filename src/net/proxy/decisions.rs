@@ -329,7 +329,7 @@ mod tests {
             let (mut c, reply) = connect_via(&h, &format!("{name}:443"));
             assert!(reply.starts_with("HTTP/1.1 403 "), "{reply}");
             assert!(
-                read_all(&mut c).contains("resolves only to private/loopback/link-local"),
+                read_all(&mut c).contains("resolves only to addresses the proxy does not reach"),
                 "{name}"
             );
         }
