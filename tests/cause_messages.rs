@@ -172,3 +172,38 @@ fn a_missing_separator_suggests_the_line_given_and_never_after_a_subcommand() {
         }
     }
 }
+
+/// A state directory that cannot be made is named as jail's state, with the way to move it
+/// (not called a `--cow` path, not left at the OS error).
+#[test]
+fn a_state_directory_that_cannot_be_made_says_how_to_move_it() {
+    if !full_level_or_skip("a_state_directory_that_cannot_be_made_says_how_to_move_it") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, "state-cause");
+        let state = fx.dir.join("ro-state");
+        std::fs::create_dir_all(&state).unwrap();
+        fx.give_to(who);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let state_s = state.to_string_lossy().into_owned();
+        let run = at(
+            &fx,
+            &fx.repo,
+            &echo(&["--cow", &fx.p("repo")]),
+            &[("XDG_STATE_HOME", state_s.as_str())],
+        );
+        if who == common::Who::Root {
+            // Root writes a 0555 directory anyway: nothing to refuse.
+            assert!(run.ok(), "as root\n{}", run.describe());
+            continue;
+        }
+        assert_refused(
+            &run,
+            &format!("read-only XDG_STATE_HOME as {who:?}"),
+            &["jail state", &state_s, "XDG_STATE_HOME"],
+        );
+        assert!(!run.stderr.contains("--cow"), "{}", run.describe());
+    }
+}

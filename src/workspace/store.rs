@@ -412,6 +412,10 @@ pub fn check_dir(path: &Path) -> Result<(), JailError> {
     }
 }
 
+/// Where jail keeps its state and how to move it, for a message that cannot create it.
+const WHERE: &str = "jail keeps its runs and journal in $XDG_STATE_HOME/jail (else \
+                     ~/.local/state/jail): point XDG_STATE_HOME at a directory this user can write";
+
 /// Makes `dir` (0700, its parents as needed) unless it exists, then checks it like
 /// [`check_dir`]: a symlink in its place is refused, never followed.
 fn private_dir(dir: &Path) -> Result<(), JailError> {
@@ -422,7 +426,11 @@ fn private_dir(dir: &Path) -> Result<(), JailError> {
                 .mode(0o700)
                 .create(parent)
                 .map_err(|e| {
-                    JailError::bad_path("jail state", parent, format!("cannot create: {e}"))
+                    JailError::bad_path(
+                        "jail state",
+                        parent,
+                        format!("cannot create: {e}; {WHERE}"),
+                    )
                 })?;
         }
     }
@@ -433,7 +441,7 @@ fn private_dir(dir: &Path) -> Result<(), JailError> {
             return Err(JailError::bad_path(
                 "jail state",
                 dir,
-                format!("cannot create: {e}"),
+                format!("cannot create: {e}; {WHERE}"),
             ));
         }
     }
