@@ -511,7 +511,7 @@ fn homes_input(
         path_dirs: path_dirs
             .iter()
             .filter(|d| d.is_absolute())
-            .map(|d| policy::real_path(d))
+            .map(|d| policy::homes::PathDir::of(d))
             .collect(),
         programs,
     }

@@ -484,6 +484,8 @@ fn the_project_and_what_the_run_writes_steer_nothing_shown_of_home() {
             ),
             ("work/proj/v2/pyvenv.cfg", "", 0o644),
             ("work/proj/v2/bin/x", "#!/bin/sh\n", 0o755),
+            // Another project's program, outside any program directory.
+            ("work/other/tool", "#!/bin/sh\nexec \"$READALL\"\n", 0o755),
         ];
         for (rel, content, mode) in files {
             std::fs::create_dir_all(h(rel).parent().unwrap()).unwrap();
@@ -512,6 +514,16 @@ fn the_project_and_what_the_run_writes_steer_nothing_shown_of_home() {
         ] {
             std::os::unix::fs::symlink(h(target), bin.join(name)).unwrap();
         }
+        // The project's own link as a PATH entry, and a script naming another project's
+        // program as its interpreter.
+        std::os::unix::fs::symlink(h("work/other"), proj.join("linkbin")).unwrap();
+        std::fs::write(
+            proj.join("run2.sh"),
+            format!("#!{}\n", s(&h("work/other/tool"))),
+        )
+        .unwrap();
+        std::fs::set_permissions(proj.join("run2.sh"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
         let readall = fx.dir.join("readall");
         let secrets = [
             "private/secret.txt",
@@ -535,7 +547,8 @@ fn the_project_and_what_the_run_writes_steer_nothing_shown_of_home() {
         std::fs::copy(&readall, bin.join("codex")).unwrap();
         fx.give_to(who);
         let path = format!(
-            "{}:{}:{}:/usr/bin:/bin",
+            "{}:{}:{}:{}:/usr/bin:/bin",
+            s(&proj.join("linkbin")),
             s(&bin),
             s(&proj.join(".venv/bin")),
             s(&proj.join("v2/bin"))
@@ -553,12 +566,15 @@ fn the_project_and_what_the_run_writes_steer_nothing_shown_of_home() {
                         "import subprocess,os; subprocess.run([os.environ['READALL']])",
                     ],
                     vec!["codex"],
+                    vec!["./run2.sh"],
                 ] {
                     let mut args = vec!["--profile", profile, "--"];
                     args.extend(command.iter().copied());
                     let run = jail_in(&fx, &proj, &args, disabled, &env);
+                    // (run2.sh's interpreter stays out of sight: it does not run at all.)
                     assert!(
-                        run.stdout.contains("DONE") && !run.stdout.contains("READ "),
+                        (run.stdout.contains("DONE") || command == ["./run2.sh"])
+                            && !run.stdout.contains("READ "),
                         "{profile} {command:?} as {who:?} with {disabled:?} off: the project \
                          steered what is shown of HOME\n{}",
                         run.describe()

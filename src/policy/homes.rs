@@ -51,7 +51,7 @@ pub struct HomesInput {
     /// The home directories there are (HOME, /home, /root, /etc/passwd's), real paths.
     pub homes: Vec<PathBuf>,
     /// The directories on PATH (programs installed under a home keep running).
-    pub path_dirs: Vec<PathBuf>,
+    pub path_dirs: Vec<PathDir>,
     /// The command's executable and its script's interpreter: the path each was found at and
     /// its real path. What of the real one's place is shown depends on where it was found
     /// ([`Program`]).
@@ -59,11 +59,43 @@ pub struct HomesInput {
 }
 
 /// A program the command runs: `found` where the lookup found it (a PATH entry, or the
-/// command's own path), `real` its real path: a regular, executable file.
+/// command's own path), `real` its real path: a regular, executable file; `via` the real
+/// places its spelling passed through (and those of the script that named it), so that one in
+/// the project or a writable tree is known to have steered it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Program {
     pub found: PathBuf,
     pub real: PathBuf,
+    pub via: Vec<PathBuf>,
+}
+
+/// A PATH entry: its real path, and the real places its spelling passed through (`$proj/bin`
+/// spelled in the project, real in another project when `bin` is the project's link).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathDir {
+    pub real: PathBuf,
+    pub via: Vec<PathBuf>,
+}
+
+impl PathDir {
+    /// A PATH entry as given (absolute), read on the host.
+    pub fn of(spelled: &Path) -> PathDir {
+        PathDir {
+            real: super::real_path(spelled),
+            via: passed_through(spelled),
+        }
+    }
+}
+
+/// The real paths of each directory above `spelled` (lexically): where a link on the way
+/// came from.
+pub fn passed_through(spelled: &Path) -> Vec<PathBuf> {
+    spelled
+        .ancestors()
+        .skip(1)
+        .filter(|a| a.parent().is_some())
+        .map(super::real_path)
+        .collect()
 }
 
 /// Where home directories are whatever /etc/passwd says: the places a system gives them.
@@ -267,20 +299,29 @@ pub fn hide_homes(
         kind: Kind::Dir,
         why: "the working directory".into(),
     }];
-    for dir in &input.path_dirs {
+    for entry in &input.path_dirs {
+        let dir = &entry.real;
+        // Spelled through the project (its own `bin`, a link to elsewhere): only a program
+        // directory is shown, never the directory a link there names.
+        let steered = entry.via.iter().any(|v| steerable(v)) && !steerable(dir);
+        if steered && !is_program_dir(dir) {
+            continue;
+        }
         shown.extend(places.of_dir(dir, "a PATH directory", 0));
         // What the PATH directory's links run: `~/.local/bin/claude` leads to the native
         // installer's versions, `~/.local/bin/black` into a pipx venv.
         if home_of(dir, &input.homes).is_some() {
+            let steered = steered || steerable(dir);
             for (link, target) in look.links_in(dir) {
                 let why = format!("what {} runs", link.display());
-                shown.extend(places.of_program(&link, &target, &why));
+                shown.extend(places.of_program(steered, &link, &target, &why));
             }
         }
     }
     for program in &input.programs {
         let why = format!("the program {}", program.found.display());
-        shown.extend(places.of_program(&program.found, &program.real, &why));
+        let steered = steerable(&program.found) || program.via.iter().any(|v| steerable(v));
+        shown.extend(places.of_program(steered, &program.found, &program.real, &why));
     }
     for Shown { path, kind, why } in shown {
         if is_home(&path) || !path.is_absolute() || look.kind(&path) != Some(kind) {
@@ -407,14 +448,14 @@ impl Places<'_> {
     /// Found through the project or a writable tree (a planted link, a venv's `python`), only
     /// a program directory is shown: a link to `~/.aws/credentials` or to another project's
     /// `.env` shows nothing.
-    fn of_program(&self, found: &Path, real: &Path, why: &str) -> Vec<Shown> {
+    fn of_program(&self, steered: bool, found: &Path, real: &Path, why: &str) -> Vec<Shown> {
         let Some(dir) = real.parent() else {
             return Vec::new();
         };
         if is_program_dir(dir) {
             return self.of_dir(dir, why, 0);
         }
-        if (self.steerable)(found) || home_of(real, self.homes).is_none() {
+        if steered || (self.steerable)(found) || home_of(real, self.homes).is_none() {
             return Vec::new();
         }
         if found.parent() == Some(dir) {
@@ -547,7 +588,8 @@ pub fn programs_of(command: &Path, path_dirs: &[PathBuf], base: &Path) -> Vec<Pr
                 .find(|p| is_executable_file(p))?
         };
         let real = std::fs::canonicalize(&found).ok()?;
-        is_executable_file(&real).then_some(Program { found, real })
+        let via = passed_through(&found);
+        is_executable_file(&real).then_some(Program { found, real, via })
     };
     let Some(program) = find(command) else {
         return Vec::new();
@@ -559,7 +601,14 @@ pub fn programs_of(command: &Path, path_dirs: &[PathBuf], base: &Path) -> Vec<Pr
         .open(&program.real)
         .and_then(|mut f| f.read(&mut head))
         .unwrap_or(0);
-    let interpreter = shebang_interpreter(&head[..n]).and_then(|i| find(&i));
+    // The interpreter a script names is steered by whoever could write the script.
+    let interpreter = shebang_interpreter(&head[..n])
+        .and_then(|i| find(&i))
+        .map(|mut i| {
+            i.via.push(program.found.clone());
+            i.via.extend(program.via.iter().cloned());
+            i
+        });
     std::iter::once(program).chain(interpreter).collect()
 }
 
@@ -583,7 +632,13 @@ mod tests {
         HomesInput {
             mode: HomeMode::Hidden,
             homes: homes.iter().map(PathBuf::from).collect(),
-            path_dirs: path_dirs.iter().map(PathBuf::from).collect(),
+            path_dirs: path_dirs
+                .iter()
+                .map(|d| PathDir {
+                    real: d.into(),
+                    via: Vec::new(),
+                })
+                .collect(),
             programs: vec![],
         }
     }
@@ -894,6 +949,58 @@ mod tests {
             "the installer's file alone, never its directory; from the project only a \
              program directory, never a secret's directory or a venv's named one"
         );
+    }
+
+    #[test]
+    fn a_path_entry_or_a_script_spelled_in_the_project_leads_only_to_a_program_directory() {
+        let host = Fake {
+            dirs: vec![
+                "/",
+                "/home",
+                "/home/u",
+                "/home/u/w",
+                "/home/u/other",
+                "/home/u/tools/bin",
+            ],
+            ..Fake::default()
+        };
+        let mut input = input(&["/home", "/home/u"], &[]);
+        // `$proj/bin -> ../other`, and `$proj/tools -> ../tools` with `$proj/tools/bin`.
+        input.path_dirs = vec![
+            PathDir {
+                real: "/home/u/other".into(),
+                via: vec!["/home/u/w".into()],
+            },
+            PathDir {
+                real: "/home/u/tools/bin".into(),
+                via: vec!["/home/u/tools".into(), "/home/u/w".into()],
+            },
+        ];
+        // A project script whose shebang names a program outside any program directory.
+        input.programs = vec![
+            Program {
+                found: "/home/u/w/run.sh".into(),
+                real: "/home/u/w/run.sh".into(),
+                via: vec!["/home/u/w".into()],
+            },
+            Program {
+                found: "/home/u/other/tool".into(),
+                real: "/home/u/other/tool".into(),
+                via: vec![
+                    "/home/u".into(),
+                    "/home/u/w/run.sh".into(),
+                    "/home/u/w".into(),
+                ],
+            },
+        ];
+        let mut rules: BTreeMap<PathBuf, PathRule> = [rule("/", Access::Ro)].into_iter().collect();
+        hide_homes(&mut rules, &input, Path::new("/home/u/w"), true, &host).unwrap();
+        let shown: Vec<&str> = rules
+            .values()
+            .filter(|r| r.access == Access::Ro && matches!(r.origin, Origin::Home(_)))
+            .map(|r| r.path.to_str().unwrap())
+            .collect();
+        assert_eq!(shown, ["/home/u/tools/bin", "/home/u/w"]);
     }
 
     #[test]
