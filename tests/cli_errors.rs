@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{Fixture, Run, assert_refused, full_level_or_skip, jail_bin, users};
+use common::{Fixture, Run, Who, assert_refused, full_level_or_skip, jail_bin, users};
 
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
@@ -621,12 +621,16 @@ fn completions_man_page_version_and_licences() {
         );
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
+    // The script calls jail back by name (tests/manual.rs completes profiles and run ids).
+    let fx = Fixture::new(Who::User, "completions");
+    std::os::unix::fs::symlink(&jail, fx.dir.join("jail")).unwrap();
     let script = format!(
-        "source <({jail} completions bash); COMP_WORDS=(jail --pro); COMP_CWORD=1; _jail jail --pro jail; \
-         printf '%s\\n' \"${{COMPREPLY[@]}}\""
+        "source <({jail} completions bash); COMP_WORDS=(jail --pro); COMP_CWORD=1; \
+         _clap_complete_jail jail --pro jail; printf '%s\\n' \"${{COMPREPLY[@]}}\""
     );
     let bash = std::process::Command::new("bash")
         .args(["-c", &script])
+        .env("PATH", format!("{}:/usr/bin:/bin", fx.dir.display()))
         .output()
         .unwrap();
     let offered = String::from_utf8_lossy(&bash.stdout);
@@ -634,15 +638,15 @@ fn completions_man_page_version_and_licences() {
         offered.lines().any(|l| l == "--profile"),
         "bash offered: {offered}"
     );
-    // No zsh or fish here: their scripts are checked for the flag, in each shell's own spelling.
+    // No zsh or fish here: their scripts are checked for the call back to jail.
     let zsh = out(&["completions", "zsh"]);
     assert!(
-        zsh.starts_with("#compdef jail") && zsh.contains("--profile"),
+        zsh.starts_with("#compdef jail") && zsh.contains("JAIL_COMPLETE=\"zsh\""),
         "{zsh}"
     );
     let fish = out(&["completions", "fish"]);
     assert!(
-        fish.contains("complete -c jail") && fish.contains("-l profile"),
+        fish.contains("complete") && fish.contains("JAIL_COMPLETE=fish jail"),
         "{fish}"
     );
     let page = out(&["man"]);

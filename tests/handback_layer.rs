@@ -306,11 +306,32 @@ fn a_killed_run_hands_back_only_what_its_review_showed() {
         cmd.env("JAIL_TEST_DISABLE", disabled.join(","));
         let mut bg = Background::spawn(cmd);
         bg.expect("started");
-        std::thread::sleep(Duration::from_millis(400));
+        // The layer's file, where it is on disk while the run lives (the copy; the overlay's
+        // upper is a bounded tmpfs inside the jail until the end).
+        let layer_f = || {
+            let runs = fx.dir.join("state/jail/runs");
+            std::fs::read_dir(&runs)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path().join("0/upper/f"))
+                .find(|p| p.exists())
+        };
+        if !off.is_empty() {
+            common::wait_for("the writer's first line", Duration::from_secs(60), || {
+                layer_f().is_some_and(|p| xs(&std::fs::read_to_string(p).unwrap_or_default()) > 0)
+            });
+        }
         // SAFETY: kill sends a signal to the jail process this test started.
         unsafe { libc::kill(bg.pid(), libc::SIGKILL) };
         bg.wait();
-        std::thread::sleep(Duration::from_millis(200));
+        // With a pid namespace the writer dies with it, but the kernel's kill of the namespace
+        // ends asynchronously: waited for.
+        if off.is_empty() {
+            common::wait_for("the pid namespace to end", Duration::from_secs(30), || {
+                common::processes_with(&marker).is_empty()
+            });
+        }
 
         let runs = jail(&fx, &["runs", "--json"]);
         let list: serde_json::Value = serde_json::from_str(&runs.stdout).unwrap();
@@ -354,8 +375,14 @@ fn a_killed_run_hands_back_only_what_its_review_showed() {
         let diff = jail(&fx, &["diff", &id]);
         assert!(diff.ok(), "{}", diff.describe());
         let shown = diff.stdout.lines().filter(|l| *l == "+x").count();
-        // The writer goes on (when it survived), then the person applies what they saw.
-        std::thread::sleep(Duration::from_millis(600));
+        // The writer goes on (when it survived): the layer grows past what the review showed,
+        // then the person applies what they saw.
+        if survivors {
+            common::wait_for("the writer to go on", Duration::from_secs(60), || {
+                layer_f()
+                    .is_some_and(|p| xs(&std::fs::read_to_string(p).unwrap_or_default()) > shown)
+            });
+        }
         let apply = jail(&fx, &["apply", &id]);
         let host = std::fs::read_to_string(fx.repo.join("f")).unwrap_or_default();
         if apply.ok() {
@@ -412,7 +439,12 @@ fn what_a_partial_apply_leaves_stays_reviewed_only_while_it_is_what_was_shown() 
         // SAFETY: kill sends a signal to the jail process this test started.
         unsafe { libc::kill(bg.pid(), libc::SIGKILL) };
         bg.wait();
-        std::thread::sleep(Duration::from_millis(200));
+        // With a pid namespace the writer dies with it, asynchronously: waited for.
+        if off.is_empty() {
+            common::wait_for("the pid namespace to end", Duration::from_secs(30), || {
+                common::processes_with(&marker).is_empty()
+            });
+        }
         let runs: serde_json::Value =
             serde_json::from_str(&jail(&fx, &["runs", "--json"]).stdout).unwrap();
         let id = runs[0]["id"].as_str().unwrap().to_string();

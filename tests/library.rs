@@ -95,7 +95,9 @@ fn a_stop_or_a_dropped_child_takes_the_whole_tree() {
     let child = agent(&fx, &script).spawn().unwrap();
     let stopper = child.stopper().unwrap();
     let waiter = std::thread::spawn(move || child.wait());
-    std::thread::sleep(Duration::from_millis(500));
+    wait_for("the command to start", Duration::from_secs(60), || {
+        !processes_running(&marker).is_empty()
+    });
     let started = Instant::now();
     stopper.stop();
     let o = waiter.join().unwrap().unwrap();
@@ -107,11 +109,9 @@ fn a_stop_or_a_dropped_child_takes_the_whole_tree() {
     );
     // Dropped without a wait: stopped too.
     let child = agent(&fx, &script).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(
-        !processes_with(&marker).is_empty(),
-        "the tree did not start"
-    );
+    wait_for("the command to start", Duration::from_secs(60), || {
+        !processes_running(&marker).is_empty()
+    });
     drop(child);
     assert!(
         processes_with(&marker).is_empty(),
@@ -157,11 +157,17 @@ fn a_kill_takes_the_tree_without_a_sigterm_first() {
 
 #[test]
 fn run_in_this_process_refuses_a_threaded_caller() {
-    let _other = std::thread::spawn(|| std::thread::sleep(Duration::from_secs(2)));
+    // A second thread alive until the call has returned, however slow the machine.
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let other = std::thread::spawn(move || {
+        let _ = wait.recv();
+    });
     let err = Jail::new(["true"])
         .cwd(Path::new("/"))
         .run()
         .expect_err("refused");
+    drop(done);
+    other.join().unwrap();
     assert!(err.to_string().contains("use Jail::spawn"), "{err}");
 }
 
@@ -345,7 +351,9 @@ fn a_dropped_child_whose_jail_cannot_act_is_killed_in_bounded_time() {
     let fx = Fixture::new(users()[0], "lib-drop-frozen");
     let marker = format!("sleep 8{}", std::process::id() % 1000);
     let child = agent(&fx, &format!("exec {marker}")).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    wait_for("the command to start", Duration::from_secs(60), || {
+        !processes_running(&marker).is_empty()
+    });
     // The supervisor frozen (as a command could do where signals are not scoped): the stop
     // request is never read.
     // SAFETY: kill of the jail process this test started.
@@ -357,10 +365,11 @@ fn a_dropped_child_whose_jail_cannot_act_is_killed_in_bounded_time() {
         "the drop waited {:?}",
         started.elapsed()
     );
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        processes_with(&marker).is_empty(),
-        "the tree survived the drop"
+    // The kernel ends the pid namespace's processes asynchronously: waited for, not assumed.
+    wait_for(
+        "the tree to end after the drop",
+        Duration::from_secs(30),
+        || processes_with(&marker).is_empty(),
     );
 }
 

@@ -592,8 +592,11 @@ fn no_process_outlives_the_run_to_plant_after_the_check_without_a_pid_namespace(
             .status()
             .unwrap();
         assert!(status.success());
-        std::thread::sleep(std::time::Duration::from_secs(4));
-        assert!(target.exists(), "control: the chain plants without jail");
+        common::wait_for(
+            "control: the chain to plant without jail",
+            std::time::Duration::from_secs(60),
+            || target.exists(),
+        );
         let _ = std::fs::remove_file(&target);
     }
 }

@@ -285,12 +285,16 @@ fn killed_timed_out_and_terminated_runs_still_write_a_report() {
         }
         // SIGTERM to jail itself (docker stop, a CI runner cancelling): passed on, reported.
         let report = fx.p("term.json");
+        // A length of sleep no other process has: the command is seen started, not assumed.
+        let secs = format!("3{:04}", std::process::id() % 10000);
         let mut cmd = fx.command(
             common::jail_bin(),
-            &["--report", &report, "--", "sleep", "30"],
+            &["--report", &report, "--", "sleep", &secs],
         );
         let mut child = cmd.spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(500));
+        common::wait_for("the command to start", Duration::from_secs(60), || {
+            !common::processes_running(&format!("sleep {secs}")).is_empty()
+        });
         // SAFETY: kill(2) on our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         let status = child.wait().unwrap();

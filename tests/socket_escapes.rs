@@ -176,16 +176,20 @@ fn an_allowed_socket_identity_is_held_for_the_run() {
         let allowed = fx.dir.join("allowed.sock");
         let l = UnixListener::bind(&allowed).unwrap();
         std::fs::set_permissions(&allowed, std::fs::Permissions::from_mode(0o777)).unwrap();
+        // The command says when it runs (the supervisor holds the socket by then) and waits
+        // for the host to have swapped it: ordered by conditions, never by times.
         let script = r"
-import socket, sys, time
-time.sleep(2)
+import os, socket, sys, time
+print('READY', flush=True)
+while not os.path.exists(sys.argv[2]): time.sleep(0.02)
 s = socket.socket(socket.AF_UNIX)
 try:
     s.connect(sys.argv[1]); print('REACHED', s.recv(9))
 except OSError as e: print('refused', e)
 ";
         let victim = fx.dir.join("victim.sock");
-        let child = fx
+        let go = fx.dir.join("go");
+        let mut child = fx
             .command(
                 common::jail_bin(),
                 &[
@@ -196,20 +200,28 @@ except OSError as e: print('refused', e)
                     "-c",
                     script,
                     victim.to_str().unwrap(),
+                    go.to_str().unwrap(),
                 ],
             )
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(800));
+        use std::io::BufRead;
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut ready = String::new();
+        stdout.read_line(&mut ready).unwrap();
+        assert_eq!(ready, "READY\n", "{:?}: the command did not start", fx.who);
         use std::os::unix::fs::MetadataExt;
         let ino = std::fs::metadata(&allowed).unwrap().ino();
         drop(l);
         std::fs::remove_file(&allowed).unwrap();
         host_daemon(&victim);
         let reused = std::fs::metadata(&victim).unwrap().ino() == ino;
-        let out = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
+        std::fs::write(&go, "").unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+        child.wait().unwrap();
+        let stdout = rest;
         if !reused {
             eprintln!(
                 "the filesystem under {} did not reuse the inode: nothing shown",

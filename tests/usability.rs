@@ -481,8 +481,9 @@ fn timeout_ends_the_whole_tree_with_124() {
                 took >= min && took < max,
                 "{script} as {who:?}: took {took:.2}s, expected {min}..{max}s"
             );
-            // Both sleeps are gone (give the kernel a moment to finish the namespace).
-            let deadline = Instant::now() + Duration::from_secs(2);
+            // Both sleeps are gone (the kernel ends the namespace asynchronously: a loaded
+            // machine takes its time).
+            let deadline = Instant::now() + Duration::from_secs(30);
             let mut left = (processes_with(&fg), processes_with(&bg));
             while (!left.0.is_empty() || !left.1.is_empty()) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(50));

@@ -5,6 +5,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap_complete::ArgValueCandidates;
+
+use super::complete;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -75,14 +78,15 @@ pub enum Command {
     /// Print a copy-on-write run's changes as a git patch (flagged entries first).
     Diff {
         /// The run's id (or a unique prefix), as `jail runs` lists it.
-        #[arg(value_parser = Text)]
+        #[arg(value_parser = Text, add = ArgValueCandidates::new(complete::runs))]
         id: String,
     },
     /// Apply a copy-on-write run's changes to its root. Refuses, naming the files, where the
     /// root changed since the run started in the same places; leaves flagged entries out
     /// unless named or --include-flagged.
     Apply {
-        #[arg(value_parser = Text)]
+        /// The run's id (or a unique prefix), as `jail runs` lists it.
+        #[arg(value_parser = Text, add = ArgValueCandidates::new(complete::runs))]
         id: String,
         /// Only these paths (a directory takes what is beneath it); named flagged entries are
         /// applied.
@@ -100,23 +104,33 @@ pub enum Command {
     },
     /// Throw a copy-on-write run's layer away.
     Discard {
-        #[arg(value_parser = Text)]
+        /// The run's id (or a unique prefix), as `jail runs` lists it.
+        #[arg(value_parser = Text, add = ArgValueCandidates::new(complete::runs))]
         id: String,
     },
     /// Print two sentences for an agent's prompt: what is read-only or hidden, and what stays open.
     Notice {
         /// The profile to describe when not inside a jail (default: default).
-        #[arg(long, value_name = "NAME", value_parser = Text)]
+        #[arg(long, value_name = "NAME", value_parser = Text, add = ArgValueCandidates::new(complete::profiles))]
         profile: Option<String>,
     },
-    /// Print a shell completion script (e.g. `jail completions bash > /etc/bash_completion.d/jail`).
+    /// Print a shell completion script (e.g. `jail completions bash > /etc/bash_completion.d/jail`);
+    /// it asks jail for the profiles and run ids there are at each completion.
     Completions {
         /// The shell to complete for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page, roff (e.g. `jail man > /usr/local/share/man/man1/jail.1`).
-    Man,
+    /// Print the man page, roff (e.g. `jail man > /usr/local/share/man/man1/jail.1`), or a
+    /// subcommand's (`jail man apply` is jail-apply(1)); with --dir, write every page there.
+    Man {
+        /// The subcommand whose page to print (`profile show` is jail-profile-show(1)).
+        #[arg(value_name = "SUBCOMMAND")]
+        subcommand: Vec<String>,
+        /// Write jail.1 and a page per subcommand into DIR (e.g. /usr/local/share/man/man1).
+        #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -125,7 +139,8 @@ pub enum ProfileCommand {
     List,
     /// One profile: its file, or with --resolved everything it extends merged in.
     Show {
-        #[arg(value_parser = Text)]
+        /// The profile's name, as `jail profile list` lists it.
+        #[arg(value_parser = Text, add = ArgValueCandidates::new(complete::profiles))]
         name: String,
         /// Merge in what it extends.
         #[arg(long)]
@@ -142,7 +157,8 @@ pub enum ProfileCommand {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The profile to start from (see `jail profile list`); flags apply after it and win.
-    #[arg(long, value_name = "NAME", default_value = "default", value_parser = Text)]
+    #[arg(long, value_name = "NAME", default_value = "default", value_parser = Text,
+          add = ArgValueCandidates::new(complete::profiles))]
     pub profile: String,
 
     /// Make PATH (and everything beneath it) read-only. Repeatable.
@@ -291,7 +307,7 @@ pub struct RunArgs {
     pub verbose: u8,
 
     /// The command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, required = true, value_name = "CMD", value_hint = clap::ValueHint::CommandWithArguments)]
     pub command: Vec<OsString>,
 }
 

@@ -3,6 +3,8 @@
 //! confines anything: a flag's meaning is in [`args`], what it does is the library's.
 
 pub mod args;
+mod complete;
+mod man;
 mod probe;
 mod profile;
 mod workspace;
@@ -22,6 +24,7 @@ use crate::{notice, policy_file, prepare, status, text};
 /// Parses the command line, runs, and returns the process exit code.
 pub fn run_cli() -> i32 {
     crate::timing::start();
+    complete::complete_if_asked(<Cli as clap::CommandFactory>::command);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -49,12 +52,11 @@ pub fn run_cli() -> i32 {
             Ok(status::status(json))
         }
         Some(Command::Notice { profile }) => print_notice(profile),
-        Some(Command::Completions { shell }) => {
-            let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cmd, "jail", &mut std::io::stdout());
-            Ok(0)
-        }
-        Some(Command::Man) => print_man(),
+        Some(Command::Completions { shell }) => complete::script(shell)
+            .and_then(|s| std::io::Write::write_all(&mut std::io::stdout(), &s))
+            .map(|()| 0)
+            .map_err(|e| JailError::io("writing the completion script", e)),
+        Some(Command::Man { subcommand, dir }) => man::man(&subcommand, dir.as_deref()),
         Some(
             c @ (Command::Runs { .. }
             | Command::Diff { .. }
@@ -225,20 +227,6 @@ fn run(args: &RunArgs) -> Result<i32, JailError> {
         sender.send(&result);
     }
     result.map(|o| o.exit_code)
-}
-
-/// `jail man`: the man page from the same clap definitions as `--help`.
-fn print_man() -> Result<i32, JailError> {
-    let cmd = <Cli as clap::CommandFactory>::command();
-    let mut page = Vec::new();
-    clap_mangen::Man::new(cmd)
-        .render(&mut page)
-        .map_err(|e| JailError::BadInput(format!("man page: {e}")))?;
-    use std::io::Write;
-    std::io::stdout()
-        .write_all(&page)
-        .map_err(|e| JailError::BadInput(format!("man page: {e}")))?;
-    Ok(0)
 }
 
 /// `jail notice`: inside a jail, its policy file's sentences; elsewhere, a profile's.

@@ -154,9 +154,6 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
                             crate::text::printable(&p.display().to_string())
                         ));
                     }
-                    if let Some(b) = &done.branch {
-                        say(format!("jail: the run's commits are branch {b}"));
-                    }
                     let rest = if done.finished {
                         "the layer is removed".to_string()
                     } else {
@@ -169,6 +166,18 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
                         "jail: applied {} change(s) of run {}; {rest}",
                         done.applied, run.record.id
                     ));
+                    let here = std::env::current_dir()
+                        .ok()
+                        .map(|d| crate::policy::real_path(&d));
+                    for offer in &done.offered {
+                        say(format!(
+                            "jail: {}",
+                            crate::text::printable(&workspace::commits_advice(
+                                offer,
+                                here.as_deref()
+                            ))
+                        ));
+                    }
                     Ok(0)
                 }
                 Err(ApplyRefused::Conflicts(list)) => {

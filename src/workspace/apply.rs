@@ -105,6 +105,39 @@ fn dir_selected(op: &DirOp, sel: &Selection) -> bool {
     }
 }
 
+/// The directory steps an apply takes, of the selected `dirs`: a directory the run made is made
+/// for what is taken beneath it, or because the run left it empty; one that holds only entries
+/// left in the layer stays there with them (an empty directory on the host is a change nobody
+/// reviewed, and a later apply of what it holds makes it then).
+fn dirs_to_make<'a>(dirs: Vec<&'a DirOp>, take: &[&Item], set: &ChangeSet) -> Vec<&'a DirOp> {
+    let beneath = |p: &Path, d: &Path| p != d && p.starts_with(d);
+    let mut made: Vec<&Path> = dirs
+        .iter()
+        .filter_map(|op| match op {
+            DirOp::Make(p, _) => Some(p.as_path()),
+            DirOp::Remove(_) => None,
+        })
+        .collect();
+    // Deepest first: whether a directory is made depends on what is made beneath it.
+    made.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    let mut keep: Vec<&Path> = Vec::new();
+    for d in made {
+        let holds_taken =
+            take.iter().any(|it| beneath(&it.path, d)) || keep.iter().any(|k| beneath(k, d));
+        let empty = !set.items.iter().any(|it| beneath(&it.path, d))
+            && !set.dirs.iter().any(|op| beneath(op.path(), d));
+        if holds_taken || empty {
+            keep.push(d);
+        }
+    }
+    dirs.into_iter()
+        .filter(|op| match op {
+            DirOp::Make(p, _) => keep.contains(&p.as_path()),
+            DirOp::Remove(_) => true,
+        })
+        .collect()
+}
+
 /// Applies the selected part of `set` to `root`; the journal and backups live in `work`.
 pub fn apply(
     root: &Path,
@@ -156,6 +189,7 @@ pub fn apply(
             ));
         }
     }
+    let dirs = dirs_to_make(dirs, &take, set);
     let _held = HeldSignals::hold();
     let mut j = Journal::create(work, root)
         .map_err(|e| ApplyError::Failed(format!("journal: {e}"), Vec::new()))?;
@@ -635,5 +669,75 @@ impl Drop for HeldSignals {
     fn drop(&mut self) {
         use nix::sys::signal::{SigmaskHow, sigprocmask};
         let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&self.old), None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::changes::{Side, SideKind};
+    use super::*;
+
+    fn item(path: &str, flagged: bool) -> Item {
+        Item {
+            path: path.into(),
+            old: None,
+            new: Some(Side {
+                kind: SideKind::File,
+                mode: 0o644,
+                abs: PathBuf::from("/layer").join(path),
+            }),
+            conflict: None,
+            flags: if flagged {
+                vec!["flagged".into()]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    fn made(set: &ChangeSet, take: &[&Item]) -> Vec<PathBuf> {
+        let dirs: Vec<&DirOp> = set.dirs.iter().collect();
+        dirs_to_make(dirs, take, set)
+            .into_iter()
+            .map(|op| op.path().to_path_buf())
+            .collect()
+    }
+
+    #[test]
+    fn a_new_directory_is_made_for_what_is_taken_or_when_the_run_left_it_empty() {
+        let set = ChangeSet {
+            items: vec![
+                item("only-flagged/.envrc", true),
+                item("mixed/ok.txt", false),
+                item("mixed/.envrc", true),
+                item("deep/a/b/.envrc", true),
+            ],
+            dirs: vec![
+                DirOp::Make("only-flagged".into(), 0o755),
+                DirOp::Make("mixed".into(), 0o755),
+                DirOp::Make("empty".into(), 0o755),
+                DirOp::Make("nest".into(), 0o755),
+                DirOp::Make("nest/empty".into(), 0o755),
+                DirOp::Make("deep".into(), 0o755),
+                DirOp::Make("deep/a".into(), 0o755),
+                DirOp::Make("deep/a/b".into(), 0o755),
+                DirOp::Remove("gone".into()),
+            ],
+            dir_conflicts: Vec::new(),
+        };
+        let taken: Vec<&Item> = set.items.iter().filter(|i| !i.flagged()).collect();
+        let made = made(&set, &taken);
+        for want in ["mixed", "empty", "nest", "nest/empty", "gone"] {
+            assert!(
+                made.contains(&PathBuf::from(want)),
+                "{want} not made: {made:?}"
+            );
+        }
+        for not in ["only-flagged", "deep", "deep/a", "deep/a/b"] {
+            assert!(!made.contains(&PathBuf::from(not)), "{not} made: {made:?}");
+        }
+        // Taken whole, every directory is made.
+        let all: Vec<&Item> = set.items.iter().collect();
+        assert_eq!(self::made(&set, &all).len(), set.dirs.len());
     }
 }

@@ -381,6 +381,34 @@ pub fn offer_branch(root: &Path, scratch: &Path, branch: &str) -> Result<(), Jai
     Ok(())
 }
 
+/// Where the host repository at `root` stands against the branch an apply offered: the
+/// branch checked out (None when the head is detached), and whether the branch fast-forwards
+/// it (the head is an ancestor of the branch's commits).
+pub fn head_against(root: &Path, branch: &str) -> (Option<String>, bool) {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .output()
+            .ok()
+    };
+    let current = git(&["symbolic-ref", "--quiet", "--short", "HEAD"])
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|b| !b.is_empty());
+    let forward = git(&[
+        "merge-base",
+        "--is-ancestor",
+        "HEAD",
+        &format!("refs/heads/{branch}"),
+    ])
+    .is_some_and(|o| o.status.success());
+    (current, forward)
+}
+
 fn copy_objects(from: &Path, to: &Path) -> std::io::Result<()> {
     let Ok(entries) = fs::read_dir(from) else {
         return Ok(());

@@ -280,10 +280,69 @@ pub struct ApplyOutcome {
     pub applied: usize,
     pub left: Vec<(PathBuf, String)>,
     pub branch: Option<String>,
+    /// Each root whose commits were offered as a branch, and where its repository stands.
+    pub offered: Vec<Offered>,
     /// The layer was removed (everything applied).
     pub finished: bool,
     /// Files `--merge` merged cleanly and applied.
     pub merged: Vec<PathBuf>,
+}
+
+/// A root's commits offered as a branch by an apply that also wrote their files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offered {
+    pub root: PathBuf,
+    pub branch: String,
+    /// The branch checked out in the root (None: a detached head).
+    pub current: Option<String>,
+    /// The offered branch fast-forwards the checked-out head, and no conflicting file was left
+    /// out (the work tree holds the run's side of every file the commits changed).
+    pub fast_forward: bool,
+}
+
+/// What to do next with commits an apply offered, said to the person who applied. The apply
+/// wrote the run's files into the work tree, uncommitted, so `git merge --ff-only` of the
+/// branch refuses (the same changes are local modifications). Where the branch fast-forwards
+/// the head, `git reset BRANCH` is that fast-forward for a work tree that already holds the
+/// files: the branch and the index move to the commits, no file is written, and what the run
+/// left uncommitted shows as uncommitted again. Elsewhere the commits are merged once the
+/// applied files are committed (identical changes merge cleanly). `here`: where the command is
+/// typed (no `-C` when it is the root).
+pub fn commits_advice(offer: &Offered, here: Option<&Path>) -> String {
+    let git = if here == Some(offer.root.as_path()) {
+        "git".to_string()
+    } else {
+        format!("git -C {}", shell_word(&offer.root.to_string_lossy()))
+    };
+    let b = &offer.branch;
+    match (&offer.current, offer.fast_forward) {
+        (Some(cur), true) => format!(
+            "the run's commits are branch {b}, and their changes are in the work tree now, \
+             uncommitted (so `git merge --ff-only {b}` refuses); to have {cur} take the commits \
+             (a fast-forward that writes no file): `{git} reset {b}`"
+        ),
+        (Some(cur), false) => format!(
+            "the run's commits are branch {b}, and their changes are in the work tree now, \
+             uncommitted; {cur} has moved since the run started (or a conflicting file was left \
+             out), so they do not fast-forward: commit the applied files, then `{git} merge {b}`"
+        ),
+        (None, _) => format!(
+            "the run's commits are branch {b}, and their changes are in the work tree now, \
+             uncommitted (the head is detached: `{git} log {b}` shows them)"
+        ),
+    }
+}
+
+/// `s` as one shell word (single-quoted unless it is plain).
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+,:@%".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// `--merge`: each conflicting text file both sides changed is merged with `git merge-file`
@@ -355,6 +414,7 @@ pub fn apply_run(
         applied: 0,
         left: Vec::new(),
         branch: None,
+        offered: Vec::new(),
         finished: false,
         merged: Vec::new(),
     };
@@ -440,6 +500,16 @@ pub fn apply_run(
                     .cloned()
                     .collect();
                 note_own(run, &touched);
+                if let Some(branch) = &offered {
+                    let (current, forward) = git::head_against(&rc.root, branch);
+                    let skipped = done.left.iter().any(|(_, why)| why.starts_with("conflict"));
+                    out.offered.push(Offered {
+                        root: rc.root.clone(),
+                        branch: branch.clone(),
+                        current,
+                        fast_forward: forward && !skipped,
+                    });
+                }
                 out.merged.extend(applied);
                 out.applied += done.applied.len();
                 out.left
@@ -572,4 +642,36 @@ pub fn report_items(changes: &[RootChanges]) -> Vec<crate::linux::changes::Chang
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offer(current: Option<&str>, fast_forward: bool) -> Offered {
+        Offered {
+            root: "/work/my repo".into(),
+            branch: "jail/0abc".into(),
+            current: current.map(String::from),
+            fast_forward,
+        }
+    }
+
+    #[test]
+    fn the_advice_after_an_apply_with_commits_names_the_command_that_works() {
+        let ff = commits_advice(&offer(Some("main"), true), Some(Path::new("/work/my repo")));
+        assert!(ff.contains("`git reset jail/0abc`"), "{ff}");
+        assert!(ff.contains("main"), "{ff}");
+        let elsewhere = commits_advice(&offer(Some("main"), true), Some(Path::new("/")));
+        assert!(
+            elsewhere.contains("`git -C '/work/my repo' reset jail/0abc`"),
+            "{elsewhere}"
+        );
+        let moved = commits_advice(&offer(Some("main"), false), None);
+        assert!(moved.contains("merge jail/0abc`"), "{moved}");
+        assert!(!moved.contains("reset"), "{moved}");
+        let detached = commits_advice(&offer(None, true), None);
+        assert!(!detached.contains("reset"), "{detached}");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+    }
 }

@@ -274,8 +274,15 @@ impl Store {
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .filter_map(|e| Run::load(&e.path()).ok())
             .collect();
+        // By when each started: `created` is whole seconds and runs often start within one,
+        // the start stamp is the change time to the nanosecond (the id, random, only breaks
+        // exact ties).
         runs.sort_by(|a, b| {
-            (a.record.created, &a.record.id).cmp(&(b.record.created, &b.record.id))
+            (a.record.start, a.record.created, &a.record.id).cmp(&(
+                b.record.start,
+                b.record.created,
+                &b.record.id,
+            ))
         });
         Ok(runs)
     }

@@ -21,6 +21,12 @@ use std::time::{Duration, Instant};
 /// The unprivileged user the tests switch to when they run as root.
 pub const NOBODY: u32 = 65534;
 
+/// A uid no other test runs as, for a test that depends on how many processes one user has on
+/// the host: RLIMIT_NPROC is checked against every task of the real uid, in every user
+/// namespace, and NOBODY's count changes with each test that runs beside it (a fork bomb holds
+/// 64). Root only (setpriv).
+pub const LONE_UID: u32 = 65533;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Who {
     Root,
@@ -415,17 +421,47 @@ pub fn restore_quarantined(dir: &Path) {
 /// `program` as a Command that runs as `who` (through setpriv when switching from root).
 pub fn as_user(who: Who, program: &Path) -> Command {
     if who == Who::User && is_root() {
-        let mut cmd = Command::new("setpriv");
-        cmd.args([
-            format!("--reuid={NOBODY}"),
-            format!("--regid={NOBODY}"),
-            "--clear-groups".into(),
-        ])
-        .arg(program);
-        cmd
+        as_uid(NOBODY, program)
     } else {
         Command::new(program)
     }
+}
+
+/// `program` as a Command that runs as `uid` and its group of the same number, no other groups
+/// (root only: through setpriv).
+pub fn as_uid(uid: u32, program: &Path) -> Command {
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        format!("--reuid={uid}"),
+        format!("--regid={uid}"),
+        "--clear-groups".into(),
+    ])
+    .arg(program);
+    cmd
+}
+
+/// The tasks (threads included, as RLIMIT_NPROC counts them) whose real uid is `uid` now.
+pub fn tasks_of(uid: u32) -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    dir.flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("status")).ok())
+        .filter(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().next()?.parse::<u32>().ok())
+                == Some(uid)
+        })
+        .map(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(1)
+        })
+        .sum()
 }
 
 #[derive(Debug)]
@@ -617,6 +653,38 @@ impl Drop for Outsider {
 }
 
 /// Pids of processes whose command line contains `marker`.
+/// Waits until `ready` holds, looking every 20 ms, for at most `within`, and panics naming
+/// `what` when it never does. A test waits on what it needs, never for a time: a deadline is
+/// generous (a loaded machine is slow), and a condition that holds ends the wait at once.
+pub fn wait_for(what: &str, within: Duration, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !ready() {
+        assert!(Instant::now() < deadline, "waited {within:?} for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The processes whose command line is exactly `argv` joined by spaces (a command, not a shell
+/// or a jail whose arguments mention it).
+pub fn processes_running(argv: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let words: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .filter(|w| !w.is_empty())
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect();
+        if words.join(" ") == argv {
+            out.push(pid);
+        }
+    }
+    out
+}
+
 pub fn processes_with(marker: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -720,9 +788,10 @@ impl Background {
         let _ = self.child.wait();
     }
 
-    /// Waits (at most 10 s) for a line equal to `line`.
+    /// Waits (at most 60 s: a loaded machine is slow to start a jail) for a line equal to
+    /// `line`.
     pub fn expect(&mut self, line: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(60);
         while !self.seen.iter().any(|l| l == line) {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
@@ -735,9 +804,9 @@ impl Background {
         }
     }
 
-    /// Waits (at most 10 s) for the exit; returns the code and all of the output.
+    /// Waits (at most 60 s) for the exit; returns the code and all of the output.
     pub fn finish(mut self) -> Run {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(60);
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
                 break s;
@@ -749,7 +818,9 @@ impl Background {
             }
             std::thread::sleep(Duration::from_millis(10));
         };
-        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(2)) {
+        // The pipe closes when the last holder exits: at once, unless a process of the tree
+        // still holds it.
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(10)) {
             self.seen.push(l);
         }
         let mut stdout = self.seen.join("\n");
