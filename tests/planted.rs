@@ -1415,3 +1415,124 @@ fn a_tool_config_the_environment_names_inside_a_writable_tree_is_protected() {
         }
     }
 }
+
+#[test]
+fn a_quarantined_entry_is_hidden_from_later_runs_and_no_symlink_leads_the_host_to_a_repository() {
+    // Red team F3: run 1 plants a repository with a filter command in opencode's snapshot data;
+    // jail moves it aside beside itself. Run 2 links `snapshot/<project>/<hash>` to it (or to
+    // any git directory), and the host's opencode runs `git --git-dir <link> add`, so the
+    // filter runs on the host. A quarantined entry is hidden from every later run, and a new
+    // symlink that leads to a git directory, a quarantined entry or a directory holding one is
+    // moved aside, wherever it is in the writable trees (agent data included).
+    if !full_level_or_skip("planted-quarantine-links") {
+        return;
+    }
+    let snap = ".local/share/opencode/snapshot";
+    let plant = "cd ~/.local/share/opencode/snapshot && mkdir -p evil/objects evil/refs/heads && \
+        echo 'ref: refs/heads/main' > evil/HEAD && \
+        printf '[filter \"x\"]\\n\\tclean = sh -c \"id > /tmp/pwned\"\\n' > evil/config && \
+        mkdir -p evil/info && echo '* filter=x' > evil/info/attributes";
+    // (link, target relative to the link's directory; `Q` is the quarantined repository)
+    let links: &[(&str, &str)] = &[
+        ("proj/hash", "../Q"),
+        ("proj/legit", "../../storage/other/legit"),
+        ("proj/other", "../../storage/other"),
+        ("proj/holder", "../../storage/holder"),
+        ("proj/up", ".."),
+        ("proj/home-repo", "HOME/other/.git"),
+    ];
+    for who in users() {
+        for disabled in MODES {
+            let fx = Fixture::new(who, "quarantine-links");
+            let home = fx.home.clone();
+            // (Made before, and the others elsewhere: without the mount view, Landlock refuses
+            // new entries in a directory that holds a hidden or protected one.)
+            std::fs::create_dir_all(home.join(snap).join("proj")).unwrap();
+            let storage = home.join(".local/share/opencode/storage");
+            // A directory that holds a quarantined entry, from an earlier run.
+            std::fs::create_dir_all(storage.join("holder/x.jail-quarantine-0")).unwrap();
+            fx.give_to(who);
+            // A repository the agent made itself, and one elsewhere in HOME.
+            common::git(
+                &fx,
+                &[
+                    "init",
+                    "-q",
+                    "--bare",
+                    &format!("{}/other/legit", storage.display()),
+                ],
+            );
+            common::git(&fx, &["init", "-q", &format!("{}/other", home.display())]);
+            fx.give_to(who);
+            let what = format!("as {who:?} without {disabled:?}");
+            let run = fx.jail_with(
+                &["--profile", "opencode", "--", "/bin/sh", "-c", plant],
+                disabled,
+                &[],
+            );
+            assert_eq!(run.code, Some(0), "{what}: {}", run.describe());
+            let q = std::fs::read_dir(home.join(snap))
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .find(|n| n.starts_with("evil.jail-quarantine-"))
+                .unwrap_or_else(|| panic!("{what}: evil not moved aside\n{}", run.describe()));
+            let mut script = format!(
+                "cd ~/{snap} && \
+                 if cat {q}/config; then echo READ-QUARANTINE; fi; \
+                 if echo x > {q}/new; then echo WROTE-QUARANTINE; fi; "
+            );
+            for (link, target) in links {
+                let target = target
+                    .replace('Q', &q)
+                    .replace("HOME", &home.display().to_string());
+                script.push_str(&format!("ln -s '{target}' '{link}'; "));
+            }
+            script.push_str("true");
+            let run = fx.jail_with(
+                &["--profile", "opencode", "--", "/bin/sh", "-c", &script],
+                disabled,
+                &[],
+            );
+            assert_eq!(run.code, Some(0), "{what}: {}", run.describe());
+            assert!(
+                !run.stdout.contains("READ-QUARANTINE") && !run.stdout.contains("WROTE-QUARANTINE"),
+                "{what}: the quarantined repository was reachable by the next run\n{}",
+                run.describe()
+            );
+            for (link, _) in links {
+                assert!(
+                    std::fs::symlink_metadata(home.join(snap).join(link)).is_err(),
+                    "{what}: the link {link} stayed for the host's git to follow\n{}",
+                    run.describe()
+                );
+                assert!(
+                    run.stderr.contains(link),
+                    "{what}: {link} not named\n{}",
+                    run.stderr
+                );
+            }
+            assert!(
+                home.join(snap).join(&q).join("config").exists(),
+                "{what}: the quarantined repository stays for the user to review"
+            );
+            assert!(storage.join("other/legit/HEAD").exists());
+        }
+        // Control: the same links made without jail stay.
+        let fx = Fixture::new(who, "quarantine-links-bare");
+        std::fs::create_dir_all(fx.home.join(snap).join("legit")).unwrap();
+        fx.give_to(who);
+        let out = fx
+            .command(
+                "/bin/sh".as_ref(),
+                &[
+                    "-c",
+                    &format!("cd ~/{snap} && mkdir proj && ln -s ../legit proj/legit"),
+                ],
+            )
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert!(std::fs::symlink_metadata(fx.home.join(snap).join("proj/legit")).is_ok());
+    }
+}
