@@ -1131,6 +1131,10 @@ const STATE_CASES: &[StateCase] = &[
             (".claude/hookscript", false),
             (".claude/run", false),
             (".claude/node_helper.js", false),
+            // Auto-memory, loaded into the system prompt of every session in that project.
+            (".claude/projects/-w-repo/memory/MEMORY.md", true),
+            (".claude/projects/-w-repo/memory/notes.md", false),
+            (".claude/projects/-w-other/memory/MEMORY.md", false),
         ],
         links: &[(".claude/linked.sh", "projects/evil.sh")],
     },
@@ -1156,6 +1160,9 @@ const STATE_CASES: &[StateCase] = &[
         planted: &[
             (".gemini/guard", false),
             (".gemini/scripts/check.mjs", true),
+            // git's global config for the checkpoints' shadow repository (XDG_CONFIG_HOME).
+            (".gemini/history/0a1b/git/config", true),
+            (".gemini/history/2c3d/git/attributes", false),
         ],
         links: &[],
     },
