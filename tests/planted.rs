@@ -1543,3 +1543,113 @@ fn a_quarantined_entry_is_hidden_from_later_runs_and_no_symlink_leads_the_host_t
         assert!(std::fs::symlink_metadata(fx.home.join(snap).join("proj/legit")).is_ok());
     }
 }
+
+#[test]
+fn what_runs_from_a_directory_the_environment_names_inside_a_writable_tree_is_protected() {
+    // Red team F6: PYTHONPATH=$proj/src makes every host python import a planted
+    // sitecustomize.py at start; CARGO_HOME's config.toml names a rustc-wrapper; Gradle runs
+    // every script in GRADLE_USER_HOME/init.d. What runs from such a directory, when it lies in
+    // a writable tree, is read-only where it exists and moved aside where the run creates it;
+    // the rest of the directory stays the project's.
+    if !full_level_or_skip("planted-env-code-dirs") {
+        return;
+    }
+    // (variable, directory relative to the project, what runs beneath it, exists before)
+    let cases: &[(&str, &str, &str, bool)] = &[
+        ("PYTHONPATH", "src", "sitecustomize.py", false),
+        ("PYTHONPATH", "src", "usercustomize.py", true),
+        ("CARGO_HOME", ".cargo-home", "config.toml", false),
+        ("CARGO_HOME", ".cargo-home", "bin/cargo-clippy", false),
+        (
+            "GRADLE_USER_HOME",
+            "gradle-home",
+            "init.d/evil.gradle",
+            false,
+        ),
+        ("GRADLE_USER_HOME", "gradle-home", "gradle.properties", true),
+        (
+            "PYTHONUSERBASE",
+            "pyuser",
+            "lib/python3.12/site-packages/evil.pth",
+            false,
+        ),
+        ("GNUPGHOME", "gnupg", "gpg-agent.conf", false),
+    ];
+    let script: String = cases
+        .iter()
+        .map(|(_, dir, rel, _)| {
+            format!(
+                "mkdir -p \"$(dirname {dir}/{rel})\"; echo 'import os; PLANTED' >> {dir}/{rel}; "
+            )
+        })
+        .collect::<String>()
+        + "echo data > src/app.py; true";
+    for who in users() {
+        for disabled in MODES {
+            let fx = Fixture::new(who, "env-code-dirs");
+            for (_, dir, rel, existing) in cases {
+                std::fs::create_dir_all(fx.repo.join(dir)).unwrap();
+                if *existing {
+                    std::fs::write(fx.repo.join(dir).join(rel), "users\n").unwrap();
+                }
+            }
+            // (Existing: without the mount view Landlock refuses new entries beside a
+            // read-only one.)
+            std::fs::write(fx.repo.join("src/app.py"), "old\n").unwrap();
+            fx.give_to(who);
+            let mut env: Vec<(&str, String)> = Vec::new();
+            for (var, dir, _, _) in cases {
+                if !env.iter().any(|(v, _)| v == var) {
+                    env.push((var, fx.repo.join(dir).to_string_lossy().into_owned()));
+                }
+            }
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let repo = fx.p("repo");
+            let run = fx.jail_with(
+                &[
+                    "--rw", &repo, "--cwd", &repo, "--", "/bin/sh", "-c", &script,
+                ],
+                disabled,
+                &env,
+            );
+            let what = format!("as {who:?} without {disabled:?}");
+            assert_eq!(run.code, Some(0), "{what}: {}", run.describe());
+            for (var, dir, rel, existing) in cases {
+                let p = fx.repo.join(dir).join(rel);
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                assert!(
+                    !text.contains("PLANTED"),
+                    "{what}: {dir}/{rel}, beneath what {var} names, was planted and stayed\n{}",
+                    run.describe()
+                );
+                if *existing && p.exists() {
+                    assert_eq!(text, "users\n", "{what}: {rel} changed");
+                }
+            }
+            assert_eq!(
+                std::fs::read_to_string(fx.repo.join("src/app.py")).unwrap_or_default(),
+                "data\n",
+                "{what}: the rest of the directory stays the project's\n{}",
+                run.describe()
+            );
+        }
+        // Control: without the variables the same files are the project's to write.
+        let fx = Fixture::new(who, "env-code-dirs-ctl");
+        for (_, dir, _, _) in cases {
+            std::fs::create_dir_all(fx.repo.join(dir)).unwrap();
+        }
+        fx.give_to(who);
+        let repo = fx.p("repo");
+        let run = fx.jail(&[
+            "--rw", &repo, "--cwd", &repo, "--", "/bin/sh", "-c", &script,
+        ]);
+        assert_eq!(run.code, Some(0), "control: {}", run.describe());
+        for (_, dir, rel, _) in cases {
+            let text = std::fs::read_to_string(fx.repo.join(dir).join(rel)).unwrap_or_default();
+            assert!(
+                text.contains("PLANTED"),
+                "control: {dir}/{rel} was not written"
+            );
+        }
+    }
+}

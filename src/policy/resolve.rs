@@ -641,7 +641,10 @@ fn protect_env_configs(
         .chain(&input.caller_env)
         .cloned()
         .collect();
-    for (_, named) in super::env_configs::named_configs(&vars, cwd) {
+    let named = super::env_configs::named_configs(&vars, cwd)
+        .into_iter()
+        .chain(super::env_configs::named_code(&vars, cwd));
+    for (_, named) in named {
         let path = real_path(&named);
         let Some(root) = rules
             .values()
