@@ -1134,6 +1134,10 @@ const STATE_CASES: &[StateCase] = &[
             (".claude/hookscript", false),
             (".claude/run", false),
             (".claude/node_helper.js", false),
+            // Auto-memory, loaded into the system prompt of every session in that project.
+            (".claude/projects/-w-repo/memory/MEMORY.md", true),
+            (".claude/projects/-w-repo/memory/notes.md", false),
+            (".claude/projects/-w-other/memory/MEMORY.md", false),
         ],
         links: &[(".claude/linked.sh", "projects/evil.sh")],
     },
@@ -1159,6 +1163,9 @@ const STATE_CASES: &[StateCase] = &[
         planted: &[
             (".gemini/guard", false),
             (".gemini/scripts/check.mjs", true),
+            // git's global config for the checkpoints' shadow repository (XDG_CONFIG_HOME).
+            (".gemini/history/0a1b/git/config", true),
+            (".gemini/history/2c3d/git/attributes", false),
         ],
         links: &[],
     },
@@ -1415,6 +1422,237 @@ fn a_tool_config_the_environment_names_inside_a_writable_tree_is_protected() {
         for (_, _, rel, _) in cases {
             let text = std::fs::read_to_string(fx.repo.join(rel)).unwrap_or_default();
             assert!(text.contains("PLANTED"), "control: {rel} was not written");
+        }
+    }
+}
+
+#[test]
+fn a_quarantined_entry_is_hidden_from_later_runs_and_no_symlink_leads_the_host_to_a_repository() {
+    // Red team F3: run 1 plants a repository with a filter command in opencode's snapshot data;
+    // jail moves it aside beside itself. Run 2 links `snapshot/<project>/<hash>` to it (or to
+    // any git directory), and the host's opencode runs `git --git-dir <link> add`, so the
+    // filter runs on the host. A quarantined entry is hidden from every later run, and a new
+    // symlink that leads to a git directory, a quarantined entry or a directory holding one is
+    // moved aside, wherever it is in the writable trees (agent data included).
+    if !full_level_or_skip("planted-quarantine-links") {
+        return;
+    }
+    let snap = ".local/share/opencode/snapshot";
+    let plant = "cd ~/.local/share/opencode/snapshot && mkdir -p evil/objects evil/refs/heads && \
+        echo 'ref: refs/heads/main' > evil/HEAD && \
+        printf '[filter \"x\"]\\n\\tclean = sh -c \"id > /tmp/pwned\"\\n' > evil/config && \
+        mkdir -p evil/info && echo '* filter=x' > evil/info/attributes";
+    // (link, target relative to the link's directory; `Q` is the quarantined repository)
+    let links: &[(&str, &str)] = &[
+        ("proj/hash", "../Q"),
+        ("proj/legit", "../../storage/other/legit"),
+        ("proj/other", "../../storage/other"),
+        ("proj/holder", "../../storage/holder"),
+        ("proj/up", ".."),
+        ("proj/home-repo", "HOME/other/.git"),
+    ];
+    for who in users() {
+        for disabled in MODES {
+            let fx = Fixture::new(who, "quarantine-links");
+            let home = fx.home.clone();
+            // (Made before, and the others elsewhere: without the mount view, Landlock refuses
+            // new entries in a directory that holds a hidden or protected one.)
+            std::fs::create_dir_all(home.join(snap).join("proj")).unwrap();
+            let storage = home.join(".local/share/opencode/storage");
+            // A directory that holds a quarantined entry, from an earlier run.
+            std::fs::create_dir_all(storage.join("holder/x.jail-quarantine-0")).unwrap();
+            fx.give_to(who);
+            // A repository the agent made itself, and one elsewhere in HOME.
+            common::git(
+                &fx,
+                &[
+                    "init",
+                    "-q",
+                    "--bare",
+                    &format!("{}/other/legit", storage.display()),
+                ],
+            );
+            common::git(&fx, &["init", "-q", &format!("{}/other", home.display())]);
+            fx.give_to(who);
+            let what = format!("as {who:?} without {disabled:?}");
+            let run = fx.jail_with(
+                &["--profile", "opencode", "--", "/bin/sh", "-c", plant],
+                disabled,
+                &[],
+            );
+            assert_eq!(run.code, Some(0), "{what}: {}", run.describe());
+            let q = std::fs::read_dir(home.join(snap))
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .find(|n| n.starts_with("evil.jail-quarantine-"))
+                .unwrap_or_else(|| panic!("{what}: evil not moved aside\n{}", run.describe()));
+            let mut script = format!(
+                "cd ~/{snap} && \
+                 if cat {q}/config; then echo READ-QUARANTINE; fi; \
+                 if echo x > {q}/new; then echo WROTE-QUARANTINE; fi; "
+            );
+            for (link, target) in links {
+                let target = target
+                    .replace('Q', &q)
+                    .replace("HOME", &home.display().to_string());
+                script.push_str(&format!("ln -s '{target}' '{link}'; "));
+            }
+            script.push_str("true");
+            let run = fx.jail_with(
+                &["--profile", "opencode", "--", "/bin/sh", "-c", &script],
+                disabled,
+                &[],
+            );
+            assert_eq!(run.code, Some(0), "{what}: {}", run.describe());
+            assert!(
+                !run.stdout.contains("READ-QUARANTINE") && !run.stdout.contains("WROTE-QUARANTINE"),
+                "{what}: the quarantined repository was reachable by the next run\n{}",
+                run.describe()
+            );
+            for (link, _) in links {
+                assert!(
+                    std::fs::symlink_metadata(home.join(snap).join(link)).is_err(),
+                    "{what}: the link {link} stayed for the host's git to follow\n{}",
+                    run.describe()
+                );
+                assert!(
+                    run.stderr.contains(link),
+                    "{what}: {link} not named\n{}",
+                    run.stderr
+                );
+            }
+            assert!(
+                home.join(snap).join(&q).join("config").exists(),
+                "{what}: the quarantined repository stays for the user to review"
+            );
+            assert!(storage.join("other/legit/HEAD").exists());
+        }
+        // Control: the same links made without jail stay.
+        let fx = Fixture::new(who, "quarantine-links-bare");
+        std::fs::create_dir_all(fx.home.join(snap).join("legit")).unwrap();
+        fx.give_to(who);
+        let out = fx
+            .command(
+                "/bin/sh".as_ref(),
+                &[
+                    "-c",
+                    &format!("cd ~/{snap} && mkdir proj && ln -s ../legit proj/legit"),
+                ],
+            )
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert!(std::fs::symlink_metadata(fx.home.join(snap).join("proj/legit")).is_ok());
+    }
+}
+
+#[test]
+fn what_runs_from_a_directory_the_environment_names_inside_a_writable_tree_is_protected() {
+    // Red team F6: PYTHONPATH=$proj/src makes every host python import a planted
+    // sitecustomize.py at start; CARGO_HOME's config.toml names a rustc-wrapper; Gradle runs
+    // every script in GRADLE_USER_HOME/init.d. What runs from such a directory, when it lies in
+    // a writable tree, is read-only where it exists and moved aside where the run creates it;
+    // the rest of the directory stays the project's.
+    if !full_level_or_skip("planted-env-code-dirs") {
+        return;
+    }
+    // (variable, directory relative to the project, what runs beneath it, exists before)
+    let cases: &[(&str, &str, &str, bool)] = &[
+        ("PYTHONPATH", "src", "sitecustomize.py", false),
+        ("PYTHONPATH", "src", "usercustomize.py", true),
+        ("CARGO_HOME", ".cargo-home", "config.toml", false),
+        ("CARGO_HOME", ".cargo-home", "bin/cargo-clippy", false),
+        (
+            "GRADLE_USER_HOME",
+            "gradle-home",
+            "init.d/evil.gradle",
+            false,
+        ),
+        ("GRADLE_USER_HOME", "gradle-home", "gradle.properties", true),
+        (
+            "PYTHONUSERBASE",
+            "pyuser",
+            "lib/python3.12/site-packages/evil.pth",
+            false,
+        ),
+        ("GNUPGHOME", "gnupg", "gpg-agent.conf", false),
+    ];
+    let script: String = cases
+        .iter()
+        .map(|(_, dir, rel, _)| {
+            format!(
+                "mkdir -p \"$(dirname {dir}/{rel})\"; echo 'import os; PLANTED' >> {dir}/{rel}; "
+            )
+        })
+        .collect::<String>()
+        + "echo data > src/app.py; true";
+    for who in users() {
+        for disabled in MODES {
+            let fx = Fixture::new(who, "env-code-dirs");
+            for (_, dir, rel, existing) in cases {
+                std::fs::create_dir_all(fx.repo.join(dir)).unwrap();
+                if *existing {
+                    std::fs::write(fx.repo.join(dir).join(rel), "users\n").unwrap();
+                }
+            }
+            // (Existing: without the mount view Landlock refuses new entries beside a
+            // read-only one.)
+            std::fs::write(fx.repo.join("src/app.py"), "old\n").unwrap();
+            fx.give_to(who);
+            let mut env: Vec<(&str, String)> = Vec::new();
+            for (var, dir, _, _) in cases {
+                if !env.iter().any(|(v, _)| v == var) {
+                    env.push((var, fx.repo.join(dir).to_string_lossy().into_owned()));
+                }
+            }
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let repo = fx.p("repo");
+            let run = fx.jail_with(
+                &[
+                    "--rw", &repo, "--cwd", &repo, "--", "/bin/sh", "-c", &script,
+                ],
+                disabled,
+                &env,
+            );
+            let what = format!("as {who:?} without {disabled:?}");
+            assert_eq!(run.code, Some(0), "{what}: {}", run.describe());
+            for (var, dir, rel, existing) in cases {
+                let p = fx.repo.join(dir).join(rel);
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                assert!(
+                    !text.contains("PLANTED"),
+                    "{what}: {dir}/{rel}, beneath what {var} names, was planted and stayed\n{}",
+                    run.describe()
+                );
+                if *existing && p.exists() {
+                    assert_eq!(text, "users\n", "{what}: {rel} changed");
+                }
+            }
+            assert_eq!(
+                std::fs::read_to_string(fx.repo.join("src/app.py")).unwrap_or_default(),
+                "data\n",
+                "{what}: the rest of the directory stays the project's\n{}",
+                run.describe()
+            );
+        }
+        // Control: without the variables the same files are the project's to write.
+        let fx = Fixture::new(who, "env-code-dirs-ctl");
+        for (_, dir, _, _) in cases {
+            std::fs::create_dir_all(fx.repo.join(dir)).unwrap();
+        }
+        fx.give_to(who);
+        let repo = fx.p("repo");
+        let run = fx.jail(&[
+            "--rw", &repo, "--cwd", &repo, "--", "/bin/sh", "-c", &script,
+        ]);
+        assert_eq!(run.code, Some(0), "control: {}", run.describe());
+        for (_, dir, rel, _) in cases {
+            let text = std::fs::read_to_string(fx.repo.join(dir).join(rel)).unwrap_or_default();
+            assert!(
+                text.contains("PLANTED"),
+                "control: {dir}/{rel} was not written"
+            );
         }
     }
 }

@@ -871,6 +871,12 @@ impl<'r> Finder<'r> {
                 );
                 return State::Unit;
             }
+            // Where it leads, read on the host: a git directory, something moved aside, or a
+            // directory holding either is what a host tool told to use the link's path runs.
+            if let Some(why) = crate::policy::quarantined::link_leads_to_code(&abs) {
+                self.unit(abs, why.into());
+                return State::Unit;
+            }
             let outside = std::fs::canonicalize(&abs).is_ok_and(|target| {
                 target.is_dir() && !self.rules.roots.iter().any(|r| target.starts_with(r))
             });

@@ -12,6 +12,7 @@ use nix::fcntl::{OFlag, openat};
 use nix::sys::stat::Mode;
 
 use super::planted::Planted;
+use crate::policy::quarantined::MARK;
 use crate::text::say;
 
 /// Moves every unit aside and says so; false when one could not be moved, or when the search was
@@ -125,9 +126,9 @@ fn rename_in(dir: &OwnedFd, name: &OsStr) -> nix::Result<OsString> {
     let mut last = Errno::EEXIST;
     for attempt in 0..16u32 {
         let mut aside = OsString::from(name);
-        aside.push(format!(".jail-quarantine-{}", unpredictable(attempt)));
+        aside.push(format!("{MARK}{}", unpredictable(attempt)));
         if aside.len() > 255 {
-            aside = OsString::from(format!(".jail-quarantine-{}", unpredictable(attempt)));
+            aside = OsString::from(format!("{MARK}{}", unpredictable(attempt)));
         }
         match super::sys::rename_noreplace(dir, name, aside.as_os_str()) {
             Ok(()) => return Ok(aside),

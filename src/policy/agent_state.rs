@@ -24,6 +24,9 @@ pub struct StateDir {
     pub dir: PathBuf,
     /// Relative patterns (`projects`, `*.sqlite*`, `tmp/arg0-linux`): `*` matches any run of
     /// characters within one component; a pattern covers everything beneath what it matches.
+    /// A pattern that starts with `!` (`!projects/*/memory`) takes what it matches, and
+    /// everything beneath, out of the data again: the agent reads it as code (instructions
+    /// loaded into every session, a git configuration).
     pub data: Vec<String>,
 }
 
@@ -39,8 +42,10 @@ pub enum Part {
     Code,
 }
 
-/// Whether a data pattern is well formed: relative, no `.` or `..`, not empty.
+/// Whether a data pattern is well formed: relative, no `.` or `..`, not empty (after the `!`
+/// of an exception).
 pub fn valid_pattern(pattern: &str) -> bool {
+    let pattern = pattern.strip_prefix('!').unwrap_or(pattern);
     !pattern.is_empty()
         && !pattern.starts_with('/')
         && pattern
@@ -63,7 +68,9 @@ fn component_matches(pattern: &[u8], name: &[u8]) -> bool {
     }
 }
 
-/// Where `rel` (a path relative to the state directory, not empty) stands among `data`.
+/// Where `rel` (a path relative to the state directory, not empty) stands among `data`: an
+/// exception (`!…`) at or above it makes it code; on the way to an exception inside data, it
+/// is on the way (itself writable, its entries judged one by one).
 pub fn part_of(data: &[String], rel: &Path) -> Part {
     let names: Vec<&[u8]> = rel
         .components()
@@ -72,26 +79,39 @@ pub fn part_of(data: &[String], rel: &Path) -> Part {
             _ => None,
         })
         .collect();
-    let mut on_the_way = false;
-    for pattern in data {
+    // (matches rel or something above it, matches something beneath rel)
+    let reach = |pattern: &str| {
         let parts: Vec<&[u8]> = pattern.split('/').map(str::as_bytes).collect();
         let n = parts.len().min(names.len());
-        if !parts[..n]
+        let prefix = parts[..n]
             .iter()
             .zip(&names[..n])
-            .all(|(p, name)| component_matches(p, name))
-        {
-            continue;
+            .all(|(p, name)| component_matches(p, name));
+        (
+            prefix && names.len() >= parts.len(),
+            prefix && names.len() < parts.len(),
+        )
+    };
+    let mut on_the_way = false;
+    for exception in data.iter().filter_map(|p| p.strip_prefix('!')) {
+        match reach(exception) {
+            (true, _) => return Part::Code,
+            (_, true) => on_the_way = true,
+            _ => {}
         }
-        if names.len() >= parts.len() {
-            return Part::Data;
-        }
-        on_the_way = true;
     }
-    if on_the_way {
-        Part::OnTheWay
-    } else {
-        Part::Code
+    let mut data_here = false;
+    for pattern in data.iter().filter(|p| !p.starts_with('!')) {
+        match reach(pattern) {
+            (true, _) => data_here = true,
+            (_, true) => on_the_way = true,
+            _ => {}
+        }
+    }
+    match (data_here, on_the_way) {
+        (true, false) => Part::Data,
+        (_, true) => Part::OnTheWay,
+        (false, false) => Part::Code,
     }
 }
 
@@ -229,6 +249,15 @@ mod tests {
         assert_eq!(at("tmp"), Part::OnTheWay);
         assert_eq!(at("tmp/arg0-linux/codex-arg0x/apply_patch"), Part::Data);
         assert_eq!(at("tmp/other.sh"), Part::Code);
+        let mut d = data();
+        d.push("!projects/*/memory".into());
+        let at = |r: &str| part_of(&d, Path::new(r));
+        assert_eq!(at("projects"), Part::OnTheWay);
+        assert_eq!(at("projects/-w-repo"), Part::OnTheWay);
+        assert_eq!(at("projects/-w-repo/x.jsonl"), Part::Data);
+        assert_eq!(at("projects/-w-repo/memory"), Part::Code);
+        assert_eq!(at("projects/-w-repo/memory/MEMORY.md"), Part::Code);
+        assert_eq!(at("logs_2.sqlite-wal"), Part::Data);
         for code in [
             "guard.sh",
             "notify",
@@ -246,7 +275,8 @@ mod tests {
     #[test]
     fn patterns_are_checked() {
         assert!(valid_pattern("projects") && valid_pattern("tmp/arg0-linux"));
-        for bad in ["", "/abs", "../x", "a/./b", "a//b", "x/"] {
+        assert!(valid_pattern("!projects/*/memory"));
+        for bad in ["", "/abs", "../x", "a/./b", "a//b", "x/", "!", "!../x"] {
             assert!(!valid_pattern(bad), "{bad}");
         }
     }

@@ -9,6 +9,12 @@
 //! if created), whatever its name. Decided by the variable's name, which says it names a
 //! configuration (`*_CONFIG_PATH`, `*_CONFIG_FILE`, `*RC`, …): a wrong guess costs one
 //! read-only file in the project, a missed one a command on the host.
+//!
+//! Other variables name a directory whose contents run without being asked for:
+//! `PYTHONPATH` (every Python start imports `sitecustomize`), `CARGO_HOME` (`config.toml`
+//! names a `rustc-wrapper`), `GRADLE_USER_HOME` (every build runs `init.d/*`)… For those a
+//! table names the entries beneath that run ([`named_code`]), protected the same way; the
+//! rest of the directory stays writable.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -18,6 +24,7 @@ use std::path::{Path, PathBuf};
 /// so by a suffix below.
 const EXACT: &[&str] = &[
     "BASH_ENV",
+    "GOENV",
     "ENV",
     "ZDOTDIR",
     "CURL_HOME",
@@ -95,6 +102,129 @@ pub fn named_configs(vars: &[(OsString, OsString)], cwd: &Path) -> Vec<(String, 
     out
 }
 
+/// Variables that name a directory (or a `:`-separated list of them) from which a tool runs
+/// code on its own, with the entries beneath that run (`.` for the directory whole). Decided by
+/// what runs without being asked for: what every interpreter start imports, what a build runs,
+/// a tool's configuration that names programs, the commands it installs.
+const CODE_DIRS: &[(&str, &[&str])] = &[
+    // site imports sitecustomize and usercustomize from sys.path at every start, before any
+    // script (a module, a package, bytecode beside it or in __pycache__, an extension).
+    ("PYTHONPATH", PYTHON_STARTUP_MODULES),
+    // The user site (lib/pythonX.Y/site-packages): its *.pth lines starting with `import` run
+    // at every start, and it holds usercustomize.
+    ("PYTHONUSERBASE", &["lib"]),
+    // The standard library itself.
+    ("PYTHONHOME", &["."]),
+    // config.toml ([build] rustc-wrapper, target runners, aliases), the subcommands it runs
+    // from bin (cargo-clippy, …), the env scripts shells source, and the sources of the
+    // dependencies whose build scripts and proc macros every build runs.
+    (
+        "CARGO_HOME",
+        &[
+            "config.toml",
+            "config",
+            "bin",
+            "env",
+            "env.fish",
+            "env.nu",
+            "registry/src",
+            "git/checkouts",
+        ],
+    ),
+    // The toolchains themselves.
+    ("RUSTUP_HOME", &["."]),
+    // Init scripts run by every build, JVM options, the Gradle distributions the wrapper runs.
+    (
+        "GRADLE_USER_HOME",
+        &[
+            "init.d",
+            "init.gradle",
+            "init.gradle.kts",
+            "gradle.properties",
+            "wrapper",
+        ],
+    ),
+    // gpg.conf and the agent's (pinentry-program), dirmngr's and scdaemon's configurations.
+    (
+        "GNUPGHOME",
+        &[
+            "gpg.conf",
+            "gpg-agent.conf",
+            "dirmngr.conf",
+            "scdaemon.conf",
+            "common.conf",
+        ],
+    ),
+    // npm's global configuration (script-shell, node-options), global packages and commands.
+    ("NPM_CONFIG_PREFIX", &["etc", "lib/node_modules", "bin"]),
+    // Go's module sources (built and run by every build) and installed commands.
+    ("GOPATH", &["pkg/mod", "bin"]),
+    ("GOMODCACHE", &["."]),
+    // Ruby's installed gems, their commands and compiled extensions.
+    ("GEM_HOME", &["."]),
+    ("BUNDLE_USER_HOME", &["."]),
+    ("MAVEN_HOME", &["."]),
+    ("M2_HOME", &["."]),
+];
+
+/// What Python's `site` imports from every `sys.path` entry at start, in every form it loads.
+const PYTHON_STARTUP_MODULES: &[&str] = &[
+    "sitecustomize.py",
+    "sitecustomize.pyc",
+    "sitecustomize",
+    "sitecustomize.so",
+    "sitecustomize.abi3.so",
+    "usercustomize.py",
+    "usercustomize.pyc",
+    "usercustomize",
+    "usercustomize.so",
+    "usercustomize.abi3.so",
+];
+
+/// The versioned forms of the startup modules: bytecode in __pycache__ (used in place of an
+/// existing source whose recorded size and time it carries) and extension modules.
+fn python_versioned(dir: &Path, out: &mut Vec<PathBuf>) {
+    for module in ["sitecustomize", "usercustomize"] {
+        for minor in 6..=15 {
+            out.push(dir.join(format!("__pycache__/{module}.cpython-3{minor}.pyc")));
+            for arch in ["x86_64-linux-gnu", "aarch64-linux-gnu"] {
+                out.push(dir.join(format!("{module}.cpython-3{minor}-{arch}.so")));
+            }
+        }
+    }
+}
+
+/// The entries beneath the directories the variables of `vars` name from which a tool runs code
+/// (the table `CODE_DIRS`): (variable, path), made absolute against `cwd` like [`named_configs`].
+pub fn named_code(vars: &[(OsString, OsString)], cwd: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    for (k, v) in vars {
+        let Some(name) = k.to_str() else { continue };
+        let upper = name.to_ascii_uppercase();
+        let Some((var, entries)) = CODE_DIRS.iter().find(|(n, _)| *n == upper) else {
+            continue;
+        };
+        for part in v.as_bytes().split(|b| *b == b':') {
+            if part.is_empty() {
+                continue;
+            }
+            let dir = super::absolute(cwd, Path::new(std::ffi::OsStr::from_bytes(part)));
+            let mut paths: Vec<PathBuf> = entries
+                .iter()
+                .map(|e| if *e == "." { dir.clone() } else { dir.join(e) })
+                .collect();
+            if *var == "PYTHONPATH" {
+                python_versioned(&dir, &mut paths);
+            }
+            out.extend(paths.into_iter().map(|p| (var.to_string(), p)));
+        }
+        if out.len() > 4096 {
+            break;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +267,36 @@ mod tests {
         ] {
             assert!(!names_config(no), "{no}");
         }
+    }
+
+    #[test]
+    fn directories_whose_contents_run_name_what_runs_beneath_them() {
+        let vars: Vec<(OsString, OsString)> = [
+            ("PYTHONPATH", "src:/abs/lib"),
+            ("CARGO_HOME", ".cargo-home"),
+            ("GRADLE_USER_HOME", "/g"),
+            ("npm_config_prefix", "/n"),
+            ("PATH", "/usr/bin"),
+        ]
+        .iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect();
+        let got = named_code(&vars, Path::new("/w"));
+        let has = |p: &str| got.iter().any(|(_, q)| q == Path::new(p));
+        for yes in [
+            "/w/src/sitecustomize.py",
+            "/w/src/usercustomize",
+            "/w/src/__pycache__/sitecustomize.cpython-312.pyc",
+            "/abs/lib/sitecustomize.py",
+            "/w/.cargo-home/config.toml",
+            "/w/.cargo-home/registry/src",
+            "/g/init.d",
+            "/g/init.gradle",
+            "/n/etc",
+        ] {
+            assert!(has(yes), "{yes}");
+        }
+        assert!(!has("/w/src") && !has("/usr/bin/sitecustomize.py"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod homes;
 pub mod host_code;
 pub mod limits;
 pub mod profile;
+pub mod quarantined;
 pub mod request;
 mod resolve;
 mod secrets;

@@ -641,7 +641,10 @@ fn protect_env_configs(
         .chain(&input.caller_env)
         .cloned()
         .collect();
-    for (_, named) in super::env_configs::named_configs(&vars, cwd) {
+    let named = super::env_configs::named_configs(&vars, cwd)
+        .into_iter()
+        .chain(super::env_configs::named_code(&vars, cwd));
+    for (_, named) in named {
         let path = real_path(&named);
         let Some(root) = rules
             .values()
@@ -882,6 +885,26 @@ fn protect_names(
                 PathRule {
                     path,
                     access: Access::Ro,
+                    kind,
+                    origin: Origin::Protected(root.clone()),
+                },
+            );
+        }
+        // What an earlier run's check moved aside stays as it was for the user to review:
+        // this run neither reads nor changes it (a symlink it makes to it is moved aside).
+        // Over a profile's read-only rule for it too (an agent's state directory keeps every
+        // entry outside its data read-only, a moved one included).
+        for (path, is_dir) in found.quarantined {
+            if user.contains_key(&path) || rules.get(&path).is_some_and(|r| r.access == Access::Rw)
+            {
+                continue;
+            }
+            let kind = if is_dir { Kind::Dir } else { Kind::File };
+            rules.insert(
+                path.clone(),
+                PathRule {
+                    path,
+                    access: Access::Hide,
                     kind,
                     origin: Origin::Protected(root.clone()),
                 },
@@ -1178,6 +1201,34 @@ struct Protected {
     truncated: bool,
     /// Directories whose `.git` is a file (a linked worktree's or a submodule's gitfile).
     worktrees: Vec<PathBuf>,
+    /// Entries an earlier run's check moved aside (`NAME.jail-quarantine-*`, not symlinks),
+    /// with whether each is a directory: hidden from this run.
+    quarantined: Vec<(PathBuf, bool)>,
+}
+
+impl Protected {
+    /// The quarantined entries of a directory's listing ([`super::quarantined`]).
+    fn note_quarantined<'l>(
+        &mut self,
+        dir: &Path,
+        listing: impl Iterator<Item = (&'l std::ffi::OsString, &'l std::fs::FileType)>,
+    ) {
+        for (name, ft) in listing {
+            if !ft.is_symlink() && super::quarantined::is_quarantined_name(name) {
+                self.quarantined.push((dir.join(name), ft.is_dir()));
+            }
+        }
+    }
+}
+
+/// The listing of a directory as (name, type), empty when it cannot be read.
+fn listing_of(dir: &Path) -> Vec<(std::ffi::OsString, std::fs::FileType)> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
+        .collect()
 }
 
 /// Protected names under `root`, to keep read-only from the start: directly beneath it (absent
@@ -1227,6 +1278,7 @@ fn find_protected(root: &Path) -> Protected {
             .flatten()
             .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
             .collect();
+        out.note_quarantined(&dir, listing.iter().map(|(n, t)| (n, t)));
         let has = |name: &str| listing.iter().any(|(n, _)| n == name);
         // A git directory by its layout: its configuration and hooks, and those of the
         // submodules and worktrees it holds; never its objects (git must write them).
@@ -1245,6 +1297,13 @@ fn find_protected(root: &Path) -> Protected {
                 }
             }
             for git_dir in git_dirs_of(&dir) {
+                if git_dir != dir {
+                    let l = listing_of(&git_dir);
+                    out.note_quarantined(&git_dir, l.iter().map(|(n, t)| (n, t)));
+                }
+                let modules = git_dir.join("modules");
+                let l = listing_of(&modules);
+                out.note_quarantined(&modules, l.iter().map(|(n, t)| (n, t)));
                 for part in PROTECTED_IN_GIT_DIRS {
                     check(
                         git_dir.join(part.pattern),
@@ -1288,6 +1347,10 @@ fn find_protected(root: &Path) -> Protected {
         // each linked worktree's. In each, the names that hold configuration and hooks are kept
         // read-only.
         for git_dir in git_dirs_of(&dir.join(".git")) {
+            for d in [git_dir.clone(), git_dir.join("modules")] {
+                let l = listing_of(&d);
+                out.note_quarantined(&d, l.iter().map(|(n, t)| (n, t)));
+            }
             for part in PROTECTED_IN_GIT_DIRS {
                 check(
                     git_dir.join(part.pattern),
@@ -1306,8 +1369,10 @@ fn find_protected(root: &Path) -> Protected {
         }
         for (name, ft) in &listing {
             let n = [name.as_bytes()];
+            // Nor into what an earlier run moved aside: it is hidden whole.
             if SEARCH_SKIP.iter().any(|s| name == *s)
                 || super::defaults::protected_name(&n).is_some()
+                || super::quarantined::is_quarantined_name(name)
             {
                 continue;
             }
@@ -1350,7 +1415,10 @@ fn git_dirs_of(dotgit: &Path) -> Vec<PathBuf> {
             continue;
         };
         for entry in entries.flatten() {
-            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            // What an earlier run moved aside is hidden whole, not a git directory to open.
+            if !entry.file_type().is_ok_and(|t| t.is_dir())
+                || super::quarantined::is_quarantined_name(&entry.file_name())
+            {
                 continue;
             }
             let path = entry.path();
