@@ -87,11 +87,24 @@ fn a_killed_supervisors_planted_files_are_moved_aside_and_its_report_written() {
                 fx.repo.join(".envrc").exists(),
                 "the supervisor was killed in time"
             );
-            // The next look: `jail runs` in the first mode, another jail in the second.
-            let next = if i == 0 {
-                Run::from(fx.command(jail_bin(), &["runs"]).output().unwrap())
-            } else {
-                fx.jail_with(&["--", "true"], disabled, &[])
+            // The next look: `jail runs` in the first mode, another jail in the second. The
+            // run's init may outlive its supervisor a moment (it holds the journal's lock until
+            // it dies): a look while it lives finds a live run and leaves it, so look again
+            // until the run is found dead.
+            let look = || {
+                if i == 0 {
+                    Run::from(fx.command(jail_bin(), &["runs"]).output().unwrap())
+                } else {
+                    fx.jail_with(&["--", "true"], disabled, &[])
+                }
+            };
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            let next = loop {
+                let next = look();
+                if next.stderr.contains("supervisor") || std::time::Instant::now() > deadline {
+                    break next;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
             };
             assert!(
                 next.stderr.contains("supervisor") && next.stderr.contains(".envrc"),
