@@ -7,6 +7,7 @@ pub mod changes;
 pub mod cow_run;
 pub mod events;
 pub mod evidence;
+pub mod forward;
 pub mod landlock;
 pub mod launch;
 pub mod layer_bound;
