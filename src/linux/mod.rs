@@ -5,6 +5,7 @@ pub mod audit;
 pub mod bpf_tree;
 pub mod changes;
 pub mod cow_run;
+pub mod ended_by;
 pub mod events;
 pub mod evidence;
 pub mod forward;

@@ -238,6 +238,9 @@ pub struct RunEnd {
     pub processes: Option<u64>,
     /// The caller asked for the stop (`--control-fd`), or went away.
     pub stopped: bool,
+    /// The run's bound that ended it, when one did (decided by the launcher, which knows the
+    /// bounds and reads the cgroups' counters).
+    pub ended_by: Option<super::ended_by::EndedBy>,
 }
 
 fn handled_signals() -> SigSet {
