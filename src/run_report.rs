@@ -71,6 +71,10 @@ pub struct Outcome {
     pub signal: Option<i32>,
     /// jail's own error, when `status` is `jail_error`.
     pub error: Option<String>,
+    /// The run's bound that ended it: `time` (`--timeout`), `memory` or `cpu` (`--limit`);
+    /// null when none did.
+    #[serde(default)]
+    pub bound: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -168,6 +172,8 @@ pub enum EndFacts {
         /// The caller stopped the run (`--control-fd`).
         stopped: bool,
         signal: Option<i32>,
+        /// The bound that ended it (`time`, `memory`, `cpu`).
+        bound: Option<&'static str>,
     },
     JailError(String),
 }
@@ -194,7 +200,7 @@ pub struct Facts<'a> {
 
 impl RunReport {
     pub fn build(f: Facts) -> RunReport {
-        let outcome = match &f.end {
+        let mut outcome = match &f.end {
             EndFacts::Ended {
                 code,
                 stopped: true,
@@ -205,6 +211,7 @@ impl RunReport {
                 exit_code: *code,
                 signal: *signal,
                 error: None,
+                bound: None,
             },
             EndFacts::Ended {
                 code,
@@ -216,6 +223,7 @@ impl RunReport {
                 exit_code: *code,
                 signal: *signal,
                 error: None,
+                bound: None,
             },
             EndFacts::Ended {
                 code,
@@ -226,20 +234,26 @@ impl RunReport {
                 exit_code: *code,
                 signal: Some(*sig),
                 error: None,
+                bound: None,
             },
             EndFacts::Ended { code, .. } => Outcome {
                 status: "exited".into(),
                 exit_code: *code,
                 signal: None,
                 error: None,
+                bound: None,
             },
             EndFacts::JailError(e) => Outcome {
                 status: "jail_error".into(),
                 exit_code: crate::error::EXIT_JAIL_ERROR,
                 signal: None,
                 error: Some(e.clone()),
+                bound: None,
             },
         };
+        if let EndFacts::Ended { bound, .. } = &f.end {
+            outcome.bound = bound.map(str::to_string);
+        }
         let net = &f.policy.net;
         let (allowed, refused, decisions, decisions_dropped) = match f.decisions {
             Some((a, r, d, dropped)) => (Some(a), Some(r), d, dropped),

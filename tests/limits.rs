@@ -42,6 +42,13 @@ fn amount(run: &Run) -> u64 {
         .unwrap_or_else(|| panic!("no amount in the output:\n{}", run.describe()))
 }
 
+/// `line` starts exactly one line of jail's stderr: the bound that ended the run, said once.
+#[track_caller]
+fn said_once(run: &Run, line: &str) {
+    let n = run.stderr.lines().filter(|l| l.starts_with(line)).count();
+    assert_eq!(n, 1, "{line:?} said {n} times:\n{}", run.describe());
+}
+
 /// Whether `who` can start processes on the host right now.
 fn host_forks(who: Who, n: usize) -> bool {
     (0..n).all(|_| {
@@ -190,6 +197,10 @@ fn a_memory_hog_is_stopped_by_the_memory_limit() {
                 assert!(out.stderr.contains("--limit memory="), "{}", out.describe());
             } else {
                 assert_eq!(out.code, Some(128 + libc::SIGKILL), "{}", out.describe());
+                said_once(
+                    &out,
+                    "jail: the run reached its memory bound (--limit memory=64M)",
+                );
             }
             let lifted = run(
                 &fx,
@@ -198,6 +209,11 @@ fn a_memory_hog_is_stopped_by_the_memory_limit() {
                 &env,
             );
             assert_eq!(verdict(&lifted), Verdict::Allowed, "{}", lifted.describe());
+            assert!(
+                !lifted.stderr.contains("the run reached its"),
+                "{}",
+                lifted.describe()
+            );
         }
         if who == Who::Root {
             // A cgroup also counts the tmpfs pages the tree writes: an unsized /tmp does not
@@ -209,6 +225,10 @@ fn a_memory_hog_is_stopped_by_the_memory_limit() {
                 &[],
             );
             assert_eq!(out.code, Some(128 + libc::SIGKILL), "{}", out.describe());
+            said_once(
+                &out,
+                "jail: the run reached its memory bound (--limit memory=64M)",
+            );
         }
     }
 }
@@ -270,12 +290,20 @@ fn a_cpu_burner_is_stopped_by_the_cpu_limit() {
     for who in users() {
         let fx = Fixture::new(who, "cpu-burner");
         let started = Instant::now();
-        let out = run(&fx, &["--limit", "cpu=1s", "--timeout", "30s"], &burn, &[]);
+        let report = fx.p("cpu.json");
+        let flags = ["--limit", "cpu=1s", "--timeout", "30s", "--report", &report];
+        let out = run(&fx, &flags, &burn, &[]);
         assert_eq!(out.code, Some(128 + libc::SIGXCPU), "{}", out.describe());
         assert!(started.elapsed() < Duration::from_secs(20));
+        said_once(&out, "jail: the run reached its CPU bound (--limit cpu=1s)");
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!(r["outcome"]["bound"], "cpu", "{r:#}");
         // Lifted, it burns on until the timeout.
         let out = run(&fx, &["--limit", "cpu=none", "--timeout", "3s"], &burn, &[]);
         assert_eq!(out.code, Some(124), "{}", out.describe());
+        said_once(&out, "jail: the run reached its time bound (--timeout 3s)");
+        assert!(!out.stderr.contains("CPU bound"), "{}", out.describe());
     }
 }
 

@@ -270,6 +270,15 @@ fn killed_timed_out_and_terminated_runs_still_write_a_report() {
             let r = read_report(&report);
             assert_eq!(r["outcome"]["status"], "timeout", "{what}");
             assert_eq!(r["outcome"]["exit_code"], 124, "{what}");
+            assert_eq!(r["outcome"]["bound"], "time", "{what}");
+            assert_eq!(
+                run.stderr
+                    .matches("jail: the run reached its time bound (--timeout 1s)")
+                    .count(),
+                1,
+                "{what}: {}",
+                run.describe()
+            );
 
             let report = fx.p("k.json");
             let mut cmd = fx.command(
@@ -282,6 +291,13 @@ fn killed_timed_out_and_terminated_runs_still_write_a_report() {
             let r = read_report(&report);
             assert_eq!(r["outcome"]["status"], "signaled", "{what}");
             assert_eq!(r["outcome"]["signal"], 9, "{what}");
+            // A SIGKILL that no bound sent is the command's own end: nothing said.
+            assert_eq!(r["outcome"]["bound"], serde_json::Value::Null, "{what}");
+            assert!(
+                !run.stderr.contains("the run reached its"),
+                "{what}: {}",
+                run.describe()
+            );
         }
         // SIGTERM to jail itself (docker stop, a CI runner cancelling): passed on, reported.
         let report = fx.p("term.json");

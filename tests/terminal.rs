@@ -17,7 +17,8 @@ const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 const PYTHON: &str = "/usr/bin/python3";
 
 /// Runs argv on a new pseudo-terminal (its controlling terminal, foreground process group) and
-/// follows the steps: ["expect", text], ["write", text], ["resize", rows, cols], ["sleep", s].
+/// follows the steps: ["expect", text], ["write", text], ["resize", rows, cols], ["sleep", s],
+/// ["signal", N] (to the program, jail, with kill()).
 /// Prints {"ok", "code", "output"} as JSON.
 const PTY_DRIVER: &str = r#"
 import fcntl, json, os, select, signal, struct, sys, termios, time
@@ -76,6 +77,8 @@ for step in spec.get("steps", []):
         fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", step[1], step[2], 0, 0))
     elif step[0] == "sleep":
         pump(wait=step[1])
+    elif step[0] == "signal":
+        os.kill(pid, step[1])
 code = None
 while time.monotonic() < deadline:
     done, status = os.waitpid(pid, os.WNOHANG)
@@ -273,6 +276,43 @@ fn ctrl_c_interrupts_the_command_once() {
             "as {who:?}: SIGINT deliveries:\n{}",
             run.output
         );
+    }
+}
+
+/// On a terminal the command shares init's process group (the terminal's foreground): SIGINT
+/// sent to jail with kill() (a shell's `kill -INT %1`, a hang-up passed on by the shell) must
+/// reach every process of that group, the child the shell waits for included, not the shell
+/// alone, which would wait on. jail exits 130 and nothing of the tree is left.
+#[test]
+fn a_signal_sent_to_jail_on_a_terminal_ends_the_whole_tree() {
+    if !full_level_or_skip("a_signal_sent_to_jail_on_a_terminal_ends_the_whole_tree") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "tty-signal");
+        let n = std::process::id() % 1_000_000;
+        let (bg, fg) = (format!("86411.{n:06}"), format!("86412.{n:06}"));
+        // The foreground child says it runs just before it becomes the sleep.
+        let script = format!("sleep {bg} & /bin/sh -c 'echo started; exec sleep {fg}'; echo done");
+        let run = on_pty(
+            &fx,
+            &["--", "/bin/sh", "-c", &script],
+            (24, 80),
+            serde_json::json!([["expect", "started"], ["signal", libc::SIGINT]]),
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut left = [processes_with(&bg), processes_with(&fg)].concat();
+        while !left.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            left = [processes_with(&bg), processes_with(&fg)].concat();
+        }
+        for pid in &left {
+            // SAFETY: kill sends a signal; nothing else.
+            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+        }
+        assert_eq!(run.code, Some(130), "as {who:?}:\n{}", run.output);
+        assert!(!run.output.contains("done"), "as {who:?}:\n{}", run.output);
+        assert!(left.is_empty(), "as {who:?}: left running: {left:?}");
     }
 }
 

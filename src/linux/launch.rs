@@ -9,7 +9,7 @@ use super::planted::Watch;
 use super::recorder::Recorder;
 use super::run_state::RunState;
 use super::supervisor::{self, Confinement, RunEnd};
-use super::{limits, seccomp};
+use super::{ended_by, limits, seccomp};
 use crate::enforcement::{self, Layers};
 use crate::error::{EXIT_JAIL_ERROR, JailError};
 use crate::policy::Policy;
@@ -204,6 +204,10 @@ fn attempt(
         Ok(Applied::Ended(end)) => Ok(end),
         Err(e) => Err(e),
     };
+    // Said once, as the first thing after the run: a bound, not the command, ended it.
+    if let Some(bound) = result.as_ref().ok().and_then(|end| end.ended_by) {
+        crate::text::say(bound.line());
+    }
     // Also after jail's own failure: the command may have run before it.
     let cow_roots: Vec<std::path::PathBuf> = cow
         .as_ref()
@@ -435,11 +439,22 @@ fn apply(
             j.attempt(&conf.limits.cgroup_dirs(), run.plan.layers.mount, report);
         }
         match supervisor::run(policy, &conf)? {
-            supervisor::Outcome::Exited(end) => {
-                // Read only for the report, the one place the counts go.
-                if recorder.is_some() {
+            supervisor::Outcome::Exited(mut end) => {
+                // Read for the report, and to tell an end by SIGKILL at the memory bound.
+                if recorder.is_some() || end.code == 128 + libc::SIGKILL {
                     run.limits_reached = conf.limits.reached();
                 }
+                let facts = ended_by::End {
+                    code: end.code,
+                    timed_out: end.timed_out,
+                    stopped: end.stopped,
+                };
+                end.ended_by = ended_by::EndedBy::of(
+                    facts,
+                    policy.timeout,
+                    &run.plan.limits,
+                    run.limits_reached.oom_kills,
+                );
                 return Ok(Applied::Ended(end));
             }
             supervisor::Outcome::NoNamespaces(e)

@@ -581,7 +581,7 @@ fn tmpfs_bound(
 }
 
 /// `4G`, or `11.8G` for a size that no unit divides.
-fn approx_size(bytes: u64) -> String {
+pub fn approx_size(bytes: u64) -> String {
     if bytes < 1 << 20 || bytes % (1 << 30) == 0 || (bytes < 1 << 30 && bytes % (1 << 20) == 0) {
         return size_text(bytes);
     }

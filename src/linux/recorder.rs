@@ -224,6 +224,7 @@ impl Recorder {
                 timed_out: end.timed_out,
                 stopped: end.stopped,
                 signal: end.signal,
+                bound: end.ended_by.map(|b| b.name()),
             },
             Err(e) => EndFacts::JailError(e.to_string()),
         };

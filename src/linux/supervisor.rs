@@ -16,8 +16,9 @@
 //! Process groups, as a shell runs a job: init and the command get a group of their own, and when
 //! jail holds the terminal's foreground it hands it to that group. So Ctrl-C and window changes
 //! reach the command straight from the terminal, while a signal sent to jail (its pid, or its
-//! whole group, as CI runners do) reaches only the supervisor and is forwarded once. When the
-//! command stops (Ctrl-Z), init tells the supervisor, which takes the terminal back and stops
+//! whole group, as CI runners and `timeout` do) reaches only the supervisor and is passed on
+//! once: the signals that end a job to the command's whole group (see [`super::forward`]). When
+//! the command stops (Ctrl-Z), init tells the supervisor, which takes the terminal back and stops
 //! itself, so the user's shell sees the job stopped; on SIGCONT it hands the terminal over again.
 
 use std::ffi::{CString, OsString};
@@ -237,6 +238,9 @@ pub struct RunEnd {
     pub processes: Option<u64>,
     /// The caller asked for the stop (`--control-fd`), or went away.
     pub stopped: bool,
+    /// The run's bound that ended it, when one did (decided by the launcher, which knows the
+    /// bounds and reads the cgroups' counters).
+    pub ended_by: Option<super::ended_by::EndedBy>,
 }
 
 fn handled_signals() -> SigSet {
@@ -655,7 +659,7 @@ fn supervise(
                     ending = true;
                     timed_out = true;
                     tracing::info!("timeout: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
-                    deadline = Some(begin_ending(child));
+                    deadline = Some(begin_ending(child, !reap_tree));
                 } else if !killed {
                     killed = true;
                     let _ = kill(child, Signal::SIGKILL);
@@ -704,7 +708,7 @@ fn supervise(
                 } else if !ending {
                     ending = true;
                     tracing::info!("stop requested: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
-                    deadline = Some(begin_ending(child));
+                    deadline = Some(begin_ending(child, !reap_tree));
                 }
                 continue;
             }
@@ -751,7 +755,13 @@ fn supervise(
         if info.ssi_code != SI_KERNEL {
             if let Ok(sig) = Signal::try_from(signo) {
                 tracing::debug!("forwarding {sig}");
-                let _ = kill(child, sig);
+                if reap_tree {
+                    // No init: the command is our child, and its group is ours to signal.
+                    super::forward::pass_on(child, sig);
+                } else {
+                    // Init passes it on to the command's group, inside the namespace.
+                    let _ = kill(child, sig);
+                }
             }
         }
     }
@@ -810,11 +820,15 @@ fn next_event(
     }
 }
 
-/// The timeout or the caller's stop: SIGTERM to the tree's first process (init forwards it to
-/// the command) and SIGCONT to its group, since a stopped command would never see the SIGTERM.
-/// Returns when SIGKILL follows.
-fn begin_ending(child: Pid) -> Instant {
-    let _ = kill(child, Signal::SIGTERM);
+/// The timeout or the caller's stop: SIGTERM to the command's process group (init passes it on
+/// there; without init, `child` is the command) and SIGCONT to the group, since a stopped
+/// command would never see the SIGTERM. Returns when SIGKILL follows.
+fn begin_ending(child: Pid, has_init: bool) -> Instant {
+    if has_init {
+        let _ = kill(child, Signal::SIGTERM);
+    } else {
+        super::forward::to_group(child, Signal::SIGTERM);
+    }
     let _ = kill(Pid::from_raw(-child.as_raw()), Signal::SIGCONT);
     Instant::now() + KILL_GRACE
 }
@@ -1105,14 +1119,11 @@ fn init_main(
             // Only what the supervisor sends (a sender outside the pid namespace shows as pid 0):
             // a group signal sent from inside already reached the command.
             if let Ok(sig) = Signal::try_from(signo) {
-                let _ = kill(command, sig);
+                super::forward::pass_on(command, sig);
                 // A stopped command would see a request to end only when continued (the
                 // supervisor's SIGCONT reaches init's group, which the command may have left).
-                if matches!(
-                    sig,
-                    Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP | Signal::SIGQUIT
-                ) {
-                    let _ = kill(command, Signal::SIGCONT);
+                if super::forward::reach(sig) == super::forward::Reach::Group {
+                    super::forward::to_group(command, Signal::SIGCONT);
                 }
             }
         }

@@ -436,7 +436,41 @@ pub fn recv_pid(sock: RawFd) -> io::Result<Option<i32>> {
 /// Every process below `root`, from the parent pids in /proc/*/stat (zombies included: they are
 /// reaped, not killed).
 pub fn descendants(root: i32) -> Vec<i32> {
-    let mut parent_of = Vec::new();
+    tree_below(root, &processes())
+}
+
+/// The processes below `root` in the process group `pgid`, from /proc/*/stat. A process forked
+/// after the listing is not in it.
+pub fn descendants_in_group(root: i32, pgid: i32) -> Vec<i32> {
+    let all = processes();
+    tree_below(root, &all)
+        .into_iter()
+        .filter(|p| all.iter().any(|s| s.pid == *p && s.pgrp == pgid))
+        .collect()
+}
+
+/// The ids of one process, as its /proc/PID/stat shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatIds {
+    pub pid: i32,
+    pub ppid: i32,
+    pub pgrp: i32,
+}
+
+/// The parent and process group in the text of /proc/PID/stat: `pid (comm) state ppid pgrp …`,
+/// where comm may hold spaces and parentheses (the last ')' ends it).
+pub fn stat_ids(pid: i32, stat: &str) -> Option<StatIds> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let _state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some(StatIds { pid, ppid, pgrp })
+}
+
+/// Every process /proc lists now.
+fn processes() -> Vec<StatIds> {
+    let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
@@ -444,25 +478,52 @@ pub fn descendants(root: i32) -> Vec<i32> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        // pid (comm) state ppid …: comm may hold spaces and parentheses; the last ')' ends it.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let _state = fields.next();
-        if let Some(ppid) = fields.next().and_then(|p| p.parse::<i32>().ok()) {
-            parent_of.push((pid, ppid));
-        }
+        out.extend(stat_ids(pid, &stat));
     }
+    out
+}
+
+/// The pids below `root` in `all`, following the parent links.
+fn tree_below(root: i32, all: &[StatIds]) -> Vec<i32> {
     let mut out = Vec::new();
     let mut frontier = vec![root];
     while let Some(p) = frontier.pop() {
-        for &(child, parent) in &parent_of {
-            if parent == p && !out.contains(&child) {
-                out.push(child);
-                frontier.push(child);
+        for s in all {
+            if s.ppid == p && !out.contains(&s.pid) {
+                out.push(s.pid);
+                frontier.push(s.pid);
             }
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_ids_read_past_a_command_name_with_parentheses_and_spaces() {
+        let stat = "42 (a) b (c) S 7 9 9 0 -1 4194560 0 0";
+        assert_eq!(
+            stat_ids(42, stat),
+            Some(StatIds {
+                pid: 42,
+                ppid: 7,
+                pgrp: 9
+            })
+        );
+        assert_eq!(stat_ids(42, "42 (x"), None);
+        assert_eq!(stat_ids(42, "42 (x) S"), None);
+    }
+
+    #[test]
+    fn the_tree_below_a_process_follows_every_generation() {
+        let s = |pid, ppid| StatIds { pid, ppid, pgrp: 0 };
+        let all = [s(1, 0), s(2, 1), s(3, 2), s(4, 3), s(5, 9)];
+        let mut below = tree_below(1, &all);
+        below.sort();
+        assert_eq!(below, [2, 3, 4]);
+        assert!(tree_below(4, &all).is_empty());
+    }
 }
