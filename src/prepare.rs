@@ -329,6 +329,7 @@ fn missing_state_dirs(policy: &Policy) -> Vec<PathBuf> {
 }
 
 /// Whether the command of `policy` could create `dir`, a path that does not exist (pure).
+#[cfg(target_os = "linux")]
 fn could_create(policy: &Policy, dir: &std::path::Path) -> bool {
     if dir.starts_with("/tmp") || dir.starts_with("/dev/shm") {
         return true;
