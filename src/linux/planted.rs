@@ -212,12 +212,18 @@ pub fn own_state(policy: &Policy) -> Vec<PathBuf> {
 }
 
 /// The walk's bounds, with jail's own state left out of it (by device and inode: what the walk
-/// meets is compared, not a path): jail writes there during the run.
+/// meets is compared, not a path): jail writes there during the run. Only the state that lies
+/// in a walked tree: the registry names every store of the user's, and one removed during the
+/// run (another run's, discarded) frees its inode number for a directory the command makes,
+/// which the walk would then skip with all it holds (a planted `.envrc` 140 levels down went
+/// unseen when a suite removed its fixtures beside the run).
 fn walk_limits(policy: &Policy) -> Limits {
     use std::os::unix::fs::MetadataExt;
+    let roots = roots(policy);
     Limits {
         skip: own_state(policy)
             .iter()
+            .filter(|p| roots.iter().any(|r| p.starts_with(r)))
             .filter_map(|p| std::fs::symlink_metadata(p).ok())
             .filter(|m| m.is_dir())
             .map(|m| (m.dev(), m.ino()))
@@ -1055,6 +1061,29 @@ mod tests {
             exempt: [t.0.clone()].into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_walk_skips_only_jails_state_inside_the_walked_trees() {
+        use crate::policy::{Access, Kind, Origin, PathRule, Policy};
+        let t = T::new("own-skip");
+        std::fs::create_dir_all(t.p("work/state/jail")).unwrap();
+        std::fs::create_dir_all(t.p("elsewhere/state/jail")).unwrap();
+        let rule = |p: PathBuf, access, origin| PathRule {
+            path: p,
+            access,
+            kind: Kind::Dir,
+            origin,
+        };
+        let mut policy = Policy::probe_default();
+        policy.rules.extend([
+            rule(t.p("work"), Access::Rw, Origin::Default),
+            rule(t.p("work/state/jail"), Access::Hide, Origin::JailState),
+            rule(t.p("elsewhere/state/jail"), Access::Hide, Origin::JailState),
+        ]);
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(t.p("work/state/jail")).unwrap();
+        assert_eq!(walk_limits(&policy).skip, [(m.dev(), m.ino())]);
     }
 
     #[test]
