@@ -518,14 +518,15 @@ fn add_profile_rules(
 /// the profile already decides for it (the agent's profile makes its state writable).
 fn add_agent_logins(input: &PolicyInput, user: &FlagRules, rules: &mut Rules, listed: &Listings) {
     for login in &input.agent_logins {
+        // Most logins do not exist here: the listings answer for them without a lookup each.
+        let Some(path) = existing_target(&login.path, listed) else {
+            continue;
+        };
         // A login is a file: one replaced by a link (an agent's state is writable to it) would
         // make jail show, or hide, whatever the link names.
         if std::fs::symlink_metadata(&login.path).map_or(true, |m| m.file_type().is_symlink()) {
             continue;
         }
-        let Some(path) = existing_target(&login.path, listed) else {
-            continue;
-        };
         let named_by_flag = user
             .keys()
             .any(|u| *u == path || path.starts_with(u) && user[u].0 == Access::Hide);
