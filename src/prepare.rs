@@ -253,6 +253,15 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         ),
         (None, None) => None,
     };
+    let net = if req.net.is_empty() {
+        net::NetPolicy::parse(o.net.as_deref().unwrap_or_default())
+            .map_err(|e| JailError::BadInput(format!("profile {}: net {e}", prof.name)))?
+    } else {
+        net::NetPolicy::parse(&req.net).map_err(|e| JailError::BadInput(e.to_string()))?
+    };
+    let mut env = env;
+    let secrets = secret_rules(req, &prof, &net, &caller)?;
+    put_placeholders(&mut env, &secrets);
     #[allow(unused_mut)]
     let mut input = PolicyInput {
         ro: req.ro.clone(),
@@ -272,12 +281,8 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         limits: prof
             .limits
             .merged(policy::limits::Limits::from_flags(&req.limits).map_err(JailError::BadInput)?),
-        net: if req.net.is_empty() {
-            net::NetPolicy::parse(o.net.as_deref().unwrap_or_default())
-                .map_err(|e| JailError::BadInput(format!("profile {}: net {e}", prof.name)))?
-        } else {
-            net::NetPolicy::parse(&req.net).map_err(|e| JailError::BadInput(e.to_string()))?
-        },
+        net,
+        secrets,
         command: req.command.clone(),
         profile: prof.name.clone(),
         home: home.clone(),
@@ -400,6 +405,107 @@ fn jail_state(make: bool, cow: bool) -> Result<Vec<PathBuf>, JailError> {
     own.sort();
     own.dedup();
     Ok(own)
+}
+
+/// The secrets the proxy adds: each `--secret` (refused where it cannot hold), and each key
+/// the profile declares that the caller has set and the command would get, when the network
+/// goes through the proxy (`allow=`). A `--secret` without hosts takes the profile's.
+fn secret_rules(
+    req: &Request,
+    prof: &crate::policy::profile::Resolved,
+    net: &net::NetPolicy,
+    caller: &[(OsString, OsString)],
+) -> Result<Vec<net::secrets::SecretRule>, JailError> {
+    use net::secrets::{SecretRule, parse_flag, placeholder};
+    let is_set = |name: &str| {
+        caller
+            .iter()
+            .any(|(k, v)| k.as_os_str() == name && !v.is_empty())
+    };
+    let allow = net::AllowList::from_policy(net).map_err(|e| JailError::BadInput(e.to_string()))?;
+    let mut rules: Vec<SecretRule> = Vec::new();
+    for spec in &req.secrets {
+        let (name, hosts) = parse_flag(spec).map_err(JailError::BadInput)?;
+        let flag = format!("--secret {}", crate::text::printable(spec));
+        let hosts = match hosts.or_else(|| prof.secrets.get(&name).map(|s| s.hosts.clone())) {
+            Some(h) => h,
+            None => {
+                return Err(JailError::BadInput(format!(
+                    "{flag}: no hosts: name them (--secret {name}@api.example.com), or use a \
+                     profile whose [secrets] declares {name}"
+                )));
+            }
+        };
+        let Some(allow) = &allow else {
+            return Err(JailError::BadInput(format!(
+                "{flag}: needs the proxy (--net allow=HOSTS), which adds the value on the way \
+                 out; this run's network is {}",
+                net.summary()
+            )));
+        };
+        if !is_set(&name) {
+            return Err(JailError::BadInput(format!(
+                "{flag}: {name} is not set (or empty) in jail's environment, where its value is \
+                 read"
+            )));
+        }
+        for h in &hosts {
+            if allow.check_name(h).is_err() {
+                return Err(JailError::BadInput(format!(
+                    "{flag}: {h} is not on the allow list: add it (--net allow={h})"
+                )));
+            }
+        }
+        rules.retain(|r| r.name != name);
+        rules.push(SecretRule {
+            placeholder: placeholder(&name, random_bytes()?),
+            name,
+            hosts,
+            from: "--secret".into(),
+            explicit: true,
+        });
+    }
+    if let Some(allow) = &allow {
+        for (name, declared) in &prof.secrets {
+            let kept = req.env.iter().any(|n| n == name) || prof.env.keep.iter().any(|k| k == name);
+            // A key whose hosts the network does not allow stays as it was (passed): the
+            // proxy could add it nowhere, and the command would lose a key it may use elsewhere.
+            let reachable = declared.hosts.iter().any(|h| allow.check_name(h).is_ok());
+            if rules.iter().any(|r| &r.name == name) || !is_set(name) || !kept || !reachable {
+                continue;
+            }
+            rules.push(SecretRule {
+                placeholder: placeholder(name, random_bytes()?),
+                name: name.clone(),
+                hosts: declared.hosts.clone(),
+                from: format!("profile {}", declared.profile),
+                explicit: false,
+            });
+        }
+    }
+    Ok(rules)
+}
+
+/// The command's environment holds each secret's placeholder, never its value; a `--secret`
+/// the environment rules would have removed is put back as its placeholder.
+fn put_placeholders(env: &mut policy::env::ChildEnv, secrets: &[net::secrets::SecretRule]) {
+    for rule in secrets {
+        env.vars
+            .retain(|(k, _)| k.as_os_str() != rule.name.as_str());
+        env.why.remove(&rule.name);
+        env.vars
+            .push((rule.name.clone().into(), rule.placeholder.clone().into()));
+    }
+}
+
+/// 16 bytes from the kernel's random pool, for a placeholder no other run shares.
+fn random_bytes() -> Result<[u8; 16], JailError> {
+    use std::io::Read;
+    let mut out = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut out))
+        .map_err(|e| JailError::os("secrets", "/dev/urandom", e))?;
+    Ok(out)
 }
 
 /// What the command line refuses as it parses (an empty path, an empty program, a timeout that is not a positive

@@ -102,6 +102,23 @@ pub struct Network {
     pub decisions: Vec<Decision>,
     /// Decisions not listed because the list was full (refusals give way first).
     pub decisions_dropped: u64,
+    /// The secrets the proxy adds (`--secret`, a profile's `[secrets]`): names and hosts,
+    /// never values.
+    #[serde(default)]
+    pub secrets: Vec<InjectedSecret>,
+}
+
+/// One secret of the run as the report shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InjectedSecret {
+    /// The environment variable (its placeholder inside).
+    pub name: String,
+    /// The hosts its value is added for.
+    pub hosts: Vec<String>,
+    /// `--secret` or `profile NAME`.
+    pub from: String,
+    /// Listed connections whose requests carried it (see `decisions`).
+    pub connections: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -293,6 +310,20 @@ impl RunReport {
                 enforcement: f.network_enforcement.into(),
                 allowed,
                 refused,
+                secrets: f
+                    .policy
+                    .secrets
+                    .iter()
+                    .map(|r| InjectedSecret {
+                        name: r.name.clone(),
+                        hosts: r.hosts.clone(),
+                        from: r.from.clone(),
+                        connections: decisions
+                            .iter()
+                            .filter(|d| d.secrets.contains(&r.name))
+                            .count() as u64,
+                    })
+                    .collect(),
                 decisions,
                 decisions_dropped,
             },

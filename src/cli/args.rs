@@ -260,6 +260,13 @@ pub struct RunArgs {
     #[arg(long = "net", value_name = "RULE", value_parser = Text)]
     pub net: Vec<String>,
 
+    /// Keep the value of environment variable NAME outside: the command gets a placeholder,
+    /// and the proxy puts the value in place of it in the credential headers of HTTPS requests
+    /// to HOSTs only (default: the hosts the profile's `[secrets]` names for NAME). Needs
+    /// `--net allow=` and a network namespace. Repeatable.
+    #[arg(long = "secret", value_name = "NAME[@HOST,...]")]
+    pub secret: Vec<String>,
+
     /// With --cow: at the end write the run's changes to FILE as a git patch (binary-safe) and
     /// discard the layer, for pipelines. FILE must not be writable inside the jail.
     #[arg(long, value_name = "FILE")]

@@ -178,6 +178,7 @@ pub fn request(args: &RunArgs) -> Request {
         allow_unix_sockets: args.allow_unix_sockets,
         allow_sockets: args.allow_socket.clone(),
         net: args.net.clone(),
+        secrets: args.secret.clone(),
         command: args.command.clone(),
     }
 }

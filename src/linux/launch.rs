@@ -259,7 +259,13 @@ fn plan_run(policy: &Policy, features: Features) -> Result<(NetRuntime, RunState
     let mut net = NetRuntime::new(policy)?;
     net.prepare_fallback(&Layers::from_features(&features))?;
     let fallback = net.fallback_addr()?;
-    let run = RunState::new(policy, features, limits::Host::detect(), fallback)?;
+    let run = RunState::new(
+        policy,
+        features,
+        limits::Host::detect(),
+        fallback,
+        net.trust_ca(),
+    )?;
     Ok((net, run))
 }
 

@@ -77,6 +77,9 @@ pub enum Step {
     WritableInside(#[serde(with = "crate::byte_path")] PathBuf),
     /// Remove jail's helper file from /dev and make /dev read-only.
     SealDev,
+    /// The trust bundle with the run's CA (`--secret`, [`TRUST_BUNDLE`]) bound read-only over a
+    /// system CA bundle, where one is: what TLS clients that read the system's trust store find.
+    TrustBundle(PathBuf),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -90,6 +93,24 @@ pub struct MountPlan {
     /// launch for this run.
     #[serde(serialize_with = "serialize_layers")]
     pub layers: Vec<(PathBuf, PathBuf)>,
+    /// The run CA and what it is added to, when the proxy adds secrets.
+    pub trust: Option<Trust>,
+}
+
+/// What the command trusts when the proxy terminates TLS for its secrets' hosts: the run CA
+/// added to the certificates it trusted before, never in place of them (a client that set its
+/// own bundle keeps it).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Trust {
+    /// The run CA's certificate (PEM).
+    #[serde(skip)]
+    pub ca_pem: String,
+    /// The bundle the command named itself (its `SSL_CERT_FILE`), if any: the start of
+    /// [`TRUST_BUNDLE`] instead of the system's.
+    pub bundle: Option<PathBuf>,
+    /// The extra certificates the command gave Node (its `NODE_EXTRA_CA_CERTS`), if any: the
+    /// start of [`TRUST_CA`]. Node adds that file to its built-in roots and reads no other.
+    pub node_extra: Option<PathBuf>,
 }
 
 fn serialize_layers<S: serde::Serializer>(
@@ -123,7 +144,8 @@ impl Step {
             | Step::HideState(p)
             | Step::HideDirExcept(p, _)
             | Step::HideFile(p)
-            | Step::ShowSocket(p) => Some(p),
+            | Step::ShowSocket(p)
+            | Step::TrustBundle(p) => Some(p),
         }
     }
 }
@@ -169,6 +191,22 @@ const EMPTY_FILE: &str = "/dev/.jail-empty";
 /// The resolved policy as JSON, for `jail status` and orchestrators (JAIL_POLICY): on the /dev
 /// tmpfs, which is sealed read-only.
 pub const POLICY_FILE: &str = "/dev/jail/policy.json";
+/// The run CA's certificate alone, for the clients that add to their own roots
+/// (`NODE_EXTRA_CA_CERTS`).
+pub const TRUST_CA: &str = "/dev/jail/ca.pem";
+/// The system's CA bundle with the run CA's certificate after it (`SSL_CERT_FILE` and the
+/// like), bound over the system bundles.
+pub const TRUST_BUNDLE: &str = "/dev/jail/ca-bundle.pem";
+/// Where distributions keep their CA bundle (Debian and Ubuntu, Fedora and RHEL, openSUSE,
+/// Alpine and others): each that exists gets the trust bundle over it; the first one's content
+/// is the bundle's start.
+pub const SYSTEM_CA_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+];
 /// What /dev holds besides the policy file: a few empty files, symlinks and directories.
 const DEV_BASE_BYTES: usize = 64 * 1024;
 
@@ -318,6 +356,7 @@ pub fn compile(policy: &Policy) -> MountPlan {
         cwd: policy.cwd.clone(),
         tmpfs: TmpfsSizes::default(),
         layers: Vec::new(),
+        trust: None,
     }
 }
 
@@ -360,6 +399,15 @@ fn fail(step: &str, path: &Path, e: impl std::fmt::Display) -> JailError {
 /// copy-on-write roots' upper layers, in the plan's order, when they are on tmpfs
 /// ([`TmpfsSizes::layer`]): the supervisor copies them to the state directory at the end.
 pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<Vec<OwnedFd>, MountError> {
+    // The trust bundle is made from the host's own, read before anything covers it.
+    let trust = plan
+        .trust
+        .as_ref()
+        .map(trust_files)
+        .transpose()
+        .map_err(MountError::Failed)?;
+    let dev_bytes =
+        dev_size(policy_json.len() + trust.as_ref().map_or(0, |(c, b)| c.len() + b.len()));
     // Sockets and trees to show in the private /tmp, held before it covers them.
     let mut held = Vec::new();
     for step in &plan.steps {
@@ -399,6 +447,21 @@ pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<Vec<OwnedFd>, MountE
         }
         if *step == Step::SealDev {
             write_policy_file(policy_json).map_err(MountError::Failed)?;
+            if let Some((ca, bundle)) = &trust {
+                write_dev_file(TRUST_CA, ca).map_err(MountError::Failed)?;
+                write_dev_file(TRUST_BUNDLE, bundle).map_err(MountError::Failed)?;
+            }
+        }
+        if let Step::TrustBundle(p) = step {
+            if trust.is_none() {
+                return Err(MountError::Failed(fail(
+                    "trust bundle",
+                    p,
+                    "no CA for this run",
+                )));
+            }
+            bind_trust_bundle(p).map_err(MountError::Failed)?;
+            continue;
         }
         if let Step::ShowSocket(p) = step {
             let (_, fd) = held.iter().find(|(h, _)| *h == p).expect("held above");
@@ -412,7 +475,7 @@ pub fn apply(plan: &MountPlan, policy_json: &str) -> Result<Vec<OwnedFd>, MountE
             show_at(p, fd, is_dir).map_err(MountError::Failed)?;
             continue;
         }
-        apply_step(step, dev_size(policy_json.len()), &plan.tmpfs).map_err(|e| {
+        apply_step(step, dev_bytes, &plan.tmpfs).map_err(|e| {
             // The very first mount refused: this process may not mount at all (it is already in
             // a Landlock domain, or an LSM forbids it). A fresh /proc refused: the /proc we were
             // given has parts covered (an outer jail's read-only /proc/sys), and the kernel lets
@@ -499,6 +562,7 @@ fn apply_step(step: &Step, dev_bytes: usize, sizes: &TmpfsSizes) -> Result<(), J
         Step::ShowSocket(_) | Step::ShowInTmp(_) => {
             unreachable!("applied with its held descriptor")
         }
+        Step::TrustBundle(_) => unreachable!("applied with the bundle"),
         Step::Overlay(_) => unreachable!("applied with its layer"),
         Step::Throwaway(p) => {
             let layer =
@@ -526,17 +590,78 @@ fn apply_step(step: &Step, dev_bytes: usize, sizes: &TmpfsSizes) -> Result<(), J
 }
 
 fn write_policy_file(json: &str) -> Result<(), JailError> {
-    use std::os::unix::fs::OpenOptionsExt;
     let path = Path::new(POLICY_FILE);
     let dir = path.parent().expect("has a parent");
     std::fs::create_dir(dir).map_err(|e| fail("mkdir", dir, e))?;
+    write_dev_file(POLICY_FILE, json.as_bytes())
+}
+
+/// The two trust files' contents: [`TRUST_CA`] (the command's Node extras, then the run CA)
+/// and [`TRUST_BUNDLE`] (the command's own bundle or else the first system bundle, then the
+/// run CA). A system without a bundle gets the run CA alone: its clients trust nothing else
+/// anyway. A file the command named but that cannot be read stops the launch: its clients
+/// would otherwise trust less, or more, than they asked for.
+fn trust_files(trust: &Trust) -> Result<(Vec<u8>, Vec<u8>), JailError> {
+    let named = |p: &Option<PathBuf>| -> Result<Option<Vec<u8>>, JailError> {
+        p.as_ref()
+            .map(|p| std::fs::read(p).map_err(|e| fail("read the CA bundle", p, e)))
+            .transpose()
+    };
+    let system = || SYSTEM_CA_BUNDLES.iter().find_map(|p| std::fs::read(p).ok());
+    let bundle = named(&trust.bundle)?.or_else(system).unwrap_or_default();
+    let extra = named(&trust.node_extra)?.unwrap_or_default();
+    Ok((
+        with_ca(extra, &trust.ca_pem),
+        with_ca(bundle, &trust.ca_pem),
+    ))
+}
+
+fn with_ca(mut pem: Vec<u8>, ca_pem: &str) -> Vec<u8> {
+    if !pem.is_empty() && !pem.ends_with(b"\n") {
+        pem.push(b'\n');
+    }
+    pem.extend_from_slice(ca_pem.as_bytes());
+    pem
+}
+
+/// Binds the trust bundle over the system bundle at `path` (its symlinks followed: a bundle
+/// is often a link into the certificate directory), read-only; a path that is not a file here
+/// is left alone.
+fn bind_trust_bundle(path: &Path) -> Result<(), JailError> {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return Ok(());
+    }
+    let target = sys::open_path(path).map_err(|e| fail("open", path, e))?;
+    let at = fd_path(target.as_raw_fd());
+    mount(
+        Some(TRUST_BUNDLE),
+        at.as_str(),
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(|e| fail("trust bundle over", path, e))?;
+    let top = sys::open_path(path).map_err(|e| fail("open", path, e))?;
+    sys::mount_setattr(
+        top.as_raw_fd(),
+        false,
+        sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID,
+        0,
+    )
+    .map_err(|e| fail("trust bundle read-only", path, e))
+}
+
+/// A read-only file on jail's /dev tmpfs (before it is sealed).
+fn write_dev_file(path: &str, bytes: &[u8]) -> Result<(), JailError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = Path::new(path);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o444)
         .open(path)
         .map_err(|e| fail("create", path, e))?;
-    std::io::Write::write_all(&mut f, json.as_bytes()).map_err(|e| fail("write", path, e))
+    std::io::Write::write_all(&mut f, bytes).map_err(|e| fail("write", path, e))
 }
 
 fn fd_path(fd: i32) -> String {

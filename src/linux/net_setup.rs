@@ -41,6 +41,9 @@ pub struct NetPlan {
     /// Landlock allows TCP to port 53. The cost, named in the plan: TCP port 53 is reachable on
     /// any host (Landlock's rules are ports, not addresses); UDP stays closed.
     pub dns_over_tcp: bool,
+    /// The proxy adds the run's secrets (`--secret`): it terminates TLS for their hosts, and
+    /// the command trusts the run's CA (the trust bundle in the view, the CA variables).
+    pub intercept: bool,
 }
 
 /// How listen() is held to the bind ports.
@@ -99,6 +102,7 @@ pub fn net_plan(
         listen: Listen::Free,
         tcp_only: false,
         dns_over_tcp: false,
+        intercept: false,
     };
     let value = policy.net.summary();
     let need_tcp_rules = |plan: &mut NetPlan| -> Result<(), JailError> {
@@ -154,8 +158,26 @@ pub fn net_plan(
         NetPolicy::Proxy { .. } if namespace => {
             plan.namespace = true;
             plan.proxy = Some(std::net::SocketAddr::from(([127, 0, 0, 1], PROXY_PORT)));
+            plan.intercept = !policy.secrets.is_empty();
         }
         NetPolicy::Proxy { .. } => {
+            // Without a namespace of its own the command shares the host's /proc and
+            // network: the supervisor holding the value is within reach, and other routes
+            // out may be. A --secret is refused; a key the profile declares goes in the
+            // environment as it did before --secret existed (the plan's gaps say so).
+            if let Some(rule) = policy.secrets.iter().find(|r| r.explicit) {
+                return Err(JailError::layer(
+                    "network",
+                    format!("--secret {}", rule.name),
+                    format!(
+                        "keeping a secret outside needs a network namespace ({}); without \
+                         --secret the value is passed in the command's environment",
+                        f.user_namespaces_detail
+                            .as_deref()
+                            .unwrap_or("user namespaces cannot be created")
+                    ),
+                ));
+            }
             if policy.require != Some(crate::policy::Require::Any) {
                 return Err(JailError::layer(
                     "network",
@@ -202,6 +224,9 @@ pub fn net_plan(
 /// the record of its decisions) and, without a network namespace, its socket on the host.
 pub struct NetRuntime {
     pub proxy: Option<Arc<net::proxy::Proxy>>,
+    /// The run's secrets and CA, made when the policy has secrets; handed to the proxy only
+    /// when the plan intercepts.
+    pub interception: Option<Arc<net::proxy::Interception>>,
     pub fallback_listener: Option<std::net::TcpListener>,
 }
 
@@ -209,12 +234,17 @@ impl NetRuntime {
     pub fn new(policy: &Policy) -> Result<NetRuntime, JailError> {
         let allow = net::AllowList::from_policy(&policy.net)
             .map_err(|e| JailError::BadInput(e.to_string()))?;
+        let interception = match (&allow, policy.secrets.is_empty()) {
+            (Some(_), false) => Some(Arc::new(interception(policy)?)),
+            _ => None,
+        };
         let proxy = match allow {
-            Some(allow) => Some(Arc::new(net::proxy::Proxy::new(allow, resolver()?))),
+            Some(allow) => Some(net::proxy::Proxy::new(allow, resolver()?)),
             None => None,
         };
         Ok(NetRuntime {
-            proxy,
+            proxy: proxy.map(Arc::new),
+            interception,
             fallback_listener: None,
         })
     }
@@ -254,10 +284,18 @@ impl NetRuntime {
         Ok(match (&self.proxy, plan.namespace) {
             (None, false) => NetSetup::Host,
             (None, true) => NetSetup::Loopback,
-            (Some(proxy), true) => NetSetup::Proxy {
-                port: PROXY_PORT,
-                serve: serve(proxy),
-            },
+            (Some(proxy), true) => {
+                if plan.intercept {
+                    let interception = self.interception.clone().ok_or_else(|| {
+                        JailError::layer("network", "--secret", "no CA made for this run")
+                    })?;
+                    let _ = proxy.interception.set(interception);
+                }
+                NetSetup::Proxy {
+                    port: PROXY_PORT,
+                    serve: serve(proxy),
+                }
+            }
             (Some(proxy), false) => {
                 let listener = self
                     .fallback_listener
@@ -271,6 +309,27 @@ impl NetRuntime {
                 }
             }
         })
+    }
+}
+
+/// The secrets' values, read from jail's own environment (the command's holds placeholders),
+/// and the run's CA.
+fn interception(policy: &Policy) -> Result<net::proxy::Interception, JailError> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut injection = net::secrets::Injection::default();
+    for rule in &policy.secrets {
+        let value = std::env::var_os(&rule.name).unwrap_or_default();
+        let secret = net::secrets::Secret::new(rule, value.as_bytes().to_vec())
+            .map_err(|e| JailError::BadInput(format!("--secret {e}")))?;
+        injection.secrets.push(secret);
+    }
+    net::proxy::Interception::new(injection).map_err(|e| JailError::layer("network", "--secret", e))
+}
+
+/// The run CA's certificate, when the policy has secrets.
+impl NetRuntime {
+    pub fn trust_ca(&self) -> Option<String> {
+        self.interception.as_ref().map(|i| i.ca_pem().to_string())
     }
 }
 

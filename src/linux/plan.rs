@@ -29,6 +29,8 @@ pub struct Host<'a> {
     pub limits: &'a limits::Host,
     /// The proxy's socket on the host's loopback, made when there is no network namespace.
     pub fallback_proxy: Option<SocketAddr>,
+    /// The run CA's certificate (PEM) when the proxy adds secrets.
+    pub trust_ca: Option<&'a str>,
     /// A directory's entry names (Landlock rules for the hidden homes' siblings).
     pub list_dir: &'a dyn Fn(&Path) -> Vec<OsString>,
 }
@@ -89,10 +91,37 @@ pub fn compile(policy: &Policy, host: &Host) -> Result<RunPlan, JailError> {
     let layers = Layers::from_features(f);
     let net = net_plan(policy, &layers, f, host.fallback_proxy)?;
     let limits = limits::compile(policy, host.limits, layers.mount)?;
-    let mount = layers.mount.then(|| mounts::MountPlan {
+    let mut mount = layers.mount.then(|| mounts::MountPlan {
         tmpfs: limits.tmpfs(),
         ..mounts::compile(policy)
     });
+    if net.intercept {
+        let (Some(view), Some(ca)) = (&mut mount, host.trust_ca) else {
+            return Err(JailError::layer(
+                "network",
+                "--secret",
+                "the run's CA needs the mount view to be trusted inside",
+            ));
+        };
+        let named = |name: &str| {
+            policy
+                .env
+                .vars
+                .iter()
+                .find(|(k, v)| k.as_os_str() == name && !v.is_empty())
+                .map(|(_, v)| PathBuf::from(v))
+        };
+        view.trust = Some(mounts::Trust {
+            ca_pem: ca.to_string(),
+            bundle: named("SSL_CERT_FILE"),
+            node_extra: named("NODE_EXTRA_CA_CERTS"),
+        });
+        view.steps.extend(
+            mounts::SYSTEM_CA_BUNDLES
+                .iter()
+                .map(|p| mounts::Step::TrustBundle(p.into())),
+        );
+    }
     let mut landlock = layers.landlock.then(|| landlock::LandlockPlan {
         tcp_connect: net.tcp_connect.clone(),
         tcp_bind: net.tcp_bind.clone(),
@@ -116,6 +145,15 @@ pub fn compile(policy: &Policy, host: &Host) -> Result<RunPlan, JailError> {
         },
     };
     let mut gaps = enforcement::gaps(policy, &layers, f);
+    if !net.intercept {
+        gaps.extend(policy.secrets.iter().map(|r| {
+            format!(
+                "{} is in the command's environment: the proxy keeps secrets outside only in a \
+                 network namespace",
+                r.name
+            )
+        }));
+    }
     gaps.extend(limits.gaps.iter().cloned());
     let file = crate::policy_file::PolicyFile::new(policy, &layers, gaps.clone());
     Ok(RunPlan {
@@ -140,12 +178,27 @@ fn environment(policy: &Policy, layers: &Layers, net: &NetPlan) -> Result<Vec<CS
         NetPolicy::Proxy { allow_hosts, .. } => allow_hosts.as_slice(),
         _ => &[],
     };
-    let proxy_env = net
+    let mut proxy_env = net
         .proxy
         .map(|addr| net::proxy_env(addr, allow_hosts))
         .unwrap_or_default();
+    if net.intercept {
+        proxy_env.extend(trust_env());
+    }
     let mut envp = Vec::new();
     for (k, v) in &policy.env.vars {
+        // Without interception a profile's declared key goes in as before (the gaps say so):
+        // its value, read from jail's own environment, in place of the placeholder.
+        let restored = (!net.intercept)
+            .then(|| {
+                policy
+                    .secrets
+                    .iter()
+                    .find(|r| k.as_os_str() == r.name.as_str())
+            })
+            .flatten()
+            .and_then(|r| std::env::var_os(&r.name));
+        let v = restored.as_ref().unwrap_or(v);
         if ["JAIL", "JAIL_PROFILE", "JAIL_POLICY"]
             .iter()
             .any(|n| k.as_os_str() == *n)
@@ -190,6 +243,21 @@ fn environment(policy: &Policy, layers: &Layers, net: &NetPlan) -> Result<Vec<CS
         envp.push(CString::new(format!("JAIL_POLICY={}", mounts::POLICY_FILE)).expect("no NUL"));
     }
     Ok(envp)
+}
+
+/// The variables that point TLS clients at the trust bundle with the run's CA: OpenSSL and
+/// what builds on it (Python's ssl, Ruby), curl, git, Python requests, and Node (which adds
+/// `NODE_EXTRA_CA_CERTS` to its own roots). The caller's own values are replaced: the bundle
+/// starts with the system's certificates.
+fn trust_env() -> Vec<(String, String)> {
+    let bundle = mounts::TRUST_BUNDLE.to_string();
+    vec![
+        ("SSL_CERT_FILE".into(), bundle.clone()),
+        ("CURL_CA_BUNDLE".into(), bundle.clone()),
+        ("REQUESTS_CA_BUNDLE".into(), bundle.clone()),
+        ("GIT_SSL_CAINFO".into(), bundle),
+        ("NODE_EXTRA_CA_CERTS".into(), mounts::TRUST_CA.into()),
+    ]
 }
 
 /// Never run half-confined without saying so: the line a degraded run prints.
@@ -264,6 +332,7 @@ mod tests {
                 limits: &limits_host,
                 fallback_proxy: fallback,
                 list_dir: &|_| Vec::new(),
+                trust_ca: None,
             },
         )
     }

@@ -14,6 +14,8 @@ pub struct RunState {
     pub limits_host: limits::Host,
     /// The proxy's socket on the host's loopback, when there is no namespace.
     pub fallback_proxy: Option<std::net::SocketAddr>,
+    /// The run CA's certificate when the proxy adds secrets.
+    pub trust_ca: Option<String>,
     pub plan: RunPlan,
     /// What the run's cgroups counted at its end.
     pub limits_reached: limits::Reached,
@@ -26,12 +28,20 @@ impl RunState {
         features: Features,
         limits_host: limits::Host,
         fallback_proxy: Option<std::net::SocketAddr>,
+        trust_ca: Option<String>,
     ) -> Result<RunState, JailError> {
-        let plan = compile(policy, &features, &limits_host, fallback_proxy)?;
+        let plan = compile(
+            policy,
+            &features,
+            &limits_host,
+            fallback_proxy,
+            trust_ca.as_deref(),
+        )?;
         Ok(RunState {
             features,
             limits_host,
             fallback_proxy,
+            trust_ca,
             plan,
             limits_reached: Default::default(),
         })
@@ -56,6 +66,7 @@ impl RunState {
             &self.features,
             &self.limits_host,
             self.fallback_proxy,
+            self.trust_ca.as_deref(),
         )?;
         Ok(())
     }
@@ -81,6 +92,7 @@ fn compile(
     features: &Features,
     limits_host: &limits::Host,
     fallback_proxy: Option<std::net::SocketAddr>,
+    trust_ca: Option<&str>,
 ) -> Result<RunPlan, JailError> {
     plan::compile(
         policy,
@@ -88,6 +100,7 @@ fn compile(
             features,
             limits: limits_host,
             fallback_proxy,
+            trust_ca,
             list_dir: &super::landlock::list_dir,
         },
     )

@@ -55,6 +55,13 @@ pub struct Decision {
     pub bytes_up: u64,
     /// Bytes relayed from the destination to the client.
     pub bytes_down: u64,
+    /// The proxy terminated the tunnel's TLS to add a secret (`--secret`): the bytes are then
+    /// the requests and responses inside it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub intercepted: bool,
+    /// The secrets put into a request on this connection (names only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }
 
 #[cfg(test)]
@@ -82,6 +89,8 @@ mod tests {
             reason: Some("name not on the allow list".into()),
             bytes_up: 0,
             bytes_down: 7,
+            intercepted: false,
+            secrets: Vec::new(),
         };
         let json = serde_json::to_string(&d).unwrap();
         // The report's text, field for field, as it was when the protocol was a string.

@@ -8,6 +8,8 @@
 //!   listener that lives in the sandbox's network namespace: the command has no route out, so
 //!   the proxy is its only way to the network, and names are resolved by the proxy, never by
 //!   the command.
+//! - [`secrets`] is what `--secret` says and how a placeholder is replaced (pure); the values
+//!   are held by the proxy alone.
 
 pub mod allow;
 pub mod decision;
@@ -15,6 +17,7 @@ pub mod decision;
 pub mod peer;
 #[cfg(target_os = "linux")]
 pub mod proxy;
+pub mod secrets;
 pub mod spec;
 
 use std::net::SocketAddr;

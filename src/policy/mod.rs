@@ -173,6 +173,9 @@ pub struct Policy {
     pub home: homes::HomeMode,
     /// The network the command gets.
     pub net: crate::net::NetPolicy,
+    /// Secrets the proxy adds for their hosts (`--secret`, a profile's `[secrets]`): the
+    /// command's environment holds their placeholders.
+    pub secrets: Vec<crate::net::secrets::SecretRule>,
     /// Resource bounds asked for (`--limit`, `[limits]`); unset ones get jail's defaults.
     pub limits: limits::Limits,
     #[serde(serialize_with = "serialize_command")]
@@ -210,6 +213,7 @@ impl Policy {
             allow_sockets: vec![],
             home: homes::HomeMode::Visible,
             net: crate::net::NetPolicy::Host,
+            secrets: vec![],
             limits: Default::default(),
             command: vec![],
         }

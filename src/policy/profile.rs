@@ -44,6 +44,9 @@ struct ProfileFile {
     env: EnvSection,
     #[serde(default)]
     options: OptionsSection,
+    /// `[secrets]`: `NAME = ["api.host", ...]`, the agent's keys and the hosts they belong to.
+    #[serde(default)]
+    secrets: BTreeMap<String, Vec<String>>,
     /// `[limits]`: checked when the file is read, kept parsed below.
     #[serde(default)]
     limits: toml::Table,
@@ -231,6 +234,10 @@ pub struct Resolved {
     pub states: Vec<ProfileState>,
     pub env: ProfileEnv,
     pub options: ProfileOptions,
+    /// From `[secrets]`: each variable's hosts; a later profile's list for a name replaces the
+    /// earlier one.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub secrets: BTreeMap<String, SecretHosts>,
     /// From `[limits]`: each bound the later profile sets wins.
     pub limits: Limits,
     /// The profile in the chain that set `base = false` (the embedded default's protections
@@ -251,6 +258,13 @@ const EMBEDDED_DEFAULT: &str = "default (embedded)";
 pub struct ProfileState {
     pub template: String,
     pub data: Vec<String>,
+    pub profile: String,
+}
+
+/// The hosts a profile declares for a secret, and the profile that declared them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SecretHosts {
+    pub hosts: Vec<String>,
     pub profile: String,
 }
 
@@ -426,6 +440,7 @@ impl Catalog {
             env: ProfileEnv::default(),
             options: ProfileOptions::default(),
             limits: Limits::default(),
+            secrets: BTreeMap::new(),
             base_left_out_by,
             agent: None,
         };
@@ -568,6 +583,24 @@ fn parse(entry: &Entry) -> Result<ProfileFile, JailError> {
     file.parsed_limits = Limits::from_table(&file.limits).map_err(|e| {
         JailError::BadInput(format!("profile {} ({}): {e}", entry.name, entry.source))
     })?;
+    for (name, hosts) in &file.secrets {
+        let checked = crate::net::secrets::check_name(name).and_then(|()| {
+            if hosts.is_empty() {
+                return Err("no hosts: name the API hosts the key is for".into());
+            }
+            hosts
+                .iter()
+                .try_for_each(|h| crate::net::secrets::check_host(h))
+        });
+        checked.map_err(|why| {
+            JailError::BadInput(format!(
+                "profile {} ({}): [secrets] {}: {why}",
+                entry.name,
+                entry.source,
+                crate::text::printable(name)
+            ))
+        })?;
+    }
     Ok(file)
 }
 
@@ -661,6 +694,15 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
     out.limits = out.limits.merged(file.parsed_limits);
     if file.agent.is_some() {
         out.agent = file.agent.clone();
+    }
+    for (secret, hosts) in &file.secrets {
+        out.secrets.insert(
+            secret.clone(),
+            SecretHosts {
+                hosts: hosts.clone(),
+                profile: name.to_string(),
+            },
+        );
     }
 }
 

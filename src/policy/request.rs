@@ -59,6 +59,8 @@ pub struct Request {
     pub allow_sockets: Vec<PathBuf>,
     /// Network rules as `--net` takes them (`none`, `allow=DOMAINS`, ...); empty: the profile's.
     pub net: Vec<String>,
+    /// `--secret NAME[@HOST,...]`: variables whose values the proxy adds for their hosts.
+    pub secrets: Vec<String>,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -86,6 +88,7 @@ impl Default for Request {
             allow_unix_sockets: false,
             allow_sockets: Vec::new(),
             net: Vec::new(),
+            secrets: Vec::new(),
             command: Vec::new(),
         }
     }

@@ -38,6 +38,7 @@ pub struct PolicyInput {
     /// `--allow-socket`: unix sockets the command may connect to although they are the host's.
     pub allow_sockets: Vec<PathBuf>,
     pub net: crate::net::NetPolicy,
+    pub secrets: Vec<crate::net::secrets::SecretRule>,
     pub limits: super::limits::Limits,
     pub command: Vec<OsString>,
     /// The profile's name.
@@ -260,6 +261,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         allow_sockets,
         home: input.homes.mode,
         net: input.net.clone(),
+        secrets: input.secrets.clone(),
         limits: input.limits,
         command: input.command.clone(),
     };

@@ -320,6 +320,7 @@ pub(crate) fn arguments(req: &Request, opts: &RunOptions, control_fd: i32) -> Ve
         &mut req.allow_sockets.iter().map(|p| p.clone().into()),
     );
     each("--net", &mut req.net.iter().map(Into::into));
+    each("--secret", &mut req.secrets.iter().map(Into::into));
     each(
         "--report",
         &mut opts.report.iter().map(|p| p.clone().into()),
@@ -399,6 +400,7 @@ mod tests {
             allow_unix_sockets: true,
             allow_sockets: vec!["/run/s".into()],
             net: vec!["allow=example.org".into()],
+            secrets: vec!["K@example.org".into()],
             command: vec!["sh".into(), "-c".into(), "--not-a-flag".into()],
         };
         let opts = RunOptions {

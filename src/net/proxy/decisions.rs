@@ -139,6 +139,18 @@ pub(super) struct Ticket {
 }
 
 impl Ticket {
+    /// The tunnel was intercepted: which secrets went into its requests, and why it failed
+    /// if it did.
+    pub(super) fn intercepted(&mut self, secrets: Vec<String>, failure: Option<String>) {
+        if let Some(d) = self.decision.as_mut() {
+            d.intercepted = true;
+            d.secrets = secrets;
+            if failure.is_some() {
+                d.reason = failure;
+            }
+        }
+    }
+
     pub(super) fn finish(mut self, up: u64, down: u64) {
         if let Some(d) = self.decision.as_mut() {
             d.bytes_up = up;
@@ -174,6 +186,8 @@ pub(super) fn route(proxy: &Proxy, protocol: Protocol, host: &str, port: u16) ->
         reason,
         bytes_up: 0,
         bytes_down: 0,
+        intercepted: false,
+        secrets: Vec::new(),
     };
     let refuse = |reason: String, failed: bool| {
         tracing::warn!("net: refused {protocol} {}: {reason}", target(&shown, port));
@@ -384,6 +398,8 @@ mod tests {
                 reason: None,
                 bytes_up: 0,
                 bytes_down: 0,
+                intercepted: false,
+                secrets: Vec::new(),
             });
         }
         // Refusals make room for later entries; allowed ones are never pushed out.

@@ -103,6 +103,15 @@ pub(super) fn serve(proxy: &Proxy, client: TcpStream, first: u8, deadline: Insta
             mut upstream,
             ticket,
         } => {
+            if let (None, Some(interception)) = (&forward, proxy.intercepting(&host)) {
+                if (&client)
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .is_ok()
+                {
+                    interception.tunnel(&client, &upstream, (&host, port), extra, deadline, ticket);
+                }
+                return;
+            }
             let mut up = 0u64;
             let sent = match &forward {
                 None => (&client).write_all(b"HTTP/1.1 200 Connection established\r\n\r\n"),
@@ -160,7 +169,7 @@ fn read_head(
 }
 
 /// The index just past "\n\n" or "\n\r\n" (so "\r\n\r\n" too), searching from `from`.
-fn find_head_end(buf: &[u8], from: usize) -> Option<usize> {
+pub(super) fn find_head_end(buf: &[u8], from: usize) -> Option<usize> {
     let start = from.min(buf.len());
     for (offset, _) in buf
         .get(start..)?

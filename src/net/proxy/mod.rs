@@ -41,13 +41,17 @@ use relay::DeadlineRead;
 
 mod decisions;
 mod http;
+mod intercept;
 mod relay;
+mod requests;
 mod resolve;
 mod socks5;
 #[cfg(test)]
 mod testing;
+mod tls;
 
 pub use decisions::Decisions;
+pub use intercept::Interception;
 pub use resolve::{Resolve, StaticResolver, SystemResolver};
 
 /// Time a client has to send its whole request head; a slow client cannot hold a slot longer.
@@ -73,6 +77,8 @@ pub struct Proxy {
     /// Serve only clients whose socket this uid owns (the proxy listens on the host's loopback,
     /// where any local user could reach it); None inside the command's own network namespace.
     pub only_uid: std::sync::OnceLock<u32>,
+    /// The run's secrets (`--secret`): tunnels to their hosts are intercepted to add them.
+    pub interception: std::sync::OnceLock<Arc<Interception>>,
 }
 
 impl Proxy {
@@ -82,7 +88,16 @@ impl Proxy {
             resolver,
             decisions: Arc::new(Decisions::new()),
             only_uid: std::sync::OnceLock::new(),
+            interception: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The interception for a tunnel to `host`, when a secret belongs to it.
+    fn intercepting(&self, host: &str) -> Option<&Interception> {
+        self.interception
+            .get()
+            .map(|i| &**i)
+            .filter(|i| i.injection.intercepts(host))
     }
 }
 

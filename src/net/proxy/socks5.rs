@@ -121,6 +121,10 @@ pub(super) fn serve(proxy: &Proxy, client: TcpStream, deadline: Instant) {
             if (&client).write_all(&reply).is_err() {
                 return;
             }
+            if let Some(interception) = proxy.intercepting(&host) {
+                interception.tunnel(&client, &upstream, (&host, port), &[], deadline, ticket);
+                return;
+            }
             let (up, down) = relay(&client, &upstream);
             ticket.finish(up, down);
         }

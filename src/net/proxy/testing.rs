@@ -48,6 +48,7 @@ pub(super) fn start_proxy(allow: &[&str], hosts: &[SocketAddr], names: &str) -> 
         }),
         decisions: Arc::new(Decisions::new()),
         only_uid: std::sync::OnceLock::new(),
+        interception: std::sync::OnceLock::new(),
     });
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
