@@ -461,6 +461,7 @@ fn secret_rules(
             placeholder: placeholder(&name, random_bytes()?),
             name,
             hosts,
+            not_allowed: Vec::new(),
             from: "--secret".into(),
             explicit: true,
         });
@@ -468,16 +469,23 @@ fn secret_rules(
     if let Some(allow) = &allow {
         for (name, declared) in &prof.secrets {
             let kept = req.env.iter().any(|n| n == name) || prof.env.keep.iter().any(|k| k == name);
-            // A key whose hosts the network does not allow stays as it was (passed): the
-            // proxy could add it nowhere, and the command would lose a key it may use elsewhere.
-            let reachable = declared.hosts.iter().any(|h| allow.check_name(h).is_ok());
-            if rules.iter().any(|r| &r.name == name) || !is_set(name) || !kept || !reachable {
+            if rules.iter().any(|r| &r.name == name) || !is_set(name) || !kept {
                 continue;
             }
+            // A key whose hosts the network does not allow still stays outside: inside it could
+            // reach no API it belongs to, only the hosts that are allowed (an exfiltration
+            // path) and the files the run hands back. The command gets a placeholder the proxy
+            // adds nowhere, and the dry run and the report name the hosts left out.
+            let (hosts, not_allowed): (Vec<String>, Vec<String>) = declared
+                .hosts
+                .iter()
+                .cloned()
+                .partition(|h| allow.check_name(h).is_ok());
             rules.push(SecretRule {
                 placeholder: placeholder(name, random_bytes()?),
                 name: name.clone(),
-                hosts: declared.hosts.clone(),
+                hosts,
+                not_allowed,
                 from: format!("profile {}", declared.profile),
                 explicit: false,
             });

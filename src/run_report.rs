@@ -115,6 +115,10 @@ pub struct InjectedSecret {
     pub name: String,
     /// The hosts its value is added for.
     pub hosts: Vec<String>,
+    /// Hosts the profile declares for it that the network does not allow: the value went to
+    /// none of them.
+    #[serde(default)]
+    pub not_allowed: Vec<String>,
     /// `--secret` or `profile NAME`.
     pub from: String,
     /// Listed connections whose requests carried it (see `decisions`).
@@ -317,6 +321,7 @@ impl RunReport {
                     .map(|r| InjectedSecret {
                         name: r.name.clone(),
                         hosts: r.hosts.clone(),
+                        not_allowed: r.not_allowed.clone(),
                         from: r.from.clone(),
                         connections: decisions
                             .iter()

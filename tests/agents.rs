@@ -482,3 +482,105 @@ fn every_agent_runs_with_the_rest_of_home_hidden() {
         }
     }
 }
+
+/// Each agent profile keeps its provider's key outside when the network goes through the proxy
+/// (`--net allow=` its API host): the real CLI still runs its offline command with the key
+/// declared, and what it sees in the variable is the placeholder, not the value.
+#[test]
+#[cfg_attr(
+    not(jail_test_agents),
+    ignore = "needs the real agent CLIs: set JAIL_TEST_AGENTS=1 (see .ci/run)"
+)]
+fn every_agent_runs_with_its_key_kept_outside() {
+    if !full_level_or_skip("agents-secrets") {
+        return;
+    }
+    // (profile, program, offline command, what it prints, the key, the key's API host)
+    let agents = [
+        (
+            "opencode",
+            "opencode",
+            "agent list",
+            "build",
+            "ANTHROPIC_API_KEY",
+            "api.anthropic.com",
+        ),
+        (
+            "claude-code",
+            "claude",
+            "mcp list",
+            "MCP",
+            "ANTHROPIC_API_KEY",
+            "api.anthropic.com",
+        ),
+        (
+            "codex",
+            "codex",
+            "mcp list",
+            "MCP",
+            "OPENAI_API_KEY",
+            "api.openai.com",
+        ),
+        (
+            "gemini-cli",
+            "gemini",
+            "mcp list",
+            "MCP",
+            "GEMINI_API_KEY",
+            "generativelanguage.googleapis.com",
+        ),
+        (
+            "aider",
+            "aider",
+            "--version",
+            "aider",
+            "OPENROUTER_API_KEY",
+            "openrouter.ai",
+        ),
+    ];
+    let value = "sk-agentkey-5d1e9b7c3a2f4860";
+    for (profile, name, args, needle, key, host) in agents {
+        let Some(bin) = agent(name) else { continue };
+        for who in users() {
+            let fx = Fixture::new(who, &format!("agent-secret-{name}"));
+            project(&fx);
+            fx.give_to(who);
+            let repo = fx.p("repo");
+            let allow = format!("allow={host}");
+            let script = format!("{bin} {args}; echo \"rc=$?\"; echo \"key=${key}\"");
+            let run = fx.jail_with(
+                &[
+                    "--profile",
+                    profile,
+                    "--timeout",
+                    "120s",
+                    "--net",
+                    &allow,
+                    "--ro",
+                    &repo,
+                    "--cwd",
+                    &repo,
+                    "--",
+                    "sh",
+                    "-c",
+                    &script,
+                ],
+                &[],
+                &[
+                    (key, value),
+                    ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+                    ("DISABLE_TELEMETRY", "1"),
+                ],
+            );
+            let all = format!("{}{}", run.stdout, run.stderr);
+            assert!(
+                all.contains(needle)
+                    && run.stdout.contains("rc=0")
+                    && run.stdout.contains("key=jail-placeholder-")
+                    && !all.contains(value),
+                "{profile} as {who:?} with {key} kept outside:\n{}",
+                run.describe()
+            );
+        }
+    }
+}

@@ -185,8 +185,24 @@ impl Hosts {
         self.run_with(fx, secret, &[], script)
     }
 
+    /// [`Hosts::run`] with `--secret`, and more variables for jail.
+    fn run_env(&self, fx: &Fixture, more: &[(&str, &str)], script: &str) -> Run {
+        self.run_full(fx, true, &[], more, script)
+    }
+
     /// [`Hosts::run`] with more flags.
     fn run_with(&self, fx: &Fixture, secret: bool, extra: &[&str], script: &str) -> Run {
+        self.run_full(fx, secret, extra, &[], script)
+    }
+
+    fn run_full(
+        &self,
+        fx: &Fixture,
+        secret: bool,
+        extra: &[&str],
+        more: &[(&str, &str)],
+        script: &str,
+    ) -> Run {
         let hosts = "secret.test=127.0.0.1,other.test=127.0.0.1";
         let ca = TestPki::get().ca();
         let value = value();
@@ -201,7 +217,9 @@ impl Hosts {
             ("O", &self.other.port.to_string()),
         ]
         .map(|(k, v)| (k.to_string(), v.to_string()));
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let mut env: Vec<(&str, &str)> =
+            env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        env.extend(more);
         let flags = self.flags(secret);
         let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
         args.extend(extra);
@@ -338,6 +356,18 @@ FIND_A={VALUE_A} FIND_B={VALUE_B} python3 {} /dev/jail /tmp "$HOME" "$PWD" /etc 
             run.stdout.contains("DENIED /proc/1/mem"),
             "{what}: init's memory is readable\n{}",
             run.describe()
+        );
+        // Not because of the filter or Landlock: init is not dumpable and was never exec'd
+        // inside, so its memory belongs to the user namespace jail started in, and reading it
+        // (ptrace access) takes CAP_SYS_PTRACE there, which nothing inside has.
+        let off = hosts.run_env(&fx, &[("JAIL_TEST_DISABLE", "seccomp,landlock")], &script);
+        assert!(
+            off.ok()
+                && off.stdout.contains("searched")
+                && off.stdout.contains("DENIED /proc/1/mem")
+                && !off.stdout.contains("FOUND"),
+            "{what}, seccomp and Landlock off: the value is readable\n{}",
+            off.describe()
         );
         // The control: the same search finds the value in the environment and in the memory
         // of the processes that hold it, when it is passed the old way.
@@ -573,7 +603,8 @@ fn each_agent_profile_keeps_its_keys_outside_when_the_network_allows_their_api()
             "{what}: not a placeholder\n{}",
             run.describe()
         );
-        // The control: where the proxy could add it nowhere, the key is passed as before.
+        // Where the network allows none of the key's hosts it stays outside too: inside it
+        // could only leave through the hosts that are allowed.
         let args = [
             "--profile",
             profile,
@@ -586,8 +617,16 @@ fn each_agent_profile_keeps_its_keys_outside_when_the_network_allows_their_api()
         ];
         let run = fx.jail_at(&fx.dir, &args, &env);
         assert!(
+            run.ok() && run.stdout.contains("got=jail-placeholder-"),
+            "{profile}: {key} was passed when its host is not allowed\n{}",
+            run.describe()
+        );
+        // The control: without the proxy (the profile's own network) the key is passed.
+        let args = ["--profile", profile, "--", "/bin/sh", "-c", &script];
+        let run = fx.jail_at(&fx.dir, &args, &env);
+        assert!(
             run.stdout.contains(&format!("got={value}")),
-            "{profile}: {key} was not passed when its host is not allowed\n{}",
+            "{profile}: {key} was not passed without the proxy\n{}",
             run.describe()
         );
     }

@@ -22,8 +22,13 @@ pub const PLACEHOLDER_PREFIX: &str = "jail-placeholder-";
 pub struct SecretRule {
     /// The environment variable that holds the value outside (and the placeholder inside).
     pub name: String,
-    /// Hosts (names, or `*.domain` patterns) the value is added for; never empty once resolved.
+    /// Hosts (names, or `*.domain` patterns) the value is added for. Empty for a profile's key
+    /// none of whose hosts the network allows: the placeholder then goes nowhere.
     pub hosts: Vec<String>,
+    /// The hosts a profile declares for the key that the network does not allow (the value is
+    /// added for none of them), for the dry run and the report.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_allowed: Vec<String>,
     /// Where the rule came from (`--secret`, `profile claude-code`), for the dry run and errors.
     pub from: String,
     /// Asked for with `--secret` (refused where it cannot hold), not only declared by the
@@ -229,6 +234,7 @@ mod tests {
         SecretRule {
             name: name.into(),
             hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            not_allowed: Vec::new(),
             from: "--secret".into(),
             explicit: true,
             placeholder: placeholder.into(),

@@ -359,6 +359,7 @@ mod tests {
         let rule = |name: &str, host: &str, placeholder: &str| SecretRule {
             name: name.into(),
             hosts: vec![host.into()],
+            not_allowed: Vec::new(),
             from: "test".into(),
             explicit: true,
             placeholder: placeholder.into(),
