@@ -246,6 +246,7 @@ fn the_secrets_host_gets_the_value_and_everything_inside_only_a_placeholder() {
 {CURL} -H "Authorization: Bearer $K" -H "x-api-key: $K" "https://secret.test:$S/first" "https://secret.test:$S/second"; echo " rc=$?"
 {CURL} --http2 -H "x-goog-api-key: $K" "https://secret.test:$S/h2"; echo " rc=$?"
 {CURL} -H "Authorization: Bearer $K" "https://other.test:$O/other"; echo " rc=$?"
+{CURL} -u "x-access-token:$K" "https://secret.test:$S/basic"; echo " rc=$?"
 "#
         );
         let report = fx.p("report.json");
@@ -265,7 +266,7 @@ fn the_secrets_host_gets_the_value_and_everything_inside_only_a_placeholder() {
         );
         assert_eq!(
             run.stdout.matches(" rc=0").count(),
-            3,
+            4,
             "{what}: a request failed\n{}",
             run.describe()
         );
@@ -284,6 +285,19 @@ fn the_secrets_host_gets_the_value_and_everything_inside_only_a_placeholder() {
         assert_eq!(
             first["peer"], second["peer"],
             "{what}: the two requests did not share one connection (keep-alive)"
+        );
+        // HTTP Basic, as git sends a token: the value inside the base64.
+        use base64::Engine;
+        let basic = hosts
+            .secret
+            .request("/basic")
+            .expect("secret.test got /basic");
+        let want =
+            base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{}", value()));
+        assert_eq!(
+            header(&basic, "Authorization"),
+            Some(format!("Basic {want}")),
+            "{what} basic"
         );
         let h2 = hosts.secret.request("/h2").expect("secret.test got /h2");
         assert_eq!(header(&h2, "x-goog-api-key"), Some(value()), "{what} h2");

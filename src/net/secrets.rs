@@ -191,7 +191,22 @@ impl Injection {
 
     /// One header value with every placeholder of a secret for `host` replaced, and the names
     /// of the secrets put in; None when nothing was replaced (the value goes on as it was).
+    /// HTTP Basic credentials (`Basic base64(user:password)`, what git sends with a token as
+    /// its password) are decoded, replaced and encoded again.
     pub fn replace(&self, host: &str, value: &[u8]) -> Option<(Vec<u8>, Vec<&str>)> {
+        if let Some(encoded) = basic_credentials(value) {
+            use base64::Engine;
+            let engine = base64::engine::general_purpose::STANDARD;
+            let decoded = engine.decode(encoded).ok()?;
+            let (replaced, used) = self.replace_text(host, &decoded)?;
+            let mut out = value[..value.len() - encoded.len()].to_vec();
+            out.extend_from_slice(engine.encode(replaced).as_bytes());
+            return Some((out, used));
+        }
+        self.replace_text(host, value)
+    }
+
+    fn replace_text(&self, host: &str, value: &[u8]) -> Option<(Vec<u8>, Vec<&str>)> {
         let mut out: Option<Vec<u8>> = None;
         let mut used = Vec::new();
         for s in self.secrets.iter().filter(|s| s.is_for(host)) {
@@ -203,6 +218,17 @@ impl Injection {
         }
         out.map(|v| (v, used))
     }
+}
+
+/// The base64 part of a `Basic` credential (the scheme is case-insensitive, RFC 9110 11.1).
+fn basic_credentials(value: &[u8]) -> Option<&[u8]> {
+    let scheme = value.get(..6)?;
+    if !scheme.eq_ignore_ascii_case(b"basic ") {
+        return None;
+    }
+    let rest = &value[6..];
+    let start = rest.iter().position(|b| *b != b' ')?;
+    Some(&rest[start..])
 }
 
 /// `haystack` with every `needle` replaced by `with`; None when there is none.
@@ -327,5 +353,29 @@ mod tests {
         for bad in [&b""[..], b"a\r\nX: y", b"a\0"] {
             assert!(Secret::new(&rule("A", &["a.test"], "p"), bad.to_vec()).is_err());
         }
+    }
+
+    #[test]
+    fn basic_credentials_get_the_value_inside_their_base64() {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let a = Secret::new(&rule("A", &["git.a.test"], "ph-a"), b"real-a".into()).unwrap();
+        let inj = Injection { secrets: vec![a] };
+        // What git sends for https://x-access-token:TOKEN@host/ (any case of the scheme).
+        for scheme in ["Basic ", "basic ", "BASIC  "] {
+            let sent = format!("{scheme}{}", b64("x-access-token:ph-a"));
+            let want = format!("{scheme}{}", b64("x-access-token:real-a"));
+            assert_eq!(
+                inj.replace("git.a.test", sent.as_bytes()),
+                Some((want.into_bytes(), vec!["A"])),
+                "{scheme:?}"
+            );
+            // Another host: the credential goes on as it was.
+            assert_eq!(inj.replace("other.test", sent.as_bytes()), None);
+        }
+        // Not base64, or no placeholder inside: unchanged.
+        assert_eq!(inj.replace("git.a.test", b"Basic ph-a!!"), None);
+        let plain = format!("Basic {}", b64("user:password"));
+        assert_eq!(inj.replace("git.a.test", plain.as_bytes()), None);
     }
 }
