@@ -438,6 +438,21 @@ fn every_shipped_profile_round_trips_through_show() {
             assert_eq!(rules(&back), rules(orig), "as {who:?}: {name} rules");
             assert_eq!(back["env"], orig["env"], "{name} env");
             assert_eq!(back["options"], orig["options"], "{name} options");
+            // The keys the proxy adds, with their hosts (the declaring profile is the copy).
+            let secrets = |v: &serde_json::Value| -> BTreeMap<String, serde_json::Value> {
+                v["secrets"]
+                    .as_object()
+                    .map(|m| {
+                        m.iter()
+                            .map(|(k, s)| (k.clone(), s["hosts"].clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            assert_eq!(secrets(&back), secrets(orig), "{name} secrets");
+            if ["claude-code", "codex", "gemini-cli", "aider", "opencode"].contains(name) {
+                assert!(!secrets(orig).is_empty(), "{name} declares no secrets");
+            }
             assert_eq!(
                 back["description"], orig["description"],
                 "{name} description"

@@ -237,6 +237,20 @@ fn resolved_toml(r: &Resolved) -> String {
             list(&agent.login)
         ));
     }
+    if !r.secrets.is_empty() {
+        out.push_str(
+            "\n[secrets]  # with --net allow=, the command gets a placeholder; the proxy adds the \
+             value for these hosts\n",
+        );
+        for (name, s) in &r.secrets {
+            let hosts: Vec<String> = s.hosts.iter().map(|h| q(h)).collect();
+            out.push_str(&format!(
+                "{name} = [{}]  # {}\n",
+                hosts.join(", "),
+                s.profile
+            ));
+        }
+    }
     out.push_str("\n[limits]\n");
     out.push_str(&r.limits.to_toml());
     out
