@@ -400,3 +400,20 @@ fn a_spawned_commands_stdin_is_dev_null_unless_asked() {
         seen(agent(&fx, "readlink /proc/self/fd/0").stdin(std::process::Stdio::inherit()));
     assert!(inherited.starts_with("pipe:"), "{inherited}");
 }
+
+#[test]
+fn a_secret_reaches_the_jail_process() {
+    // The jail process reads the value from its own environment; one that is not set there is
+    // refused by spawn() itself, by name, before anything runs.
+    let fx = Fixture::new(users()[0], "lib-secret");
+    let name = "JAIL_LIB_TEST_UNSET_SECRET";
+    let spawned = agent(&fx, "echo RAN")
+        .net("allow=example.org")
+        .secret(format!("{name}@example.org"))
+        .spawn();
+    match spawned {
+        Err(JailError::BadInput(why)) if why.contains(name) => {}
+        Err(e) => panic!("refused as {e:?}"),
+        Ok(child) => panic!("spawned, then {:?}", child.wait()),
+    }
+}

@@ -182,6 +182,14 @@ impl Jail {
         self
     }
 
+    /// A secret kept outside, as `--secret` takes it (`NAME` or `NAME@HOST,HOST`): the command
+    /// gets a placeholder in `NAME`, and the proxy of an `allow=` network adds the value, read
+    /// from this process's environment, to the credential headers of requests to those hosts.
+    pub fn secret(mut self, spec: impl Into<String>) -> Jail {
+        self.request.secrets.push(spec.into());
+        self
+    }
+
     /// Keeps descriptor `fd` open in the command.
     pub fn keep_fd(mut self, fd: i32) -> Jail {
         self.request.keep_fds.push(fd);
