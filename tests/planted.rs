@@ -534,23 +534,6 @@ fn agent_state_that_carries_code_does_not_survive_a_run() {
 }
 
 #[test]
-fn the_readme_names_every_protected_entry_with_its_reason() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    for p in jail::policy::PROTECTED {
-        let row = format!("| `{}` | {} |", p.pattern, p.why);
-        assert!(readme.contains(&row), "README.md lacks the row {row}");
-    }
-    for p in jail::policy::PROTECTED_IN_GIT_DIRS {
-        assert!(
-            readme.contains(&format!("`{}`", p.pattern)),
-            "{}",
-            p.pattern
-        );
-    }
-}
-
-#[test]
 fn no_process_outlives_the_run_to_plant_after_the_check_without_a_pid_namespace() {
     // Without a pid namespace (Docker's default profile) orphans reach jail, the subreaper, one
     // generation at a time: a long chain of processes must still all be dead before the check

@@ -1574,19 +1574,19 @@ fn notice_for_an_agent_profile_names_its_state_dir_before_the_first_run() {
 }
 
 #[test]
-fn the_readme_profile_example_loads_and_its_seed_is_created_read_only() {
-    if !full_level_or_skip("readme-profile") {
+fn the_documented_profile_example_loads_and_its_seed_is_created_read_only() {
+    if !full_level_or_skip("doc-profile") {
         return;
     }
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/profiles.md")).unwrap();
+    let start = page
         .find("```toml\ndescription = \"my reviewer\"")
         .expect("the example")
         + 8;
-    let text = &readme[start..start + readme[start..].find("```").unwrap()];
+    let text = &page[start..start + page[start..].find("```").unwrap()];
     for who in users() {
-        let fx = fixture(who, "readme-profile");
+        let fx = fixture(who, "doc-profile");
         let cache = fx.p("cache");
         let cfg = user_profiles(&fx, &[("mine", text)]);
         let env = [

@@ -467,20 +467,24 @@ fn network_decisions_are_counted_in_the_report() {
 }
 
 #[test]
-fn the_readme_documents_every_field_of_the_schema() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+fn the_report_page_documents_every_field_of_the_schema() {
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.md"))
+            .unwrap();
     let s = schema();
     for (key, sub) in s["properties"].as_object().unwrap() {
-        assert!(readme.contains(&format!("`{key}`")), "README lacks `{key}`");
+        assert!(
+            page.contains(&format!("`{key}`")),
+            "docs/report.md lacks `{key}`"
+        );
         for (inner, _) in sub["properties"].as_object().into_iter().flatten() {
             assert!(
-                readme.contains(&format!("`{inner}`")),
-                "README lacks `{inner}` (of {key})"
+                page.contains(&format!("`{inner}`")),
+                "docs/report.md lacks `{inner}` (of {key})"
             );
         }
     }
-    assert!(readme.contains("schema/report-v1.json"));
+    assert!(page.contains("schema/report-v1.json"));
 }
 
 /// A directory the command makes unreadable after writing into it: jail owns it outside the

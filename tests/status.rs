@@ -518,8 +518,8 @@ fn minimal_policy(fx: &Fixture, ro: &Path) -> PathBuf {
 /// Outside any jail, `unshare -rmpf` and a policy that claims no Landlock and nothing hidden:
 /// status believes the missing Landlock (it checks a claim of no seccomp against the kernel,
 /// not one of no Landlock), prints `level full`, and probes only `/`, the cwd and HOME, so a
-/// writable mount anywhere else passes. README: "Nothing a process outside any jail can set up
-/// by itself (… namespaces of its own made with `unshare -rmpf`) makes status exit 0."
+/// writable mount anywhere else passes. docs/status.md: "Nothing a process outside any jail can
+/// set up by itself (… namespaces of its own made with `unshare -rmpf`) makes status exit 0."
 #[test]
 fn status_is_not_fooled_by_a_forgery_that_claims_no_landlock_and_leaves_mounts_writable() {
     if !full_level_or_skip("status_forged_minimal") {

@@ -814,7 +814,7 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
 }
 
 /// `-v` prints where a launch spends its time, one line per phase, from each process of the
-/// tree; the README's performance section reads start-up from these lines.
+/// tree; docs/performance.md reads start-up from these lines.
 #[test]
 fn verbose_prints_a_timing_line_per_phase_from_each_process() {
     if !full_level_or_skip("verbose_prints_a_timing_line_per_phase_from_each_process") {

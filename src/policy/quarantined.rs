@@ -31,7 +31,8 @@ pub fn in_quarantined(path: &Path) -> bool {
 }
 
 /// How deep beneath a link's target a git directory or a quarantined entry is looked for, and
-/// how many entries at most (a link to a huge tree is not walked whole: see the README's gaps).
+/// how many entries at most (a link to a huge tree is not walked whole: see
+/// docs/writable-trees.md).
 const BENEATH_DEPTH: usize = 3;
 const BENEATH_ENTRIES: usize = 2000;
 

@@ -47,7 +47,7 @@ pub struct RunTls {
 /// rustls on ring: ring builds with a C compiler for every target jail ships (aws-lc-rs would
 /// need cmake and a cross toolchain for the static builds). ring has no post-quantum key
 /// exchange, which rustls marks by deprecating its provider; the run's TLS offers X25519 and
-/// the NIST curves (a named limit in the README).
+/// the NIST curves (a named limit in docs/network.md).
 #[allow(deprecated)]
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
