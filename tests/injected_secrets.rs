@@ -92,28 +92,31 @@ struct HttpsServer {
 impl HttpsServer {
     /// An HTTP/1.1 server (Python's, no ALPN).
     fn start(host: &str) -> HttpsServer {
-        Self::spawn(host, "/usr/bin/python3", "https_log.py")
+        Self::spawn(host, host, "/usr/bin/python3", &["https_log.py"])
     }
 
     /// An HTTP/2 server (Node's http2, ALPN h2 only).
     fn start_h2(host: &str) -> HttpsServer {
-        Self::spawn(host, "/usr/bin/node", "h2_log.js")
+        Self::spawn(host, host, "/usr/bin/node", &["h2_log.js"])
     }
 
-    fn spawn(host: &str, program: &str, script: &str) -> HttpsServer {
+    /// `program` running tests/helpers/`script[0]`, serving `cert_host`'s certificate (another
+    /// host's for a server that fails verification), logging under `host`'s name.
+    fn spawn(host: &str, cert_host: &str, program: &str, script: &[&str]) -> HttpsServer {
         let pki = TestPki::get();
         static SERVERS: AtomicUsize = AtomicUsize::new(0);
         let n = SERVERS.fetch_add(1, Ordering::SeqCst);
         let log = pki.dir.join(format!("{host}-{n}.log"));
         let _ = std::fs::remove_file(&log);
         let mut child = Command::new(program)
-            .arg(helper(script))
-            .arg(pki.dir.join(format!("{host}.pem")))
-            .arg(pki.dir.join(format!("{host}.key")))
+            .arg(helper(script[0]))
+            .arg(pki.dir.join(format!("{cert_host}.pem")))
+            .arg(pki.dir.join(format!("{cert_host}.key")))
             .arg(&log)
+            .args(&script[1..])
             .stdout(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("start tests/helpers/{script}: {e}"));
+            .unwrap_or_else(|e| panic!("start tests/helpers/{}: {e}", script[0]));
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -121,7 +124,7 @@ impl HttpsServer {
         let port = line
             .trim()
             .parse()
-            .unwrap_or_else(|_| panic!("{script} prints its port, not {line:?}"));
+            .unwrap_or_else(|_| panic!("{} prints its port, not {line:?}", script[0]));
         HttpsServer { child, port, log }
     }
 
@@ -590,6 +593,49 @@ NODE_EXTRA_CA_CERTS={ca} timeout 30 node {node} other.test "$O" /h2-tunnel; echo
             "{what}: the control failed\n{}",
             run.describe()
         );
+    }
+}
+
+#[test]
+fn a_server_that_fails_verification_gets_nothing_and_the_command_is_told_why() {
+    if !full_level_or_skip("secret-unverified") {
+        return;
+    }
+    for who in users() {
+        // secret.test's server presents other.test's certificate (HTTP/2 and HTTP/1.1): the
+        // proxy's handshake with it fails, nothing is sent to it, and the command hears why in
+        // the protocol it offered: HTTP/1.1 502 for curl (which offers both), GOAWAY for an
+        // h2-only client.
+        let hosts = Hosts {
+            secret: HttpsServer::spawn(
+                "secret.test",
+                "other.test",
+                "/usr/bin/node",
+                &["h2_log.js", "both"],
+            ),
+            other: HttpsServer::start("other.test"),
+        };
+        let fx = Fixture::new(who, "secret-unverified");
+        let script = format!(
+            r#"{CURL} --http2 -w " status=%{{http_code}}" -H "x-api-key: $K" "https://secret.test:$S/h1"; echo " rc=$?"
+timeout 30 node {} secret.test "$S" /h2; echo "node rc=$?""#,
+            helper("node_h2.js").display()
+        );
+        let run = hosts.run(&fx, true, &script);
+        let what = format!("{who:?} unverifiable server");
+        assert!(
+            run.stdout.contains("jail: TLS with secret.test") && run.stdout.contains("status=502"),
+            "{what}: curl was not told why\n{}",
+            run.describe()
+        );
+        assert!(
+            run.stdout.contains("alpn=h2")
+                && run.stdout.contains("failed")
+                && run.stdout.contains("node rc=3"),
+            "{what}: the h2 client did not fail cleanly\n{}",
+            run.describe()
+        );
+        assert!(hosts.secret.requests().is_empty(), "{what}: forwarded");
     }
 }
 
