@@ -1,7 +1,8 @@
 //! `--secret NAME@HOST`: the command gets a placeholder, the proxy puts the real value into the
 //! request headers on connections to HOST only. Through the real binary, as root and as an
 //! unprivileged user, against HTTPS servers this test starts on the host's loopback
-//! (tests/helpers/https_log.py) with certificates from a CA made here: nothing leaves the machine.
+//! (tests/helpers/https_log.py for HTTP/1.1, tests/helpers/h2_log.js for HTTP/2) with
+//! certificates from a CA made here: nothing leaves the machine.
 //! JAIL_TEST_HOSTS (test builds only) points the names at those servers, and the proxy verifies
 //! them against the test CA through jail's own SSL_CERT_FILE.
 //!
