@@ -1,7 +1,8 @@
 //! `--secret NAME@HOST`: the command gets a placeholder, the proxy puts the real value into the
 //! request headers on connections to HOST only. Through the real binary, as root and as an
 //! unprivileged user, against HTTPS servers this test starts on the host's loopback
-//! (tests/helpers/https_log.py) with certificates from a CA made here: nothing leaves the machine.
+//! (tests/helpers/https_log.py for HTTP/1.1, tests/helpers/h2_log.js for HTTP/2) with
+//! certificates from a CA made here: nothing leaves the machine.
 //! JAIL_TEST_HOSTS (test builds only) points the names at those servers, and the proxy verifies
 //! them against the test CA through jail's own SSL_CERT_FILE.
 //!
@@ -90,25 +91,41 @@ struct HttpsServer {
 }
 
 impl HttpsServer {
+    /// An HTTP/1.1 server (Python's, no ALPN).
     fn start(host: &str) -> HttpsServer {
+        Self::spawn(host, host, "/usr/bin/python3", &["https_log.py"])
+    }
+
+    /// An HTTP/2 server (Node's http2, ALPN h2 only).
+    fn start_h2(host: &str) -> HttpsServer {
+        Self::spawn(host, host, "/usr/bin/node", &["h2_log.js"])
+    }
+
+    /// `program` running tests/helpers/`script[0]`, serving `cert_host`'s certificate (another
+    /// host's for a server that fails verification), logging under `host`'s name.
+    fn spawn(host: &str, cert_host: &str, program: &str, script: &[&str]) -> HttpsServer {
         let pki = TestPki::get();
         static SERVERS: AtomicUsize = AtomicUsize::new(0);
         let n = SERVERS.fetch_add(1, Ordering::SeqCst);
         let log = pki.dir.join(format!("{host}-{n}.log"));
         let _ = std::fs::remove_file(&log);
-        let mut child = Command::new("/usr/bin/python3")
-            .arg(helper("https_log.py"))
-            .arg(pki.dir.join(format!("{host}.pem")))
-            .arg(pki.dir.join(format!("{host}.key")))
+        let mut child = Command::new(program)
+            .arg(helper(script[0]))
+            .arg(pki.dir.join(format!("{cert_host}.pem")))
+            .arg(pki.dir.join(format!("{cert_host}.key")))
             .arg(&log)
+            .args(&script[1..])
             .stdout(Stdio::piped())
             .spawn()
-            .expect("start tests/helpers/https_log.py");
+            .unwrap_or_else(|e| panic!("start tests/helpers/{}: {e}", script[0]));
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        let port = line.trim().parse().expect("https_log.py prints its port");
+        let port = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{} prints its port, not {line:?}", script[0]));
         HttpsServer { child, port, log }
     }
 
@@ -490,6 +507,181 @@ fn requests_the_proxy_cannot_rewrite_safely_are_refused_not_forwarded() {
     // The control: an ordinary request on the same run goes through with the value.
     let fine = hosts.secret.request("/fine").expect("the ordinary request");
     assert_eq!(header(&fine, "x-api-key"), Some(value()));
+}
+
+#[test]
+fn http2_requests_get_the_value_on_the_secrets_host_only() {
+    if !full_level_or_skip("secret-h2") {
+        return;
+    }
+    for who in users() {
+        let hosts = Hosts {
+            secret: HttpsServer::start_h2("secret.test"),
+            other: HttpsServer::start_h2("other.test"),
+        };
+        let fx = Fixture::new(who, "secret-h2");
+        // curl: two requests one after the other on one HTTP/2 connection (streams 1 and 3);
+        // Node's http2: two streams started at once on one session; a request that names
+        // another host in its :authority (curl turns Host into it) on the secret's
+        // connection; the other allowed host, a plain tunnel.
+        let script = format!(
+            r#"{CURL} --http2 -H "Authorization: Bearer $K" -H "x-api-key: $K" "https://secret.test:$S/c1" "https://secret.test:$S/c2"; echo " rc=$?"
+node {} secret.test "$S" /n1 /n2; echo "node rc=$?"
+{CURL} --http2 -H "Host: other.test:$O" -H "x-api-key: $K" "https://secret.test:$S/fronted"; echo " fronted rc=$?"
+{CURL} --http2 -H "Authorization: Bearer $K" "https://other.test:$O/other"; echo " rc=$?"
+"#,
+            helper("node_h2.js").display()
+        );
+        let run = hosts.run(&fx, true, &script);
+        let what = format!("{who:?} --secret K@secret.test, HTTP/2");
+        assert!(run.ok(), "{what}\n{}", run.describe());
+        assert_eq!(
+            run.stdout.matches(" rc=0").count(),
+            3,
+            "{what}: a request failed\n{}",
+            run.describe()
+        );
+        assert!(
+            run.stdout.contains("alpn=h2")
+                && run.stdout.contains("ok /n1")
+                && run.stdout.contains("ok /n2"),
+            "{what}: node's http2 client\n{}",
+            run.describe()
+        );
+        let real = format!("Bearer {}", value());
+        let got = |path: &str| {
+            hosts.secret.request(path).unwrap_or_else(|| {
+                panic!("{what}: secret.test never got {path}\n{}", run.describe())
+            })
+        };
+        for path in ["/c1", "/c2", "/n1", "/n2"] {
+            let r = got(path);
+            assert_eq!(r["version"], "2.0", "{what} {path}: not HTTP/2");
+            assert_eq!(header(&r, "authorization").as_deref(), Some(real.as_str()));
+            assert_eq!(header(&r, "x-api-key"), Some(value()), "{what} {path}");
+            assert_eq!(
+                header(&r, ":authority").map(|a| a.starts_with("secret.test")),
+                Some(true),
+                "{what} {path}"
+            );
+        }
+        for (a, b) in [("/c1", "/c2"), ("/n1", "/n2")] {
+            assert_eq!(
+                got(a)["peer"],
+                got(b)["peer"],
+                "{what}: {a} and {b} did not share one connection"
+            );
+        }
+        // Fronting: refused (GOAWAY), never forwarded, and the value went nowhere else.
+        assert!(
+            !run.stdout.contains(" fronted rc=0") && hosts.secret.request("/fronted").is_none(),
+            "{what}: the fronted request went through\n{}",
+            run.describe()
+        );
+        let other = hosts
+            .other
+            .request("/other")
+            .expect("other.test got /other");
+        assert_eq!(other["version"], "2.0", "{what}: other.test not HTTP/2");
+        let placeholder = header(&other, "authorization").unwrap_or_default();
+        assert!(
+            placeholder.starts_with("Bearer jail-placeholder-"),
+            "{what}: other.test got {placeholder:?}"
+        );
+        let everything = std::fs::read_to_string(&hosts.other.log).unwrap();
+        assert!(
+            !everything.contains(&value()),
+            "{what}: other.test saw the value"
+        );
+    }
+}
+
+#[test]
+fn an_http2_only_client_to_an_http1_only_server_fails_cleanly() {
+    if !full_level_or_skip("secret-h2-only") {
+        return;
+    }
+    for who in users() {
+        // secret.test speaks HTTP/1.1 alone (Python's server, no ALPN): the proxy cannot let
+        // the command speak HTTP/2 to it, so a client that offers only h2 is refused in its
+        // handshake (no_application_protocol), at once, and nothing reaches the server. The
+        // control: the same client reaches an HTTP/2 server on the same run.
+        let hosts = Hosts {
+            secret: HttpsServer::start("secret.test"),
+            other: HttpsServer::start_h2("other.test"),
+        };
+        let fx = Fixture::new(who, "secret-h2-only");
+        let node_h2 = helper("node_h2.js");
+        // other.test is a plain tunnel: Node verifies it against the test CA itself.
+        let script = format!(
+            r#"timeout 30 node {node} secret.test "$S" /only-h2; echo "rc=$?"
+NODE_EXTRA_CA_CERTS={ca} timeout 30 node {node} other.test "$O" /h2-tunnel; echo "tunnel rc=$?""#,
+            node = node_h2.display(),
+            ca = TestPki::get().ca()
+        );
+        let started = std::time::Instant::now();
+        let run = hosts.run(&fx, true, &script);
+        let what = format!("{who:?} h2-only client, HTTP/1.1-only server");
+        assert!(
+            run.stdout.contains("failed tls") && run.stdout.contains("rc=3"),
+            "{what}: not a clean TLS failure\n{}",
+            run.describe()
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(25),
+            "{what}: took {:?}",
+            started.elapsed()
+        );
+        assert!(hosts.secret.requests().is_empty(), "{what}: forwarded");
+        assert!(
+            run.stdout.contains("ok /h2-tunnel") && run.stdout.contains("tunnel rc=0"),
+            "{what}: the control failed\n{}",
+            run.describe()
+        );
+    }
+}
+
+#[test]
+fn a_server_that_fails_verification_gets_nothing_and_the_command_is_told_why() {
+    if !full_level_or_skip("secret-unverified") {
+        return;
+    }
+    for who in users() {
+        // secret.test's server presents other.test's certificate (HTTP/2 and HTTP/1.1): the
+        // proxy's handshake with it fails, nothing is sent to it, and the command hears why in
+        // the protocol it offered: HTTP/1.1 502 for curl (which offers both), GOAWAY for an
+        // h2-only client.
+        let hosts = Hosts {
+            secret: HttpsServer::spawn(
+                "secret.test",
+                "other.test",
+                "/usr/bin/node",
+                &["h2_log.js", "both"],
+            ),
+            other: HttpsServer::start("other.test"),
+        };
+        let fx = Fixture::new(who, "secret-unverified");
+        let script = format!(
+            r#"{CURL} --http2 -w " status=%{{http_code}}" -H "x-api-key: $K" "https://secret.test:$S/h1"; echo " rc=$?"
+timeout 30 node {} secret.test "$S" /h2; echo "node rc=$?""#,
+            helper("node_h2.js").display()
+        );
+        let run = hosts.run(&fx, true, &script);
+        let what = format!("{who:?} unverifiable server");
+        assert!(
+            run.stdout.contains("jail: TLS with secret.test") && run.stdout.contains("status=502"),
+            "{what}: curl was not told why\n{}",
+            run.describe()
+        );
+        assert!(
+            run.stdout.contains("alpn=h2")
+                && run.stdout.contains("failed")
+                && run.stdout.contains("node rc=3"),
+            "{what}: the h2 client did not fail cleanly\n{}",
+            run.describe()
+        );
+        assert!(hosts.secret.requests().is_empty(), "{what}: forwarded");
+    }
 }
 
 #[test]

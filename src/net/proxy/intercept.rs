@@ -1,7 +1,14 @@
 //! An intercepted tunnel: for a host a secret belongs to, the proxy answers the command's TLS
 //! itself (with the run CA's certificate for that host), opens its own verified TLS to the real
-//! server, and passes the requests through [`Requests`], which puts the secrets' values in.
-//! Responses pass back unchanged.
+//! server, and passes the requests through [`Requests`] (HTTP/1.x) or [`H2Requests`] (HTTP/2),
+//! which put the secrets' values in. Responses pass back unchanged.
+//!
+//! The protocol is settled before the command's handshake ends: its hello is read first
+//! (rustls' `Acceptor`), the server is offered what it offered among `h2` and `http/1.1`, and
+//! once the server's handshake is done (its certificate verified) the command is offered
+//! exactly what the server chose. A proxy that picked for each side alone could have the
+//! command speak HTTP/2 to a server that speaks only HTTP/1.1. A server that fails its
+//! handshake gets nothing; the command is told why in the protocol it offered.
 //!
 //! One thread drives both TLS connections with poll(2): a rustls connection is one state
 //! machine for both directions, so two threads would need a lock around each. Each side's
@@ -12,17 +19,19 @@ use std::collections::BTreeSet;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsFd;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use rustls::{ClientConnection, Connection, ServerConnection};
+use rustls::server::{Accepted, Acceptor};
+use rustls::{ClientConnection, Connection};
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::decisions::Ticket;
+use super::h2::{self, Boundaries, H2Requests, INTERNAL_ERROR, goaway};
 use super::requests::{Refused, Requests};
-use super::tls::{RunTls, server_name};
+use super::tls::{ALPN_H2, ALPN_HTTP1, RunTls, server_name};
 use crate::net::allow::DomainPattern;
 use crate::net::secrets::Injection;
 
@@ -96,6 +105,8 @@ impl Interception {
 
 /// Plaintext waiting for the other side, per direction, before its sender is read again.
 const QUEUE_LIMIT: usize = 256 * 1024;
+/// Time for the server's TLS handshake and the rest of the command's, once its hello is in.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes read from a TLS side at a time.
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -112,8 +123,8 @@ pub(super) struct Outcome {
 }
 
 /// Serves one intercepted tunnel to `host:port` until either end closes. `early` holds bytes
-/// the command sent behind its CONNECT (the start of its TLS hello). The TLS handshake with
-/// the command must finish by `deadline`.
+/// the command sent behind its CONNECT (the start of its TLS hello), which must be in by
+/// `deadline`; then both handshakes get [`HANDSHAKE_TIMEOUT`].
 fn serve(
     tls: &RunTls,
     injection: &Injection,
@@ -124,18 +135,23 @@ fn serve(
     deadline: Instant,
 ) -> Outcome {
     let mut outcome = Outcome::default();
-    let mut requests = Requests::new(host, port, injection);
+    let mut rewriter = None;
     let result = run(
         tls,
-        &mut requests,
+        injection,
+        &mut rewriter,
         client,
         upstream,
-        host,
+        (host, port),
         early,
         deadline,
         &mut outcome,
     );
-    outcome.injected = std::mem::take(&mut requests.injected);
+    outcome.injected = match rewriter {
+        Some(Rewriter::Http1(r)) => r.injected,
+        Some(Rewriter::H2(r, _)) => r.injected,
+        None => BTreeSet::new(),
+    };
     if let Err(why) = result {
         tracing::warn!("net: intercepted {host}:{port}: {why}");
         outcome.failure = Some(why);
@@ -143,6 +159,13 @@ fn serve(
     let _ = client.shutdown(Shutdown::Both);
     let _ = upstream.shutdown(Shutdown::Both);
     outcome
+}
+
+/// The request rewriter for the protocol ALPN settled on; for HTTP/2 also where the server's
+/// frames end, so that a GOAWAY of the proxy's never lands inside one.
+enum Rewriter<'a> {
+    Http1(Requests<'a>),
+    H2(H2Requests<'a>, Boundaries),
 }
 
 /// One side: its socket, its TLS, the plaintext waiting to go into it, and whether it ended.
@@ -209,6 +232,16 @@ impl Side<'_> {
         }
         let state = self.tls.process_new_packets().map_err(|e| e.to_string());
         // Plaintext that arrived before an error or the end is still delivered.
+        self.drain(plain);
+        state?;
+        if eof {
+            self.ended = true;
+        }
+        Ok(())
+    }
+
+    /// Moves the plaintext TLS has decrypted into `plain`; sets `ended` at the peer's end.
+    fn drain(&mut self, plain: &mut Vec<u8>) {
         let mut buf = vec![0u8; READ_CHUNK];
         loop {
             match self.tls.reader().read(&mut buf) {
@@ -226,11 +259,6 @@ impl Side<'_> {
                 }
             }
         }
-        state?;
-        if eof {
-            self.ended = true;
-        }
-        Ok(())
     }
 
     fn close(&mut self) {
@@ -241,78 +269,271 @@ impl Side<'_> {
     }
 }
 
+/// The command's TLS hello, read by `deadline` (`early` first: what came behind its CONNECT).
+fn read_hello(client: &TcpStream, early: &[u8], deadline: Instant) -> Result<Accepted, String> {
+    let mut acceptor = Acceptor::default();
+    let mut rest = early;
+    while !rest.is_empty() {
+        if acceptor.read_tls(&mut rest).map_err(|e| e.to_string())? == 0 {
+            break;
+        }
+    }
+    loop {
+        match acceptor.accept() {
+            Ok(Some(accepted)) => return Ok(accepted),
+            Ok(None) => {}
+            Err((e, mut alert)) => {
+                let _ = alert.write_all(&mut &*client);
+                return Err(format!("TLS with the command: {e}"));
+            }
+        }
+        wait(
+            client,
+            PollFlags::POLLIN,
+            deadline,
+            "the command's TLS hello",
+        )?;
+        match acceptor.read_tls(&mut &*client) {
+            Ok(0) => return Err("the command closed before its TLS hello".into()),
+            Ok(_) => {}
+            Err(e) if retry(&e) => {}
+            Err(e) => return Err(format!("TLS with the command: {e}")),
+        }
+    }
+}
+
+/// The handshake with the real server, to the end, by `deadline`: its certificate verified, its
+/// protocol chosen. Plaintext it sends right behind stays in `conn` for the relay.
+fn handshake(
+    conn: &mut ClientConnection,
+    sock: &TcpStream,
+    host: &str,
+    deadline: Instant,
+) -> Result<(), String> {
+    let what = format!("the TLS handshake with {host}");
+    while conn.is_handshaking() {
+        let mut blocked = false;
+        while conn.wants_write() {
+            match conn.write_tls(&mut &*sock) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    blocked = true;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("{what}: {e}")),
+            }
+        }
+        let mut events = PollFlags::POLLIN;
+        if blocked {
+            events |= PollFlags::POLLOUT;
+        }
+        if !wait(sock, events, deadline, &what)? {
+            continue;
+        }
+        match conn.read_tls(&mut &*sock) {
+            Ok(0) => return Err(format!("{host} closed during {what}")),
+            Ok(_) => {}
+            Err(e) if retry(&e) => continue,
+            Err(e) => return Err(format!("{what}: {e}")),
+        }
+        if let Err(e) = conn.process_new_packets() {
+            // The alert that says why goes to the server, best effort.
+            let _ = conn.write_tls(&mut &*sock);
+            return Err(format!("TLS with {host}: {e}"));
+        }
+    }
+    Ok(())
+}
+
+/// Waits until `sock` is ready for `events` or `deadline` passes (an error naming `what`).
+/// Says whether it is readable (or at its end).
+fn wait(
+    sock: &TcpStream,
+    events: PollFlags,
+    deadline: Instant,
+    what: &str,
+) -> Result<bool, String> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!("{what} not done in time"));
+        }
+        let mut fds = [PollFd::new(sock.as_fd(), events)];
+        match poll(
+            &mut fds,
+            PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX),
+        ) {
+            Ok(0) => {}
+            Ok(_) => {
+                return Ok(fds[0].revents().is_some_and(|r| {
+                    r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
+                }));
+            }
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(format!("poll: {e}")),
+        }
+    }
+}
+
+fn retry(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+    )
+}
+
+/// The protocols offered upstream for what the command offered: its own list, in its order,
+/// less what the proxy cannot rewrite (HTTP/1.1 when it offered none: what it will speak).
+fn upstream_alpn(offered: Option<Vec<Vec<u8>>>) -> Vec<Vec<u8>> {
+    match offered {
+        None => vec![ALPN_HTTP1.to_vec()],
+        Some(list) => list
+            .into_iter()
+            .filter(|p| p == ALPN_HTTP1 || p == ALPN_H2)
+            .collect(),
+    }
+}
+
+/// The one protocol offered back to the command: what the server chose, so the command never
+/// speaks a protocol the server does not. HTTP/1.1 when the server chose none (what a server
+/// without ALPN speaks); a command that offered only HTTP/2 then fails its handshake
+/// (`no_application_protocol`), cleanly, before anything is sent.
+fn command_alpn(upstream: Option<&[u8]>) -> Vec<u8> {
+    match upstream {
+        Some(p) if p == ALPN_H2 => ALPN_H2.to_vec(),
+        _ => ALPN_HTTP1.to_vec(),
+    }
+}
+
+/// The refusal or failure the command is told, in the protocol it speaks.
+fn http1_error(status: &str, why: &str) -> Vec<u8> {
+    let body = format!("jail: {why}\n");
+    format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
 #[allow(clippy::too_many_arguments)]
-fn run(
+fn run<'a>(
     tls: &RunTls,
-    requests: &mut Requests<'_>,
+    injection: &'a Injection,
+    rewriter: &mut Option<Rewriter<'a>>,
     client: &TcpStream,
     upstream: &TcpStream,
-    host: &str,
+    (host, port): (&'a str, u16),
     early: &[u8],
     deadline: Instant,
     outcome: &mut Outcome,
 ) -> Result<(), String> {
-    let server_side = ServerConnection::new(tls.server_config(host)?).map_err(|e| e.to_string())?;
-    let client_side = ClientConnection::new(tls.client_config()?, server_name(host)?)
-        .map_err(|e| e.to_string())?;
-    let (server_side, client_side) = (
-        Connection::Server(server_side),
-        Connection::Client(client_side),
-    );
+    for s in [client, upstream] {
+        s.set_nonblocking(true).map_err(|e| e.to_string())?;
+    }
+    // ALPN: the command's hello first, then the server's choice among what the command
+    // offered, then the command's handshake with that choice alone. Both handshakes within
+    // the one deadline.
+    let accepted = read_hello(client, early, deadline)?;
+    // The server's handshake and the rest of the command's have their own time from here (the
+    // command's deadline also covered its CONNECT, and the server may be far away).
+    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+    let offered: Option<Vec<Vec<u8>>> = accepted
+        .client_hello()
+        .alpn()
+        .map(|list| list.map(<[u8]>::to_vec).collect());
+    let offered_http1 = offered
+        .as_ref()
+        .is_none_or(|l| l.iter().any(|p| p == ALPN_HTTP1));
+    let wanted = upstream_alpn(offered);
+    let mut server_tls = None;
+    let upstream_result = if wanted.is_empty() {
+        // Nothing the proxy can rewrite: no connection upstream; the command's handshake
+        // below fails with no_application_protocol.
+        Ok(())
+    } else {
+        let mut config = (*tls.client_config()?).clone();
+        config.alpn_protocols = wanted.clone();
+        let mut conn = ClientConnection::new(Arc::new(config), server_name(host)?)
+            .map_err(|e| e.to_string())?;
+        let result = handshake(&mut conn, upstream, host, deadline);
+        server_tls = Some(conn);
+        result
+    };
+    let chosen = match (&upstream_result, &server_tls) {
+        (Ok(()), Some(conn)) => command_alpn(conn.alpn_protocol()),
+        // The server failed: the command is told why in the protocol it offered.
+        (Err(_), _) if !offered_http1 => ALPN_H2.to_vec(),
+        _ => ALPN_HTTP1.to_vec(),
+    };
+    let mut config = (*tls.server_config(host)?).clone();
+    config.alpn_protocols = vec![chosen.clone()];
+    let server_side = match accepted.into_connection(Arc::new(config)) {
+        Ok(c) => c,
+        Err((e, mut alert)) => {
+            let _ = alert.write_all(&mut &*client);
+            return Err(format!("TLS with the command: {e}"));
+        }
+    };
+    let Some(client_side) = server_tls else {
+        return Err("the command offered no protocol the proxy can rewrite".into());
+    };
+    let h2 = chosen == ALPN_H2;
+    *rewriter = Some(if h2 {
+        Rewriter::H2(
+            H2Requests::new(host, port, injection),
+            Boundaries::default(),
+        )
+    } else {
+        Rewriter::Http1(Requests::new(host, port, injection))
+    });
+    let Some(rewriter) = rewriter.as_mut() else {
+        return Err("no rewriter".into());
+    };
     let mut cmd = Side {
         sock: client,
-        tls: server_side,
+        tls: Connection::Server(server_side),
         queue: Vec::new(),
         ended: false,
         closing: false,
     };
     let mut srv = Side {
         sock: upstream,
-        tls: client_side,
+        tls: Connection::Client(client_side),
         queue: Vec::new(),
         ended: false,
         closing: false,
     };
-    for s in [client, upstream] {
-        s.set_nonblocking(true).map_err(|e| e.to_string())?;
-    }
-    if !early.is_empty() {
-        cmd.tls
-            .read_tls(&mut &early[..])
-            .map_err(|e| e.to_string())?;
+    let mut failure: Option<String> = None;
+    if let Err(why) = upstream_result {
+        // Nothing was sent upstream; the command learns why over its own TLS.
+        cmd.queue = match rewriter {
+            Rewriter::H2(..) => goaway(true, 0, INTERNAL_ERROR, &why),
+            Rewriter::Http1(_) => http1_error("502 Bad Gateway", &why),
+        };
+        srv.ended = true;
+        failure = Some(why);
+    } else {
+        // What the server sent right behind its handshake.
+        let before = cmd.queue.len();
+        srv.drain(&mut cmd.queue);
+        if let Rewriter::H2(_, frames) = rewriter {
+            frames.advance(cmd.queue.get(before..).unwrap_or_default());
+        }
     }
     let mut plain = Vec::new();
-    let mut process_cmd =
-        |cmd: &mut Side<'_>, srv: &mut Side<'_>, plain: &mut Vec<u8>| -> Result<(), String> {
-            plain.clear();
-            cmd.receive(plain)
-                .map_err(|e| format!("TLS with the command: {e}"))?;
-            if let Err(Refused { status, reason }) = requests.feed(plain, &mut srv.queue) {
-                let body = format!("jail: {reason}\n");
-                cmd.queue.extend_from_slice(
-                    format!(
-                        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\n\
-                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    )
-                    .as_bytes(),
-                );
-                srv.queue.clear();
-                return Err(format!("refused a request: {reason}"));
-            }
-            Ok(())
-        };
-    let mut failure: Option<String> = None;
     loop {
         // Plaintext into TLS, TLS onto the wire.
         outcome.up += srv.push_queue().map_err(|e| e.to_string())?;
         outcome.down += cmd.push_queue().map_err(|e| e.to_string())?;
         // A side is closed once what it is owed has gone into its TLS: close_notify goes
-        // after the data.
+        // after the data (and, to the command, after its handshake: an alert before would
+        // end the handshake with the answer still unsent).
         if (cmd.ended || failure.is_some()) && srv.queue.is_empty() {
             srv.close();
         }
-        if (srv.ended || failure.is_some()) && cmd.queue.is_empty() {
+        if (srv.ended || failure.is_some()) && cmd.queue.is_empty() && !cmd.tls.is_handshaking() {
             cmd.close();
         }
         cmd.flush().map_err(|e| e.to_string())?;
@@ -322,11 +543,13 @@ fn run(
         if (srv.ended || failure.is_some()) && cmd.closing && !cmd.tls.wants_write() {
             return failure.map_or(Ok(()), Err);
         }
-        if cmd.ended && srv.ended {
-            return Ok(());
+        if cmd.ended && (srv.ended || failure.is_some()) {
+            return failure.map_or(Ok(()), Err);
         }
         if cmd.tls.is_handshaking() && Instant::now() >= deadline {
-            return Err("TLS handshake with the command not done in time".into());
+            return Err(
+                failure.unwrap_or_else(|| "TLS handshake with the command not done in time".into())
+            );
         }
         let want = |side_ended: bool, tls_wants_read: bool, other_queue: usize, wants_write| {
             let mut f = PollFlags::empty();
@@ -338,8 +561,10 @@ fn run(
             }
             f
         };
+        // The command is still read after a failure while its handshake runs: the answer
+        // can go out only once it is done.
         let cmd_events = want(
-            cmd.ended || failure.is_some(),
+            cmd.ended || (failure.is_some() && !cmd.tls.is_handshaking()),
             cmd.tls.wants_read(),
             srv.queue.len(),
             cmd.tls.wants_write(),
@@ -363,7 +588,7 @@ fn run(
         if cmd_events.is_empty() && srv_events.is_empty() {
             // Nothing to wait for: both sides are stuck (each waits on the other's queue,
             // which cannot drain). End rather than spin.
-            return Err("stalled".into());
+            return Err(failure.unwrap_or_else(|| "stalled".into()));
         }
         match poll(&mut fds, timeout) {
             Ok(_) => {}
@@ -377,30 +602,76 @@ fn run(
         };
         let (cmd_ready, srv_ready) = (ready(&fds[0]), ready(&fds[1]));
         if cmd_ready && cmd_events.contains(PollFlags::POLLIN) {
-            if let Err(e) = process_cmd(&mut cmd, &mut srv, &mut plain) {
-                failure = Some(e);
+            plain.clear();
+            let result = cmd
+                .receive(&mut plain)
+                .map_err(|e| format!("TLS with the command: {e}"));
+            let result = match result {
+                Err(e) => {
+                    cmd.ended = true;
+                    Err(e)
+                }
+                // After a failure, what the command sends is not passed on.
+                Ok(()) if failure.is_some() => Ok(()),
+                Ok(()) => rewrite(rewriter, &plain, &mut cmd.queue, &mut srv.queue),
+            };
+            if let Err(e) = result {
+                failure.get_or_insert(e);
             }
         }
         if srv_ready && srv_events.contains(PollFlags::POLLIN) {
             let before = cmd.queue.len();
-            if let Err(e) = srv.receive(&mut cmd.queue) {
+            let result = srv.receive(&mut cmd.queue);
+            if let Rewriter::H2(_, frames) = rewriter {
+                frames.advance(cmd.queue.get(before..).unwrap_or_default());
+            }
+            if let Err(e) = result {
                 let why = format!("TLS with {host}: {e}");
-                if cmd.queue.len() == before && outcome.down == 0 {
-                    // Nothing came back yet: tell the command why, in HTTP, over its TLS.
-                    let body = format!("jail: {why}\n");
-                    cmd.queue.extend_from_slice(
-                        format!(
-                            "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; \
-                             charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n\
-                             {body}",
-                            body.len()
-                        )
-                        .as_bytes(),
-                    );
+                // Tell the command why, over its TLS, where that cannot break what it got.
+                match rewriter {
+                    Rewriter::H2(r, frames) if frames.at_boundary() => {
+                        let first = frames.seen == 0;
+                        cmd.queue
+                            .extend(goaway(first, r.last_stream, INTERNAL_ERROR, &why));
+                    }
+                    Rewriter::Http1(_) if cmd.queue.len() == before && outcome.down == 0 => {
+                        cmd.queue.extend(http1_error("502 Bad Gateway", &why));
+                    }
+                    _ => {}
                 }
                 srv.ended = true;
-                failure = Some(why);
+                failure.get_or_insert(why);
             }
         }
     }
+}
+
+/// Passes the command's plaintext through its rewriter into the server's queue; a refusal is
+/// answered to the command (and nothing of it, nor what waits, goes to the server).
+fn rewrite(
+    rewriter: &mut Rewriter<'_>,
+    plain: &[u8],
+    to_cmd: &mut Vec<u8>,
+    to_srv: &mut Vec<u8>,
+) -> Result<(), String> {
+    let reason = match rewriter {
+        Rewriter::Http1(r) => match r.feed(plain, to_srv) {
+            Ok(()) => return Ok(()),
+            Err(Refused { status, reason }) => {
+                to_cmd.extend(http1_error(status, &reason));
+                reason
+            }
+        },
+        Rewriter::H2(r, frames) => match r.feed(plain, to_srv) {
+            Ok(()) => return Ok(()),
+            Err(h2::Refused { code, reason }) => {
+                if frames.at_boundary() {
+                    to_cmd.extend(goaway(frames.seen == 0, r.last_stream, code, &reason));
+                }
+                reason
+            }
+        },
+    };
+    to_srv.clear();
+    Err(format!("refused a request: {reason}"))
 }

@@ -40,6 +40,7 @@ use super::allow::AllowList;
 use relay::DeadlineRead;
 
 mod decisions;
+mod h2;
 mod http;
 mod intercept;
 mod relay;

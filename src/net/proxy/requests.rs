@@ -255,16 +255,20 @@ impl<'a> Requests<'a> {
 
     /// `Host` names the connected host, and the connected port if it names one.
     fn names_this_host(&self, value: &[u8]) -> bool {
-        let v = value.trim_ascii();
-        let v = std::str::from_utf8(v).unwrap_or("");
-        let (name, port) = match v.rsplit_once(':') {
-            Some((n, p)) if !n.contains(':') => (n, Some(p)),
-            _ => (v, None),
-        };
-        let name = name.strip_suffix('.').unwrap_or(name);
-        name.eq_ignore_ascii_case(self.host)
-            && port.is_none_or(|p| p.parse::<u16>() == Ok(self.port))
+        names_host(value, self.host, self.port)
     }
+}
+
+/// A `Host` (or HTTP/2 `:authority`) value names `host`, and `port` if it names a port.
+pub(super) fn names_host(value: &[u8], host: &str, port: u16) -> bool {
+    let v = value.trim_ascii();
+    let v = std::str::from_utf8(v).unwrap_or("");
+    let (name, named_port) = match v.rsplit_once(':') {
+        Some((n, p)) if !n.contains(':') => (n, Some(p)),
+        _ => (v, None),
+    };
+    let name = name.strip_suffix('.').unwrap_or(name);
+    name.eq_ignore_ascii_case(host) && named_port.is_none_or(|p| p.parse::<u16>() == Ok(port))
 }
 
 /// A request line's method, target and version, each as sent.

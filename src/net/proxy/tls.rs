@@ -12,9 +12,10 @@
 //! - Upstream, the real server's certificate is verified against the host's trust store
 //!   (`SSL_CERT_FILE`/`SSL_CERT_DIR` of jail's own environment, else the system's), with the
 //!   name the command asked for: a secret goes only to a server that proves that name.
-//! - ALPN offers `http/1.1` on both sides: the request rewriter speaks HTTP/1.1, so a client
-//!   that offers HTTP/2 as well gets HTTP/1.1, and one that offers HTTP/2 alone fails the
-//!   handshake (closed, never passed on unrewritten).
+//! - ALPN is set per connection (`proxy::intercept`): the server is offered what the command
+//!   offered among `h2` and `http/1.1` (the protocols the rewriters speak), and the command is
+//!   offered back exactly what the server chose, so neither side speaks a protocol the other
+//!   does not, and nothing passes that the proxy cannot rewrite.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -29,8 +30,9 @@ use rustls::{ClientConfig, RootCertStore, ServerConfig};
 
 use crate::net::allow::DomainPattern;
 
-/// The protocol both sides of an intercepted connection speak.
-const ALPN_HTTP1: &[u8] = b"http/1.1";
+/// The ALPN names of the protocols the request rewriters speak.
+pub const ALPN_HTTP1: &[u8] = b"http/1.1";
+pub const ALPN_H2: &[u8] = b"h2";
 
 /// The run's CA and what is made from it.
 pub struct RunTls {
@@ -109,13 +111,12 @@ impl RunTls {
             .signed_by(&self.leaf_key, &self.issuer)
             .map_err(|e| err(&e))?;
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.leaf_key.serialize_der()));
-        let mut config = ServerConfig::builder_with_provider(provider())
+        let config = ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| err(&e))?
             .with_no_client_auth()
             .with_single_cert(vec![cert.der().clone()], key)
             .map_err(|e| err(&e))?;
-        config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
         let config = Arc::new(config);
         servers.insert(host.to_string(), Arc::clone(&config));
         Ok(config)
@@ -140,12 +141,11 @@ fn load_client_config() -> Result<Arc<ClientConfig>, String> {
             "no trust store to verify servers with ({why}); set SSL_CERT_FILE for jail"
         ));
     }
-    let mut config = ClientConfig::builder_with_provider(provider())
+    let config = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
     Ok(Arc::new(config))
 }
 
