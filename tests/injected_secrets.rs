@@ -91,24 +91,29 @@ struct HttpsServer {
 
 impl HttpsServer {
     fn start(host: &str) -> HttpsServer {
+        HttpsServer::start_with(host, "https_log.py")
+    }
+
+    /// A server from `script` in tests/helpers, which takes the same arguments.
+    fn start_with(host: &str, script: &str) -> HttpsServer {
         let pki = TestPki::get();
         static SERVERS: AtomicUsize = AtomicUsize::new(0);
         let n = SERVERS.fetch_add(1, Ordering::SeqCst);
         let log = pki.dir.join(format!("{host}-{n}.log"));
         let _ = std::fs::remove_file(&log);
         let mut child = Command::new("/usr/bin/python3")
-            .arg(helper("https_log.py"))
+            .arg(helper(script))
             .arg(pki.dir.join(format!("{host}.pem")))
             .arg(pki.dir.join(format!("{host}.key")))
             .arg(&log)
             .stdout(Stdio::piped())
             .spawn()
-            .expect("start tests/helpers/https_log.py");
+            .unwrap_or_else(|e| panic!("start tests/helpers/{script}: {e}"));
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        let port = line.trim().parse().expect("https_log.py prints its port");
+        let port = line.trim().parse().expect("the server prints its port");
         HttpsServer { child, port, log }
     }
 
@@ -490,6 +495,55 @@ fn requests_the_proxy_cannot_rewrite_safely_are_refused_not_forwarded() {
     // The control: an ordinary request on the same run goes through with the value.
     let fine = hosts.secret.request("/fine").expect("the ordinary request");
     assert_eq!(header(&fine, "x-api-key"), Some(value()));
+}
+
+/// What a hostile command tries on the secret's connection against a server with a leniency
+/// real servers have (tests/helpers/https_lenient.py), and what the command may see back.
+fn lenient_attack(attack: &str) {
+    if !full_level_or_skip("secret-lenient") {
+        return;
+    }
+    for who in users() {
+        let hosts = Hosts {
+            secret: HttpsServer::start_with("secret.test", "https_lenient.py"),
+            other: HttpsServer::start("other.test"),
+        };
+        let fx = Fixture::new(who, "secret-lenient");
+        let script = format!(
+            r#"python3 {} {attack} secret.test "$S"; echo "rc=$?"
+{CURL} -H "x-api-key: $K" "https://secret.test:$S/fine"; echo " fine rc=$?""#,
+            helper("secret_attack.py").display()
+        );
+        let run = hosts.run(&fx, true, &script);
+        let what = format!("{who:?} {attack}");
+        assert!(
+            run.stdout.contains("rc=0"),
+            "{what}: the attack did not run\n{}",
+            run.describe()
+        );
+        assert!(
+            !run.stdout.contains(&value()),
+            "{what}: the command read the value\n{}",
+            run.describe()
+        );
+        let seen = std::fs::read(&hosts.secret.log).unwrap_or_default();
+        let seen = String::from_utf8_lossy(&seen);
+        // The control: the same server gets the value in an ordinary request of the same run,
+        // and nothing else of the attack's.
+        assert!(
+            run.stdout.contains("got /fine body= fine rc=0") && seen.matches(&value()).count() == 1,
+            "{what}: the value reached the server {} times\n{seen}\n{}",
+            seen.matches(&value()).count(),
+            run.describe()
+        );
+    }
+}
+
+/// TRACE asks the server to send the request back as it got it (RFC 9110 9.3.8), credentials
+/// included: the RFC tells clients never to send credentials with it, so the proxy refuses it.
+#[test]
+fn a_trace_request_never_gets_the_value() {
+    lenient_attack("trace");
 }
 
 #[test]

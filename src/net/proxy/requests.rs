@@ -13,6 +13,9 @@
 //!   than chunked): the proxy and the server would disagree on where the next request starts,
 //!   and a head the proxy took for body would reach the server unchecked (request smuggling).
 //!   Refused, as obsolete folded lines and control characters in a header are.
+//! - `TRACE` (and IIS's `TRACK`): the server answers with the request it received, so the value
+//!   would come back to the command (RFC 9110 9.3.8 tells clients never to send credentials
+//!   with it). Refused.
 //! - A protocol switch (`Upgrade`, e.g. WebSocket) ends the rewriting: what follows is not
 //!   HTTP/1.1 any more, so it passes unchanged, placeholders and all.
 //! - The value goes into credential headers only ([`is_credential_header`]), never into the
@@ -172,6 +175,18 @@ impl<'a> Requests<'a> {
         } = request_line_parts(request_line)?;
         if method.eq_ignore_ascii_case(b"CONNECT") {
             return Err(bad("CONNECT inside a tunnel"));
+        }
+        // TRACE asks the server to send back the request as it got it (RFC 9110 9.3.8), the
+        // value put into it included; TRACK is IIS's name for the same. Case-blind: a lenient
+        // server takes `trace` for TRACE.
+        if method.eq_ignore_ascii_case(b"TRACE") || method.eq_ignore_ascii_case(b"TRACK") {
+            return Err(Refused {
+                status: "403 Forbidden",
+                reason: format!(
+                    "{} is answered with the request itself, the secret's value included",
+                    String::from_utf8_lossy(method)
+                ),
+            });
         }
         if !(target.starts_with(b"/") || (target == b"*" && method == b"OPTIONS")) {
             return Err(Refused {
@@ -483,6 +498,8 @@ mod tests {
             ),
             (b"GET / HTTP/1.1\r\nHost: api.a.test\r\n folded\r\n\r\n", "400", "folded"),
             (b"CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test\r\n\r\n", "400", "CONNECT"),
+            (b"TRACE / HTTP/1.1\r\nHost: api.a.test\r\nAuthorization: PH-KEY\r\n\r\n", "403", "TRACE"),
+            (b"track / HTTP/1.1\r\nHost: api.a.test\r\n\r\n", "403", "track"),
             (b"GET / HTTP/2\r\nHost: api.a.test\r\n\r\n", "400", "HTTP/1"),
             (b"GET / HTTP/1.1\r\nX\x01: y\r\n\r\n", "400", "header name"),
         ] {
