@@ -546,6 +546,14 @@ fn a_trace_request_never_gets_the_value() {
     lenient_attack("trace");
 }
 
+/// A chunk-size line ended by a bare LF: a server that ends these lines at CRLF only reads the
+/// body's end elsewhere, takes a request hidden in the body for a real one, and its body
+/// swallows the next request, the one the proxy puts the value into.
+#[test]
+fn a_chunked_body_the_server_would_frame_otherwise_is_refused() {
+    lenient_attack("chunk-ext-lf");
+}
+
 #[test]
 fn python_and_node_clients_get_the_value_injected() {
     if !full_level_or_skip("secret-clients") {

