@@ -96,6 +96,11 @@ impl HttpsServer {
         Self::spawn(host, host, "/usr/bin/python3", &["https_log.py"])
     }
 
+    /// A server from `script` in tests/helpers (python3), which takes the same arguments.
+    fn start_with(host: &str, script: &str) -> HttpsServer {
+        Self::spawn(host, host, "/usr/bin/python3", &[script])
+    }
+
     /// An HTTP/2 server (Node's http2, ALPN h2 only).
     fn start_h2(host: &str) -> HttpsServer {
         Self::spawn(host, host, "/usr/bin/node", &["h2_log.js"])
@@ -507,6 +512,63 @@ fn requests_the_proxy_cannot_rewrite_safely_are_refused_not_forwarded() {
     // The control: an ordinary request on the same run goes through with the value.
     let fine = hosts.secret.request("/fine").expect("the ordinary request");
     assert_eq!(header(&fine, "x-api-key"), Some(value()));
+}
+
+/// What a hostile command tries on the secret's connection against a server with a leniency
+/// real servers have (tests/helpers/https_lenient.py), and what the command may see back.
+fn lenient_attack(attack: &str) {
+    if !full_level_or_skip("secret-lenient") {
+        return;
+    }
+    for who in users() {
+        let hosts = Hosts {
+            secret: HttpsServer::start_with("secret.test", "https_lenient.py"),
+            other: HttpsServer::start("other.test"),
+        };
+        let fx = Fixture::new(who, "secret-lenient");
+        let script = format!(
+            r#"python3 {} {attack} secret.test "$S"; echo "rc=$?"
+{CURL} -H "x-api-key: $K" "https://secret.test:$S/fine"; echo " fine rc=$?""#,
+            helper("secret_attack.py").display()
+        );
+        let run = hosts.run(&fx, true, &script);
+        let what = format!("{who:?} {attack}");
+        assert!(
+            run.stdout.contains("rc=0"),
+            "{what}: the attack did not run\n{}",
+            run.describe()
+        );
+        assert!(
+            !run.stdout.contains(&value()),
+            "{what}: the command read the value\n{}",
+            run.describe()
+        );
+        let seen = std::fs::read(&hosts.secret.log).unwrap_or_default();
+        let seen = String::from_utf8_lossy(&seen);
+        // The control: the same server gets the value in an ordinary request of the same run,
+        // and nothing else of the attack's.
+        assert!(
+            run.stdout.contains("got /fine body= fine rc=0") && seen.matches(&value()).count() == 1,
+            "{what}: the value reached the server {} times\n{seen}\n{}",
+            seen.matches(&value()).count(),
+            run.describe()
+        );
+    }
+}
+
+/// TRACE asks the server to send the request back as it got it (RFC 9110 9.3.8), credentials
+/// included: the RFC tells clients never to send credentials with it, so the proxy refuses it.
+#[test]
+fn a_trace_request_never_gets_the_value() {
+    lenient_attack("trace");
+}
+
+/// A chunk-size line ended by a bare LF: a server that ends these lines at CRLF only reads the
+/// body's end elsewhere, takes a request hidden in the body for a real one, and its body
+/// swallows the next request, the one the proxy puts the value into.
+#[test]
+fn a_chunked_body_the_server_would_frame_otherwise_is_refused() {
+    lenient_attack("chunk-ext-lf");
 }
 
 #[test]

@@ -12,7 +12,12 @@
 //! - Ambiguous framing (`Content-Length` with `Transfer-Encoding`, two lengths, a coding other
 //!   than chunked): the proxy and the server would disagree on where the next request starts,
 //!   and a head the proxy took for body would reach the server unchecked (request smuggling).
-//!   Refused, as obsolete folded lines and control characters in a header are.
+//!   Refused, as are obsolete folded lines and control characters in a header, a
+//!   `Transfer-Encoding` on an HTTP/1.0 request, and chunk lines a server could read otherwise
+//!   (a bare LF, space around the size, control characters in an extension or a trailer).
+//! - `TRACE` (and IIS's `TRACK`): the server answers with the request it received, so the value
+//!   would come back to the command (RFC 9110 9.3.8 tells clients never to send credentials
+//!   with it). Refused.
 //! - A protocol switch (`Upgrade`, e.g. WebSocket) ends the rewriting: what follows is not
 //!   HTTP/1.1 any more, so it passes unchanged, placeholders and all.
 //! - The value goes into credential headers only ([`is_credential_header`]), never into the
@@ -138,11 +143,12 @@ impl<'a> Requests<'a> {
                     input = rest;
                     self.partial.extend_from_slice(now);
                     let line = std::mem::take(&mut self.partial);
-                    out.extend_from_slice(&line);
-                    let text = line
-                        .strip_suffix(b"\n")
-                        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-                        .unwrap_or_default();
+                    // CRLF only: a server that ends these lines at CRLF alone would read a bare
+                    // LF as part of the line (a chunk extension, a trailer), find the body's
+                    // end elsewhere, and take a head the proxy filled in for body.
+                    let Some(text) = line.strip_suffix(b"\r\n") else {
+                        return Err(bad("chunk line not ended by CRLF"));
+                    };
                     self.state = match self.state {
                         State::ChunkSize => match chunk_size(text)? {
                             0 => State::Trailers,
@@ -151,8 +157,12 @@ impl<'a> Requests<'a> {
                         State::ChunkEnd if text.is_empty() => State::ChunkSize,
                         State::ChunkEnd => return Err(bad("chunk data longer than its size")),
                         _ if text.is_empty() => State::Head,
-                        _ => State::Trailers,
+                        _ => {
+                            header_line(text).map_err(|e| bad(format!("trailer: {}", e.reason)))?;
+                            State::Trailers
+                        }
                     };
+                    out.extend_from_slice(&line);
                 }
             }
         }
@@ -172,6 +182,18 @@ impl<'a> Requests<'a> {
         } = request_line_parts(request_line)?;
         if method.eq_ignore_ascii_case(b"CONNECT") {
             return Err(bad("CONNECT inside a tunnel"));
+        }
+        // TRACE asks the server to send back the request as it got it (RFC 9110 9.3.8), the
+        // value put into it included; TRACK is IIS's name for the same. Case-blind: a lenient
+        // server takes `trace` for TRACE.
+        if method.eq_ignore_ascii_case(b"TRACE") || method.eq_ignore_ascii_case(b"TRACK") {
+            return Err(Refused {
+                status: "403 Forbidden",
+                reason: format!(
+                    "{} is answered with the request itself, the secret's value included",
+                    String::from_utf8_lossy(method)
+                ),
+            });
         }
         if !(target.starts_with(b"/") || (target == b"*" && method == b"OPTIONS")) {
             return Err(Refused {
@@ -216,6 +238,12 @@ impl<'a> Requests<'a> {
                 v.split(|b| *b == b',')
                     .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"upgrade"))
             });
+        // HTTP/1.0 has no transfer codings: a server may frame such a request by its length
+        // alone and read the chunks as requests of their own (RFC 9112 6.1 calls the framing
+        // faulty).
+        if version == b"HTTP/1.0" && !codings.is_empty() {
+            return Err(bad("Transfer-Encoding in an HTTP/1.0 request"));
+        }
         let next = match (lengths.as_slice(), codings.as_slice()) {
             ([], []) => State::Head,
             ([], [coding]) if coding.trim_ascii().eq_ignore_ascii_case(b"chunked") => {
@@ -339,11 +367,22 @@ fn content_length(values: &[&[u8]]) -> Result<u64, Refused> {
     Ok(found.unwrap_or(0))
 }
 
+/// `1*HEXDIG [ ";" extension ]`, nothing else: no space around the size (parsers differ on
+/// whether `5 ` or ` 5` is 5, an error, or 0), and an extension of visible characters, spaces
+/// and tabs only (one with a CR or a control character is read differently by each server).
 fn chunk_size(line: &[u8]) -> Result<u64, Refused> {
-    let size = line.split(|b| *b == b';').next().unwrap_or_default();
-    let size = size.trim_ascii();
-    if size.is_empty() || size.len() > 15 || !size.iter().all(u8::is_ascii_hexdigit) {
+    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    let (size, rest) = line.split_at(digits);
+    if size.is_empty() || size.len() > 15 {
         return Err(bad("invalid chunk size"));
+    }
+    let extension_ok = rest.is_empty()
+        || (rest.starts_with(b";")
+            && rest
+                .iter()
+                .all(|b| (0x21..0x7f).contains(b) || *b == b' ' || *b == b'\t'));
+    if !extension_ok {
+        return Err(bad("invalid chunk size or extension"));
     }
     u64::from_str_radix(std::str::from_utf8(size).unwrap_or("x"), 16)
         .map_err(|_| bad("invalid chunk size"))
@@ -486,7 +525,49 @@ mod tests {
                 "longer than its size",
             ),
             (b"GET / HTTP/1.1\r\nHost: api.a.test\r\n folded\r\n\r\n", "400", "folded"),
+            (
+                b"POST / HTTP/1.0\r\nHost: api.a.test\r\nTransfer-Encoding: chunked\r\n\r\n",
+                "400",
+                "HTTP/1.0",
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: api.a.test\r\nTransfer-Encoding: chunked\r\n\r\n40;\nx",
+                "400",
+                "CRLF",
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: api.a.test\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\n",
+                "400",
+                "CRLF",
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: api.a.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\n",
+                "400",
+                "CRLF",
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: api.a.test\r\nTransfer-Encoding: chunked\r\n\r\n 5\r\n",
+                "400",
+                "chunk size",
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: api.a.test\r\nTransfer-Encoding: chunked\r\n\r\n5 \r\n",
+                "400",
+                "chunk size",
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: api.a.test\r\nTransfer-Encoding: chunked\r\n\r\n5;a\rb\r\n",
+                "400",
+                "extension",
+            ),
+            (
+                b"POST / HTTP/1.1\r\nHost: api.a.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n folded\r\n",
+                "400",
+                "trailer",
+            ),
             (b"CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test\r\n\r\n", "400", "CONNECT"),
+            (b"TRACE / HTTP/1.1\r\nHost: api.a.test\r\nAuthorization: PH-KEY\r\n\r\n", "403", "TRACE"),
+            (b"track / HTTP/1.1\r\nHost: api.a.test\r\n\r\n", "403", "track"),
             (b"GET / HTTP/2\r\nHost: api.a.test\r\n\r\n", "400", "HTTP/1"),
             (b"GET / HTTP/1.1\r\nX\x01: y\r\n\r\n", "400", "header name"),
         ] {
