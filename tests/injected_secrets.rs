@@ -830,6 +830,55 @@ fn secret_flags_that_cannot_hold_are_refused_before_anything_runs() {
     );
 }
 
+/// A credential an agent profile keeps by name with no host to add it at (a refresh token, a
+/// login blob: the agent sends them in request bodies) is the real value inside: the plan says
+/// so among its gaps, and a declared key beside it is not named.
+#[test]
+fn a_kept_credential_the_proxy_cannot_add_is_named_among_the_gaps() {
+    let fx = Fixture::new(Who::Root, "secret-kept-gap");
+    let env = [
+        ("CLAUDE_CODE_OAUTH_REFRESH_TOKEN", "rt-0123456789abcdef0123"),
+        ("ANTHROPIC_API_KEY", "sk-ant-0123456789abcdef"),
+        ("PATH", PATH),
+    ];
+    let gaps = |net: &str| -> Vec<String> {
+        let run = fx.jail_at(
+            &fx.dir,
+            &[
+                "--profile",
+                "claude-code",
+                "--net",
+                net,
+                "--dry-run",
+                "--",
+                "true",
+            ],
+            &env,
+        );
+        assert!(run.ok(), "{}", run.describe());
+        let v: Value = serde_json::from_str(&run.stdout).unwrap();
+        v["gaps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g.as_str().unwrap().to_string())
+            .collect()
+    };
+    let named = |gaps: &[String], name: &str| gaps.iter().any(|g| g.starts_with(name));
+    let behind_proxy = gaps("allow=api.anthropic.com");
+    assert!(
+        named(&behind_proxy, "CLAUDE_CODE_OAUTH_REFRESH_TOKEN")
+            && !named(&behind_proxy, "ANTHROPIC_API_KEY"),
+        "{behind_proxy:#?}"
+    );
+    // Without the proxy every kept key is passed, as the profile says: nothing to single out.
+    let open = gaps("none");
+    assert!(
+        !named(&open, "CLAUDE_CODE_OAUTH_REFRESH_TOKEN"),
+        "{open:#?}"
+    );
+}
+
 #[test]
 fn each_agent_profile_keeps_its_keys_outside_when_the_network_allows_their_api() {
     if !full_level_or_skip("secret-profiles") {

@@ -154,6 +154,24 @@ pub fn compile(policy: &Policy, host: &Host) -> Result<RunPlan, JailError> {
             )
         }));
     }
+    // Behind the proxy, a credential the profile keeps by name but declares no host for (a
+    // refresh token or a login blob the agent sends in a request body, where the proxy adds
+    // nothing) is still the real value inside: said, since the rest of the run's keys are not.
+    if net.proxy.is_some() && net.namespace {
+        gaps.extend(
+            policy
+                .env
+                .kept_credentials
+                .iter()
+                .filter(|name| !policy.secrets.iter().any(|r| &r.name == *name))
+                .map(|name| {
+                    format!(
+                        "{name} is in the command's environment: it is kept by name and no \
+                         [secrets] host says where the proxy could add it instead"
+                    )
+                }),
+        );
+    }
     gaps.extend(limits.gaps.iter().cloned());
     let file = crate::policy_file::PolicyFile::new(policy, &layers, gaps.clone());
     Ok(RunPlan {

@@ -85,6 +85,10 @@ pub struct ChildEnv {
     /// variable kept by name, which is handed to the command on purpose with its file.
     #[serde(skip)]
     pub credential_files: Vec<(String, PathBuf)>,
+    /// Names kept on purpose (a name the profile keeps exactly, `--env NAME`) whose name or value
+    /// marks a credential: the command holds the value unless a secret rule replaces it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept_credentials: Vec<String>,
 }
 
 /// Computes the command's environment. Precedence, strongest first: `--env KEY`, `--env-deny`,
@@ -150,6 +154,11 @@ pub fn child_env(
         } else {
             None
         };
+        let credential =
+            files.is_some() || secret.is_some() || first(&profile.deny, name).is_some();
+        if why.is_none() && kept_by_name && credential {
+            out.kept_credentials.push(name.to_string());
+        }
         match why {
             None => out.vars.push((k.clone(), v.clone())),
             Some(why) => out.remove(name, why),
@@ -171,6 +180,8 @@ pub fn child_env(
         }
     }
     out.removed.sort();
+    out.kept_credentials.retain(|name| !out.set.contains(name));
+    out.kept_credentials.sort();
     Ok(out)
 }
 

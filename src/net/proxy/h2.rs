@@ -384,6 +384,9 @@ impl<'a> H2Requests<'a> {
         if method.eq_ignore_ascii_case(b"CONNECT") {
             return Err(bad("CONNECT inside a tunnel"));
         }
+        if let Some(reason) = super::requests::echoing_method(method) {
+            return Err(bad(reason));
+        }
         if scheme.is_none() {
             return Err(bad("request without :scheme"));
         }
@@ -552,6 +555,7 @@ mod tests {
         let rule = |name: &str, host: &str, placeholder: &str| SecretRule {
             name: name.into(),
             hosts: vec![host.into()],
+            not_allowed: Vec::new(),
             from: "test".into(),
             explicit: true,
             placeholder: placeholder.into(),
@@ -919,6 +923,15 @@ mod tests {
             (
                 with(&[(":authority", "api.a.test"), (":protocol", "websocket")]),
                 ":protocol",
+            ),
+            (
+                pairs(&[
+                    (":method", "trace"),
+                    (":scheme", "https"),
+                    (":path", "/"),
+                    (":authority", "api.a.test"),
+                ]),
+                "answered with the request itself",
             ),
             (
                 pairs(&[

@@ -183,16 +183,10 @@ impl<'a> Requests<'a> {
         if method.eq_ignore_ascii_case(b"CONNECT") {
             return Err(bad("CONNECT inside a tunnel"));
         }
-        // TRACE asks the server to send back the request as it got it (RFC 9110 9.3.8), the
-        // value put into it included; TRACK is IIS's name for the same. Case-blind: a lenient
-        // server takes `trace` for TRACE.
-        if method.eq_ignore_ascii_case(b"TRACE") || method.eq_ignore_ascii_case(b"TRACK") {
+        if let Some(reason) = echoing_method(method) {
             return Err(Refused {
                 status: "403 Forbidden",
-                reason: format!(
-                    "{} is answered with the request itself, the secret's value included",
-                    String::from_utf8_lossy(method)
-                ),
+                reason,
             });
         }
         if !(target.starts_with(b"/") || (target == b"*" && method == b"OPTIONS")) {
@@ -285,6 +279,19 @@ impl<'a> Requests<'a> {
     fn names_this_host(&self, value: &[u8]) -> bool {
         names_host(value, self.host, self.port)
     }
+}
+
+/// Why a method is never sent with a secret in it, on HTTP/1 and HTTP/2 alike: TRACE asks the
+/// server to send back the request as it got it (RFC 9110 9.3.8), the value put into it
+/// included; TRACK is IIS's name for the same. Case-blind: a lenient server takes `trace` for
+/// TRACE.
+pub(super) fn echoing_method(method: &[u8]) -> Option<String> {
+    (method.eq_ignore_ascii_case(b"TRACE") || method.eq_ignore_ascii_case(b"TRACK")).then(|| {
+        format!(
+            "{} is answered with the request itself, the secret's value included",
+            String::from_utf8_lossy(method)
+        )
+    })
 }
 
 /// A `Host` (or HTTP/2 `:authority`) value names `host`, and `port` if it names a port.
