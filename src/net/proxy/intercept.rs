@@ -166,6 +166,25 @@ impl Side<'_> {
         Ok(moved)
     }
 
+    /// Moves queued plaintext into TLS and TLS onto the wire, again and again while the socket
+    /// takes it all. One pass is not enough: TLS takes 64 KiB of plaintext at a time, and a
+    /// queue left behind with nothing pending in TLS would ask poll for no POLLOUT, while its
+    /// sender is not read (its queue is full): the tunnel would wait for nothing, forever.
+    fn send(&mut self) -> io::Result<u64> {
+        let mut moved = 0u64;
+        loop {
+            let pending = self.tls.wants_write();
+            let n = self.push_queue()?;
+            moved += n;
+            self.flush()?;
+            // Done when the queue is in, or when the socket is full (POLLOUT wakes us). TLS that
+            // took nothing with nothing to send is handshaking: its progress wakes us (POLLIN).
+            if self.queue.is_empty() || self.tls.wants_write() || (n == 0 && !pending) {
+                return Ok(moved);
+            }
+        }
+    }
+
     /// Writes what TLS has to send, until the socket would block. A peer that has ended may
     /// have closed its socket for good: what it would not take is no failure.
     fn flush(&mut self) -> io::Result<()> {
@@ -300,8 +319,8 @@ fn run(
     let mut failure: Option<String> = None;
     loop {
         // Plaintext into TLS, TLS onto the wire.
-        outcome.up += srv.push_queue().map_err(|e| e.to_string())?;
-        outcome.down += cmd.push_queue().map_err(|e| e.to_string())?;
+        outcome.up += srv.send().map_err(|e| e.to_string())?;
+        outcome.down += cmd.send().map_err(|e| e.to_string())?;
         // A side is closed once what it is owed has gone into its TLS: close_notify goes
         // after the data.
         if (cmd.ended || failure.is_some()) && srv.queue.is_empty() {
