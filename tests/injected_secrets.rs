@@ -747,6 +747,43 @@ timeout 30 node {} secret.test "$S" /h2; echo "node rc=$?""#,
 }
 
 #[test]
+fn a_slow_end_slows_the_intercepted_path_and_never_stalls_it() {
+    if !full_level_or_skip("secret-slow-end") {
+        return;
+    }
+    for who in users() {
+        let hosts = Hosts::start();
+        let fx = Fixture::new(who, "secret-slow-end");
+        // Upload: the server reads nothing for a second, so the body fills the sockets, the TLS
+        // buffer and the proxy's queue toward it before it drains. Download: curl reads at
+        // 4 MiB/s, slower than the bytes come. Either way the proxy's queue fills; it must go
+        // on once the slow end takes bytes again (it used to wait for nothing, for good).
+        let script = format!(
+            r#"head -c 16777216 /dev/zero >/tmp/up
+{CURL} -H "x-api-key: $K" -H "Expect:" -T /tmp/up -o /dev/null -w "up=%{{http_code}}\n" "https://secret.test:$S/slow-up"; echo "rc=$?"
+{CURL} -H "x-api-key: $K" --limit-rate 4M -o /dev/null -w "down=%{{http_code}} %{{size_download}}\n" "https://secret.test:$S/zeros/8388608"; echo "rc=$?"
+"#
+        );
+        let run = hosts.run(&fx, true, &script);
+        let what = format!("{who:?} a slow end");
+        assert!(
+            run.ok()
+                && run.stdout.matches("rc=0").count() == 2
+                && run.stdout.contains("up=200")
+                && run.stdout.contains("down=200 8388608"),
+            "{what}\n{}",
+            run.describe()
+        );
+        let up = hosts
+            .secret
+            .request("/slow-up")
+            .expect("the upload arrived");
+        assert_eq!(up["body"], "16777216 bytes", "{what}: the upload's body");
+        assert_eq!(header(&up, "x-api-key"), Some(value()), "{what}: upload");
+    }
+}
+
+#[test]
 fn python_and_node_clients_get_the_value_injected() {
     if !full_level_or_skip("secret-clients") {
         return;

@@ -16,7 +16,7 @@
 //! slow server slows the command down instead of filling the supervisor's memory.
 
 use std::collections::BTreeSet;
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
@@ -107,7 +107,7 @@ impl Interception {
 const QUEUE_LIMIT: usize = 256 * 1024;
 /// Time for the server's TLS handshake and the rest of the command's, once its hello is in.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Bytes read from a TLS side at a time.
+/// Plaintext taken from a TLS side per wakeup, at most (and a record more).
 const READ_CHUNK: usize = 64 * 1024;
 
 /// What an intercepted tunnel did.
@@ -180,18 +180,42 @@ struct Side<'a> {
 }
 
 impl Side<'_> {
-    /// Moves queued plaintext into the TLS connection, as much as it takes.
+    /// Moves queued plaintext into the TLS connection, as much as it takes. The queue is cut
+    /// once at the end: cutting it after each write would move the rest of it every time.
     fn push_queue(&mut self) -> io::Result<u64> {
-        let mut moved = 0u64;
-        while !self.queue.is_empty() {
-            let n = self.tls.writer().write(&self.queue)?;
-            if n == 0 {
-                break;
+        let mut moved = 0usize;
+        let mut result = Ok(());
+        while let Some(rest) = self.queue.get(moved..).filter(|r| !r.is_empty()) {
+            match self.tls.writer().write(rest) {
+                Ok(0) => break,
+                Ok(n) => moved += n,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
             }
-            self.queue.drain(..n);
-            moved += n as u64;
         }
-        Ok(moved)
+        self.queue.drain(..moved);
+        result.map(|()| moved as u64)
+    }
+
+    /// Moves queued plaintext into TLS and TLS onto the wire, again and again while the socket
+    /// takes it all. One pass is not enough: TLS takes 64 KiB of plaintext at a time, and a
+    /// queue left behind with nothing pending in TLS would ask poll for no POLLOUT, while its
+    /// sender is not read (its queue is full): the tunnel would wait for nothing, forever.
+    fn send(&mut self) -> io::Result<u64> {
+        let mut moved = 0u64;
+        loop {
+            let pending = self.tls.wants_write();
+            let n = self.push_queue()?;
+            moved += n;
+            self.flush()?;
+            // Done when the queue is in, or when the socket is full (POLLOUT wakes us). TLS that
+            // took nothing with nothing to send is handshaking: its progress wakes us (POLLIN).
+            if self.queue.is_empty() || self.tls.wants_write() || (n == 0 && !pending) {
+                return Ok(moved);
+            }
+        }
     }
 
     /// Writes what TLS has to send, until the socket would block. A peer that has ended may
@@ -216,40 +240,50 @@ impl Side<'_> {
         Ok(())
     }
 
-    /// Reads from the socket into TLS and returns the plaintext that came out (empty when none
-    /// yet); sets `ended` at the peer's end.
+    /// Reads from the socket into TLS and appends the plaintext that came out to `plain`
+    /// (nothing when none yet); sets `ended` at the peer's end. rustls reads at most 4 KiB from
+    /// the socket at a time (a record is up to 16 KiB), so this reads on until the socket is
+    /// empty or [`READ_CHUNK`] bytes came out: one poll per 4 KiB costs more than the reads.
     fn receive(&mut self, plain: &mut Vec<u8>) -> Result<(), String> {
-        let mut eof = false;
-        match self.tls.read_tls(&mut self.sock) {
-            Ok(0) => eof = true,
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) => return Err(e.to_string()),
+        let start = plain.len();
+        loop {
+            let mut eof = false;
+            let mut empty = false;
+            match self.tls.read_tls(&mut self.sock) {
+                Ok(0) => eof = true,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => empty = true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.to_string()),
+            }
+            let state = self.tls.process_new_packets().map_err(|e| e.to_string());
+            // Plaintext that arrived before an error or the end is still delivered.
+            self.drain(plain);
+            state?;
+            if eof {
+                self.ended = true;
+            }
+            if self.ended || empty || plain.len() - start >= READ_CHUNK {
+                return Ok(());
+            }
         }
-        let state = self.tls.process_new_packets().map_err(|e| e.to_string());
-        // Plaintext that arrived before an error or the end is still delivered.
-        self.drain(plain);
-        state?;
-        if eof {
-            self.ended = true;
-        }
-        Ok(())
     }
 
-    /// Moves the plaintext TLS has decrypted into `plain`; sets `ended` at the peer's end.
+    /// Moves the plaintext TLS has decrypted into `plain`, straight out of rustls's buffer (no
+    /// buffer of our own to fill first); sets `ended` at the peer's end.
     fn drain(&mut self, plain: &mut Vec<u8>) {
-        let mut buf = vec![0u8; READ_CHUNK];
+        let mut reader = self.tls.reader();
         loop {
-            match self.tls.reader().read(&mut buf) {
-                Ok(0) => {
+            match reader.fill_buf() {
+                Ok([]) => {
                     self.ended = true;
                     break;
                 }
-                Ok(n) => plain.extend_from_slice(buf.get(..n).unwrap_or_default()),
+                Ok(chunk) => {
+                    let n = chunk.len();
+                    plain.extend_from_slice(chunk);
+                    reader.consume(n);
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 // The TCP end came without close_notify: a truncation the peer may not have
                 // meant, but the end all the same.
@@ -525,8 +559,8 @@ fn run<'a>(
     let mut plain = Vec::new();
     loop {
         // Plaintext into TLS, TLS onto the wire.
-        outcome.up += srv.push_queue().map_err(|e| e.to_string())?;
-        outcome.down += cmd.push_queue().map_err(|e| e.to_string())?;
+        outcome.up += srv.send().map_err(|e| e.to_string())?;
+        outcome.down += cmd.send().map_err(|e| e.to_string())?;
         // A side is closed once what it is owed has gone into its TLS: close_notify goes
         // after the data (and, to the command, after its handshake: an alert before would
         // end the handshake with the answer still unsent).

@@ -50,9 +50,16 @@ pub struct RunTls {
 /// need cmake and a cross toolchain for the static builds). ring has no post-quantum key
 /// exchange, which rustls marks by deprecating its provider; the run's TLS offers X25519 and
 /// the NIST curves (a named limit in docs/network.md).
+///
+/// Its key exchange groups in the order X25519, P-256, P-384: the provider's own order puts
+/// P-384 first, so every handshake made a P-384 key share, ring's slowest (about two thirds of
+/// the proxy's time on a new intercepted connection, bench/secrets.md).
 #[allow(deprecated)]
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    use rustls::crypto::ring::kx_group;
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider.kx_groups = vec![kx_group::X25519, kx_group::SECP256R1, kx_group::SECP384R1];
+    Arc::new(provider)
 }
 
 impl RunTls {
