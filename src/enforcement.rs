@@ -48,7 +48,7 @@ impl Layers {
 }
 
 /// Which layers a run gets.
-#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Layers {
     pub mount: bool,
     pub landlock: bool,

@@ -39,7 +39,7 @@ use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use serde_json::{Value, json};
 
 use super::audit::{Denial, DenialListener};
-use super::supervisor::Confinement;
+use super::supervisor::CommandStarted;
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::workspace::store::LayerKind;
@@ -346,15 +346,14 @@ impl Events {
         }))
     }
 
-    /// When the command exists: the `start` event, and the watcher's thread.
-    pub fn arm(&self, conf: &mut Confinement, denials: Result<(), String>) {
-        let Some(sink) = self.sink.clone() else {
-            return;
-        };
+    /// When the command exists: the `start` event, saying whether the denials are reported
+    /// (the plan's [`super::plan::RunPlan::denials_reported`]), and the watcher's thread.
+    pub fn command_started(&self, denials: Result<(), String>) -> Option<CommandStarted> {
+        let sink = self.sink.clone()?;
         let watch = Arc::clone(&self.watch);
         let command = self.command.clone();
         let roots = self.roots.clone();
-        conf.command_started.push(Box::new(move |pid| {
+        Some(Box::new(move |pid| {
             sink.emit(json!({
                 "event": "start",
                 "pid": pid,
@@ -386,7 +385,7 @@ impl Events {
                     Err(tally) => WatchPhase::Done(tally),
                 };
             }
-        }));
+        }))
     }
 
     /// After the command's tree is gone: the watcher reads what is left and stops.

@@ -1,37 +1,53 @@
-//! The Linux launch, one straight line: detect what this system offers, plan every layer
-//! ([`super::plan`], pure), check the level the caller requires, apply under the supervisor
-//! (replanning without namespaces when they cannot be used after all), then clean up what the
-//! command planted and hand back the [`Outcome`].
+//! The Linux launch, one straight line: detect what this system offers ([`Facts`]), decide the
+//! whole run ([`plan::decide`], pure), check the level the caller requires, execute it under the
+//! supervisor, then clean up what the command planted and hand back the [`Outcome`].
+//!
+//! Executing may find a fact wrong before the command runs: the namespaces cannot be used after
+//! all, or no cgroup can be made. It then returns a named [`Fallback`], which becomes a fact,
+//! and the run is decided again (`run`: one loop, bounded by the kinds of fallback). What an
+//! attempt made once (the copy-on-write layers, the baselines, the report's file, the journal)
+//! is kept while the new plan keeps their kind; a plan with copies where overlays were made
+//! starts a new attempt (nothing ran).
+
+use std::borrow::Cow;
+use std::rc::Rc;
 
 use super::events::{self, Events};
 use super::net_setup::NetRuntime;
+use super::plan::{self, Denials, Facts, Fallback, RunPlan};
 use super::planted::Watch;
+use super::protected_writes::ProtectedWrites;
 use super::recorder::Recorder;
 use super::run_state::RunState;
-use super::supervisor::{self, Confinement, RunEnd};
-use super::{ended_by, limits, seccomp};
+use super::supervisor::{self, CommandStarted, Confinement, RunEnd};
+use super::{audit, cow_run, ended_by, limits, seccomp};
 use crate::enforcement::{self, Layers};
 use crate::error::{EXIT_JAIL_ERROR, JailError};
 use crate::policy::Policy;
-use crate::probe::{self, Features};
+use crate::probe;
 use crate::sandbox::dry_run::DryRun;
 use crate::sandbox::options::RunOptions;
 use crate::sandbox::outcome::{Outcome, Status};
 use crate::workspace::store::LayerKind;
 
-/// What a run of `policy` would get here, every layer's plan included (`--dry-run`). The
-/// namespaces are tried for real (a throwaway child, ~1 ms), so that it shows what a run would
-/// get.
+/// What a run of `policy` would get here, every layer's plan included (`--dry-run`): the plan
+/// [`plan::decide`] returns for the facts detected now. The namespaces are tried for real (a
+/// throwaway child, ~1 ms), so that it shows what a run would get. Nothing records a dry run:
+/// its plan is the one of a run without a report, summary or event stream.
 /// The options change nothing here (the macOS dry run refuses what macOS cannot do).
 pub fn dry_run(policy: &Policy, _options: &RunOptions) -> Result<String, JailError> {
-    let (_, run) = plan_run(policy, probe::detect(true))?;
+    let mut facts = Facts::new(probe::detect(true), limits::Host::detect());
+    let mut net = NetRuntime::new(policy)?;
+    facts.trust_ca = net.trust_ca();
+    network_facts(&mut net, &mut facts)?;
+    let plan = plan::decide(policy, &facts)?;
     let out = DryRun {
         policy,
-        features: &run.features,
-        layers: run.plan.layers,
-        level: run.plan.level(),
-        gaps: &run.plan.gaps,
-        plans: &run.plan,
+        features: &facts.features,
+        layers: plan.layers,
+        level: plan.level(),
+        gaps: &plan.gaps,
+        plans: &plan,
     };
     Ok(crate::text::versioned_json(&out))
 }
@@ -46,23 +62,12 @@ pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailErro
     // A real run tries the namespaces by running, and falls back if it must.
     let features = probe::detect(false);
     crate::timing::mark("features detected");
-    let overlay = Layers::from_features(&features).mount;
     let mut events = match &options.events {
         Some(spec) => Some(Events::new(events::target(spec)?, &policy.command)),
         None => None,
     };
-    let result = match attempt(policy, options, features, overlay, &mut events) {
-        // The namespaces looked usable but were not: copy-on-write roots get a copied layer.
-        Err(Attempt::NeedsCopy(features)) => {
-            match attempt(policy, options, *features, false, &mut events) {
-                Err(Attempt::NeedsCopy(_)) => unreachable!("a copied layer needs no namespaces"),
-                Err(Attempt::Failed(e)) => Err(e),
-                Ok(o) => Ok(o),
-            }
-        }
-        Err(Attempt::Failed(e)) => Err(e),
-        Ok(o) => Ok(o),
-    };
+    let mut facts = Facts::new(features, limits::Host::detect());
+    let result = run(policy, options, &mut facts, &mut events);
     if let Some(stream) = events {
         match &result {
             Ok(o) => stream.exit(o.exit_code, o.status.name(), None),
@@ -72,94 +77,395 @@ pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailErro
     result
 }
 
-/// Why one attempt at a run ended without an outcome.
-enum Attempt {
-    Failed(JailError),
-    /// Copy-on-write or throwaway roots, and the namespaces their overlays need could not be
-    /// made (nothing ran): again with copies and read-only caches.
-    NeedsCopy(Box<Features>),
-}
-
-impl From<JailError> for Attempt {
-    fn from(e: JailError) -> Attempt {
-        Attempt::Failed(e)
-    }
-}
-
-/// One attempt: with the copy-on-write roots as overlays, or (`overlay` false) as copies.
-fn attempt(
+/// Decides and executes until the run ends. Bounded: a round that does not end the run ends
+/// in a fallback, and [`Facts::learn`] takes each kind of fallback once (a second is an
+/// error), so there are at most `1 + Fallback::KINDS` rounds.
+fn run(
     policy: &Policy,
     options: &RunOptions,
-    features: Features,
-    overlay: bool,
+    facts: &mut Facts,
     events: &mut Option<Events>,
-) -> Result<Outcome, Attempt> {
-    // The copy-on-write layers first: their start stamp precedes every write, and a copied
-    // layer changes the policy (the root read-only, the copy writable in its place).
-    let kind = if overlay {
-        LayerKind::Overlay
-    } else {
-        LayerKind::Copy
-    };
-    let mut cow = super::cow_run::start(policy, options.patch.as_deref(), kind)?;
-    let adapted;
-    let policy = if overlay {
-        policy
-    } else {
-        let mut p = match &cow {
-            Some(c) => c.copy_policy(policy),
-            None => policy.clone(),
+) -> Result<Outcome, JailError> {
+    let mut attempt: Option<Attempt> = None;
+    for _ in 0..=Fallback::KINDS {
+        let mut a = match attempt.take() {
+            Some(mut a) if !a.stale(facts) => match a.redecide(options, facts) {
+                Ok(()) => a,
+                Err(e) => return a.finish(options, facts, Err(e), events.as_ref()),
+            },
+            stale => {
+                if let Some(a) = stale {
+                    a.abandon(events.as_ref());
+                }
+                Attempt::start(policy, options, facts, events)?
+            }
         };
-        caches_read_only(&mut p);
-        adapted = p;
-        &adapted
-    };
-    let layers = match &cow {
-        Some(c) if overlay => c.layers(),
-        _ => Vec::new(),
-    };
-    let (mut net, mut run) = plan_run(policy, features)?;
-    crate::timing::mark("planned");
-    if let Some(c) = cow.as_mut() {
-        c.hold_to(&run.plan.limits.layer);
+        let fallback = match a.execute(options, facts, events.as_ref()) {
+            Ok(Executed::Fallback(f)) => f,
+            Ok(Executed::Ended(end, reached)) => {
+                return a.finish(options, facts, Ok((end, reached)), events.as_ref());
+            }
+            Err(e) => return a.finish(options, facts, Err(e), events.as_ref()),
+        };
+        if let Err(e) = facts.learn(fallback) {
+            return a.finish(options, facts, Err(e), events.as_ref());
+        }
+        attempt = Some(a);
     }
-    check_level(policy, options.allow_unconfined, &run)?;
-    // Before anything runs: the baseline of the writable trees, for what the command plants.
-    let watch = Watch::start(policy)?;
-    let protected_writes =
-        super::protected_writes::ProtectedWrites::start(policy, run.plan.layers.mount);
-    crate::timing::mark("writable trees' baseline taken");
-    let mut recorder = match options.recording() {
-        false => None,
-        true => Some(Recorder::start(
-            options.report.as_deref(),
+    unreachable!("each fallback is learned once, and the round after the last one ends the run")
+}
+
+/// The network's facts for the layers `facts` allow: without a network namespace the proxy
+/// listens on the host's loopback (made once), and the plan names its port.
+fn network_facts(net: &mut NetRuntime, facts: &mut Facts) -> Result<(), JailError> {
+    net.prepare_fallback(&Layers::from_features(&facts.features))?;
+    facts.fallback_proxy = net.fallback_addr()?;
+    Ok(())
+}
+
+/// How one execution of a plan ended.
+enum Executed {
+    /// The command ran (what its cgroups counted, when read).
+    Ended(RunEnd, limits::Reached),
+    /// A fact was wrong; nothing ran.
+    Fallback(Fallback),
+}
+
+/// What an attempt makes once for its copy-on-write layers' kind, and the plan it executes.
+struct Attempt<'p> {
+    /// The policy the plan is decided for: with copies, each root read-only and its copy
+    /// writable in its place, the caches read-only.
+    policy: Cow<'p, Policy>,
+    /// The layers' kind, and whether the policy depends on it (copy-on-write roots or caches).
+    kind: LayerKind,
+    adapts: bool,
+    plan: RunPlan,
+    cow: Option<cow_run::CowRun>,
+    net: NetRuntime,
+    watch: Watch,
+    protected_writes: ProtectedWrites,
+    recorder: Option<Recorder>,
+    journal: Option<super::journal::Entry>,
+    /// Told the command's pid once it exists: the layers' watch and the trash's emptying.
+    janitor: Rc<Option<CommandStarted>>,
+    /// Told the command's pid and the run's cgroups (copied layers, no pid namespace).
+    tree: Option<cow_run::TreeRecord>,
+}
+
+impl<'p> Attempt<'p> {
+    /// Makes the copy-on-write layers of the kind `facts` allow (their start stamp precedes
+    /// every write), decides the run, checks its level, and takes what must be known before
+    /// anything runs: the writable trees' baseline, the report's file, the journal.
+    fn start(
+        policy: &'p Policy,
+        options: &RunOptions,
+        facts: &mut Facts,
+        events: &mut Option<Events>,
+    ) -> Result<Attempt<'p>, JailError> {
+        let kind = plan::layer_kind(facts);
+        let mut cow = cow_run::start(policy, options.patch.as_deref(), kind)?;
+        let adapts = !policy.cow.is_empty() || !policy.caches.is_empty();
+        // A copied layer changes the policy (the root read-only, the copy writable in its place).
+        let policy = match kind {
+            LayerKind::Overlay => Cow::Borrowed(policy),
+            LayerKind::Copy => {
+                let mut p = match &cow {
+                    Some(c) => c.copy_policy(policy),
+                    None => policy.clone(),
+                };
+                caches_read_only(&mut p);
+                Cow::Owned(p)
+            }
+        };
+        facts.overlays = match &cow {
+            Some(c) if kind == LayerKind::Overlay => c.layers(),
+            _ => Vec::new(),
+        };
+        let mut net = NetRuntime::new(&policy)?;
+        facts.trust_ca = net.trust_ca();
+        network_facts(&mut net, facts)?;
+        // Opened now: whether the audit records can be read decides what Landlock logs.
+        let audit = options
+            .recording()
+            .then(|| audit::open(facts.features.landlock_abi));
+        facts.denials = match &audit {
+            None => Denials::NotRead,
+            Some(Ok(_)) => Denials::Readable,
+            Some(Err(why)) => Denials::Unavailable(why.0.clone()),
+        };
+        let plan = plan::decide(&policy, facts)?;
+        crate::timing::mark("planned");
+        if let Some(c) = cow.as_mut() {
+            c.hold_to(&plan.limits.layer);
+        }
+        check_level(&policy, options.allow_unconfined, &plan, facts)?;
+        // Before anything runs: the baseline of the writable trees, for what the command plants.
+        let watch = Watch::start(&policy)?;
+        let protected_writes = ProtectedWrites::start(&policy, plan.layers.mount);
+        crate::timing::mark("writable trees' baseline taken");
+        let mut recorder = match audit {
+            None => None,
+            Some(audit) => Some(Recorder::start(
+                options.report.as_deref(),
+                &policy,
+                &plan.layers,
+                audit,
+            )?),
+        };
+        // What the run must do after the command ends, journalled before it starts, for the
+        // next jail to do if this supervisor is killed.
+        let journal = super::journal::begin(
+            &watch,
+            recorder.as_ref().and_then(Recorder::report_file),
+            &policy,
+        );
+        if let Some(stream) = events.as_mut() {
+            watch_events(stream, &policy, &plan, cow.as_ref(), recorder.as_mut())?;
+        }
+        announce(&policy, options, &plan);
+        Ok(Attempt {
+            janitor: Rc::new(cow.as_ref().and_then(|c| c.started())),
+            tree: cow.as_ref().and_then(|c| c.tree_record()),
             policy,
-            &run.features,
-            &run.plan.layers,
-        )?),
-    };
-    // What the run must do after the command ends, journalled before it starts, for the next
-    // jail to do if this supervisor is killed.
-    let journal = super::journal::begin(
-        &watch,
-        recorder.as_ref().and_then(Recorder::report_file),
-        policy,
-    );
-    if let Some(stream) = events.as_mut() {
-        stream.bind(
-            policy,
-            super::recorder::private_tmp(policy, &run.plan.layers),
-        )?;
-        if let Some(c) = &cow {
-            match c.layer_mounts() {
-                Some(mounts) => stream.prepare_on_tmpfs(&c.roots(), mounts),
-                None => stream.prepare(&c.watched(), kind),
+            kind,
+            adapts,
+            plan,
+            cow,
+            net,
+            watch,
+            protected_writes,
+            recorder,
+            journal,
+        })
+    }
+
+    /// Whether the plan for `facts` needs other layers than this attempt made: overlays need
+    /// the namespaces, so without them the run starts again with copies and read-only caches.
+    fn stale(&self, facts: &Facts) -> bool {
+        self.adapts && self.kind != plan::layer_kind(facts)
+    }
+
+    /// Decides the run again with what a fallback taught, keeping this attempt's layers. The
+    /// report's path must still be out of the command's reach if the layers changed.
+    fn redecide(&mut self, options: &RunOptions, facts: &mut Facts) -> Result<(), JailError> {
+        network_facts(&mut self.net, facts)?;
+        let plan = plan::decide(&self.policy, facts)?;
+        let changed = plan.layers != self.plan.layers;
+        self.plan = plan;
+        if changed {
+            check_level(&self.policy, options.allow_unconfined, &self.plan, facts)?;
+            if let Some(r) = self.recorder.as_mut() {
+                r.recheck(&self.policy, &self.plan.layers)?;
             }
         }
-        if let (Some(r), Some(listen)) = (recorder.as_mut(), stream.denial_listener()) {
-            r.tell_denials(listen);
+        Ok(())
+    }
+
+    /// Applies the plan under the supervisor: the run's end, or the fallback that must be
+    /// decided first (nothing ran).
+    fn execute(
+        &mut self,
+        options: &RunOptions,
+        facts: &Facts,
+        events: Option<&Events>,
+    ) -> Result<Executed, JailError> {
+        let policy: &Policy = &self.policy;
+        let limits = match self.plan.limits.prepare() {
+            Ok(p) => p,
+            // Every bound the cgroups were to hold is jail's default: rlimits instead.
+            Err(e) if self.plan.limits.cgroup_bounds_are_defaults() => {
+                tracing::info!("no cgroup: {e}");
+                return Ok(Executed::Fallback(Fallback::NoCgroup(e)));
+            }
+            Err(e) => return Err(e),
+        };
+        crate::timing::mark("limits prepared");
+        let hooks = self.command_started(&limits, events);
+        let mounts = self.cow.as_ref().and_then(|c| c.layer_mounts());
+        let conf = confinement(
+            policy, options, &self.plan, &self.net, limits, hooks, mounts,
+        )?;
+        crate::timing::mark("confinement built");
+        if let Some(j) = &self.journal {
+            let report = self.recorder.as_ref().map(|r| {
+                let run = RunState {
+                    facts,
+                    plan: &self.plan,
+                    limits_reached: Default::default(),
+                };
+                r.provisional(policy, &run, &self.net)
+            });
+            j.attempt(&conf.limits.cgroup_dirs(), self.plan.layers.mount, report);
+        }
+        match supervisor::run(policy, &conf)? {
+            supervisor::Outcome::Exited(mut end) => {
+                // Read for the report, and to tell an end by SIGKILL at the memory bound.
+                let reached = match self.recorder.is_some() || end.code == 128 + libc::SIGKILL {
+                    true => conf.limits.reached(),
+                    false => Default::default(),
+                };
+                let facts = ended_by::End {
+                    code: end.code,
+                    timed_out: end.timed_out,
+                    stopped: end.stopped,
+                };
+                end.ended_by = ended_by::EndedBy::of(
+                    facts,
+                    policy.timeout,
+                    &self.plan.limits,
+                    reached.oom_kills,
+                );
+                Ok(Executed::Ended(end, reached))
+            }
+            // User namespaces looked available but could not be used (a container's seccomp
+            // profile, an LSM, an outer jail): decided again without the mount view, which
+            // goes on only if the policy allows it.
+            supervisor::Outcome::NoNamespaces(e) => {
+                tracing::info!("no mount view: {}", e.0);
+                let why = format!("clone failed: {}", e.0);
+                Ok(Executed::Fallback(Fallback::NoNamespaces(why)))
+            }
         }
     }
+
+    /// Who is told the command's pid once it exists, in this order: the audit reader, the
+    /// record of the tree, the layers' janitor, the event stream.
+    fn command_started(
+        &self,
+        limits: &limits::Prepared,
+        events: Option<&Events>,
+    ) -> Vec<CommandStarted> {
+        let mut hooks: Vec<CommandStarted> = Vec::new();
+        hooks.extend(
+            self.recorder
+                .as_ref()
+                .and_then(|r| r.command_started(&self.plan)),
+        );
+        if let Some(tree) = &self.tree {
+            let (tree, cgroups) = (Rc::clone(tree), limits.cgroup_dirs());
+            hooks.push(Box::new(move |pid| tree(pid, &cgroups)));
+        }
+        if self.janitor.is_some() {
+            let janitor = Rc::clone(&self.janitor);
+            hooks.push(Box::new(move |pid| {
+                if let Some(j) = janitor.as_ref() {
+                    j(pid)
+                }
+            }));
+        }
+        if let Some(stream) = events {
+            hooks.extend(stream.command_started(self.plan.denials_reported.clone()));
+        }
+        hooks
+    }
+
+    /// Nothing ran, and the layers were of the wrong kind: thrown away.
+    fn abandon(self, events: Option<&Events>) {
+        if let Some(stream) = events {
+            stream.stop_watch();
+        }
+        if let Some(c) = self.cow {
+            c.abandon();
+        }
+    }
+
+    /// After the run, or jail's own failure once the attempt began (the command may have run
+    /// before it): the layers handed over, what was planted moved aside, the report written.
+    fn finish(
+        self,
+        options: &RunOptions,
+        facts: &Facts,
+        result: Result<(RunEnd, limits::Reached), JailError>,
+        events: Option<&Events>,
+    ) -> Result<Outcome, JailError> {
+        if let Some(stream) = events {
+            // The tree is gone: every write it made is in the watcher's queue.
+            stream.stop_watch();
+        }
+        let (result, limits_reached) = match result {
+            Ok((end, reached)) => (Ok(end), reached),
+            Err(e) => (Err(e), Default::default()),
+        };
+        // Said once, as the first thing after the run: a bound, not the command, ended it.
+        if let Some(bound) = result.as_ref().ok().and_then(|end| end.ended_by) {
+            crate::text::say(bound.line());
+        }
+        let policy: &Policy = &self.policy;
+        let cow_roots: Vec<std::path::PathBuf> = (self.cow.as_ref())
+            .map(|c| c.watched().into_iter().map(|(root, _)| root).collect())
+            .unwrap_or_default();
+        let handed = self.cow.map(|c| c.finish()).transpose();
+        let (mut changes, planted) = self.watch.finish();
+        crate::timing::mark("planted files checked");
+        // The copy-on-write roots' changes come from their layers (exact, O(changes)), not a
+        // walk.
+        if let Ok(Some(items)) = &handed {
+            changes.changes.extend(items.iter().cloned());
+            changes.changes.sort_by(|a, b| a.path.cmp(&b.path));
+        }
+        let mut roots = self.watch.roots().to_vec();
+        roots.extend(cow_roots);
+        for path in self.protected_writes.finish() {
+            crate::text::say(super::protected_writes::hint(&path));
+        }
+        let plan = &self.plan;
+        let quarantined = super::quarantine::move_aside_all(&planted, !plan.layers.mount);
+        let run = RunState {
+            facts,
+            plan,
+            limits_reached,
+        };
+        let report = match self.recorder {
+            Some(r) => Some(r.finish(
+                policy,
+                &run,
+                &self.net,
+                &result,
+                (roots, changes),
+                options.summary,
+            )?),
+            None => None,
+        };
+        let end = result?;
+        handed?;
+        Ok(Outcome {
+            status: Status::of(end.code, end.signal, end.timed_out, end.stopped),
+            exit_code: if quarantined {
+                end.code
+            } else {
+                EXIT_JAIL_ERROR
+            },
+            level: plan.level(),
+            gaps: plan.gaps.clone(),
+            report: report.filter(|_| options.record),
+        })
+    }
+}
+
+/// The event stream for an attempt: opened where the command cannot reach it, the watch of the
+/// copy-on-write layers prepared, and told of the denials the recorder reads.
+fn watch_events(
+    stream: &mut Events,
+    policy: &Policy,
+    plan: &RunPlan,
+    cow: Option<&cow_run::CowRun>,
+    recorder: Option<&mut Recorder>,
+) -> Result<(), JailError> {
+    stream.bind(policy, super::recorder::private_tmp(policy, &plan.layers))?;
+    if let Some(c) = cow {
+        match c.layer_mounts() {
+            Some(mounts) => stream.prepare_on_tmpfs(&c.roots(), mounts),
+            None => stream.prepare(&c.watched(), plan.cow),
+        }
+    }
+    if let (Some(r), Some(listen)) = (recorder, stream.denial_listener()) {
+        r.tell_denials(listen);
+    }
+    Ok(())
+}
+
+/// The notice (`--notice`), and the log's line for the launch.
+fn announce(policy: &Policy, options: &RunOptions, plan: &RunPlan) {
     if options.notice {
         eprintln!(
             "{}",
@@ -172,101 +478,9 @@ fn attempt(
     tracing::info!(
         "launching {} at level {} (layers: {})",
         crate::text::printable(&shown_command(&policy.command)),
-        run.plan.level().name(),
-        run.plan.layers.names()
+        plan.level().name(),
+        plan.layers.names()
     );
-    let hooks = CowHooks {
-        layers: &layers,
-        started: cow.as_ref().and_then(|c| c.started()),
-        mounts: cow.as_ref().and_then(|c| c.layer_mounts()),
-        tree: cow.as_ref().and_then(|c| c.tree_record()),
-    };
-    let result = apply(
-        policy,
-        options,
-        (&mut run, &mut net),
-        &mut recorder,
-        hooks,
-        events.as_ref(),
-        journal.as_ref(),
-    );
-    if let Some(stream) = events.as_ref() {
-        // The tree is gone: every write it made is in the watcher's queue.
-        stream.stop_watch();
-    }
-    let result = match result {
-        Ok(Applied::NeedsCopy) => {
-            if let Some(c) = cow {
-                c.abandon();
-            }
-            return Err(Attempt::NeedsCopy(Box::new(run.features.clone())));
-        }
-        Ok(Applied::Ended(end)) => Ok(end),
-        Err(e) => Err(e),
-    };
-    // Said once, as the first thing after the run: a bound, not the command, ended it.
-    if let Some(bound) = result.as_ref().ok().and_then(|end| end.ended_by) {
-        crate::text::say(bound.line());
-    }
-    // Also after jail's own failure: the command may have run before it.
-    let cow_roots: Vec<std::path::PathBuf> = cow
-        .as_ref()
-        .map(|c| c.watched().into_iter().map(|(root, _)| root).collect())
-        .unwrap_or_default();
-    let handed = cow.map(|c| c.finish()).transpose();
-    let (mut changes, planted) = watch.finish();
-    crate::timing::mark("planted files checked");
-    // The copy-on-write roots' changes come from their layers (exact, O(changes)), not a walk.
-    if let Ok(Some(items)) = &handed {
-        changes.changes.extend(items.iter().cloned());
-        changes.changes.sort_by(|a, b| a.path.cmp(&b.path));
-    }
-    let mut roots = watch.roots().to_vec();
-    roots.extend(cow_roots);
-    for path in protected_writes.finish() {
-        crate::text::say(super::protected_writes::hint(&path));
-    }
-    let quarantined = super::quarantine::move_aside_all(&planted, !run.plan.layers.mount);
-    let report = match recorder {
-        Some(r) => Some(r.finish(
-            policy,
-            &run,
-            &net,
-            &result,
-            (roots, changes),
-            options.summary,
-        )?),
-        None => None,
-    };
-    let end = result?;
-    handed?;
-    Ok(Outcome {
-        status: Status::of(end.code, end.signal, end.timed_out, end.stopped),
-        exit_code: if quarantined {
-            end.code
-        } else {
-            EXIT_JAIL_ERROR
-        },
-        level: run.plan.level(),
-        gaps: run.plan.gaps.clone(),
-        report: report.filter(|_| options.record),
-    })
-}
-
-/// The network's runtime (the proxy, its socket on the host without a namespace) and the run's
-/// first plan, for `features`.
-fn plan_run(policy: &Policy, features: Features) -> Result<(NetRuntime, RunState), JailError> {
-    let mut net = NetRuntime::new(policy)?;
-    net.prepare_fallback(&Layers::from_features(&features))?;
-    let fallback = net.fallback_addr()?;
-    let run = RunState::new(
-        policy,
-        features,
-        limits::Host::detect(),
-        fallback,
-        net.trust_ca(),
-    )?;
-    Ok((net, run))
 }
 
 /// `--keep-fd` descriptors are open and safe to hand over; `--control-fd` is not among them.
@@ -325,8 +539,13 @@ fn same_inode(path: &std::path::Path, fd: i32) -> bool {
 /// The level the caller requires, and files protected by some layer. With --allow-userns,
 /// Landlock's filesystem rules are off (they forbid a nested sandbox's mounts): only the mount
 /// view protects files then, and without it nothing does.
-fn check_level(policy: &Policy, allow_unconfined: bool, run: &RunState) -> Result<(), JailError> {
-    let (layers, f) = (&run.plan.layers, &run.features);
+fn check_level(
+    policy: &Policy,
+    allow_unconfined: bool,
+    plan: &RunPlan,
+    facts: &Facts,
+) -> Result<(), JailError> {
+    let (layers, f) = (&plan.layers, &facts.features);
     enforcement::check_level(policy.require, allow_unconfined, layers, f)?;
     if policy.allow_userns && !layers.mount && !allow_unconfined {
         return Err(JailError::LevelNotMet {
@@ -368,144 +587,17 @@ fn caches_read_only(policy: &mut Policy) {
     policy.caches.clear();
 }
 
-/// How applying the plan ended.
-enum Applied {
-    Ended(RunEnd),
-    /// The namespaces the layers need could not be made: nothing ran.
-    NeedsCopy,
-}
-
-/// What a run's copy-on-write layers add to each attempt's confinement.
-struct CowHooks<'a> {
-    /// (root, layer directory) for the overlays.
-    layers: &'a [(std::path::PathBuf, std::path::PathBuf)],
-    /// Told the command's pid once it exists.
-    started: Option<supervisor::CommandStarted>,
-    /// Where the layers' tmpfs mounts go.
-    mounts: Option<super::layer_bound::Mounts>,
-    /// Told the command's pid and the run's cgroups.
-    tree: Option<super::cow_run::TreeRecord>,
-}
-
-/// Applies the plan under the supervisor; when the namespaces turn out unusable, replans without
-/// them and applies that.
-fn apply(
-    policy: &Policy,
-    options: &RunOptions,
-    (run, net): (&mut RunState, &mut NetRuntime),
-    recorder: &mut Option<Recorder>,
-    cow: CowHooks,
-    events: Option<&Events>,
-    journal: Option<&super::journal::Entry>,
-) -> Result<Applied, JailError> {
-    let CowHooks {
-        layers,
-        started: janitor,
-        mounts,
-        tree,
-    } = cow;
-    let janitor = std::rc::Rc::new(janitor);
-    loop {
-        let limits = run.prepare_limits(policy)?;
-        crate::timing::mark("limits prepared");
-        let mut conf = confinement(policy, options, run, net, limits)?;
-        crate::timing::mark("confinement built");
-        if let Some(m) = conf.mount.as_mut() {
-            m.layers = layers.to_vec();
-            conf.layer_mounts = mounts.clone();
-        }
-        if let Some(r) = recorder.as_mut() {
-            r.arm(&mut conf);
-        }
-        if let Some(tree) = &tree {
-            let (tree, cgroups) = (std::rc::Rc::clone(tree), conf.limits.cgroup_dirs());
-            conf.command_started
-                .push(Box::new(move |pid| tree(pid, &cgroups)));
-        }
-        if janitor.is_some() {
-            let janitor = std::rc::Rc::clone(&janitor);
-            conf.command_started.push(Box::new(move |pid| {
-                if let Some(j) = janitor.as_ref() {
-                    j(pid)
-                }
-            }));
-        }
-        if let Some(stream) = events {
-            let denials = match recorder.as_ref().and_then(|r| r.denials_unavailable()) {
-                Some(why) => Err(why),
-                None if !conf.landlock.as_ref().is_some_and(|l| l.log_denials) => {
-                    Err("Landlock does not log this run's denials".into())
-                }
-                None => Ok(()),
-            };
-            stream.arm(&mut conf, denials);
-        }
-        if let Some(j) = journal {
-            let report = recorder.as_ref().map(|r| r.provisional(policy, run, net));
-            j.attempt(&conf.limits.cgroup_dirs(), run.plan.layers.mount, report);
-        }
-        match supervisor::run(policy, &conf)? {
-            supervisor::Outcome::Exited(mut end) => {
-                // Read for the report, and to tell an end by SIGKILL at the memory bound.
-                if recorder.is_some() || end.code == 128 + libc::SIGKILL {
-                    run.limits_reached = conf.limits.reached();
-                }
-                let facts = ended_by::End {
-                    code: end.code,
-                    timed_out: end.timed_out,
-                    stopped: end.stopped,
-                };
-                end.ended_by = ended_by::EndedBy::of(
-                    facts,
-                    policy.timeout,
-                    &run.plan.limits,
-                    run.limits_reached.oom_kills,
-                );
-                return Ok(Applied::Ended(end));
-            }
-            supervisor::Outcome::NoNamespaces(e)
-                if !layers.is_empty() || !policy.caches.is_empty() =>
-            {
-                // Overlays need the namespaces: the run starts again with copied layers.
-                run.features.user_namespaces = false;
-                run.features.user_namespaces_detail = Some(format!("clone failed: {}", e.0));
-                return Ok(Applied::NeedsCopy);
-            }
-            supervisor::Outcome::NoNamespaces(e) if run.plan.layers.mount => {
-                // User namespaces looked available but could not be used (a container's seccomp
-                // profile, an LSM, an outer jail): continue without the mount view only if the
-                // policy allows it.
-                tracing::info!("no mount view: {}", e.0);
-                drop(conf);
-                let mut layers = run.plan.layers;
-                layers.mount = false;
-                net.prepare_fallback(&layers)?;
-                run.without_namespaces(
-                    policy,
-                    format!("clone failed: {}", e.0),
-                    net.fallback_addr()?,
-                )?;
-                check_level(policy, options.allow_unconfined, run)?;
-                if let Some(r) = recorder.as_mut() {
-                    r.recheck(policy, &run.plan.layers)?;
-                }
-            }
-            supervisor::Outcome::NoNamespaces(_) => {
-                unreachable!("no namespaces are requested without the mount view")
-            }
-        }
-    }
-}
-
-/// Everything the child applies, from the plan, with the channels and sockets made now.
+/// Everything the child applies, from the plan, with the channels and sockets made now, and
+/// who is told the command's pid.
 fn confinement(
     policy: &Policy,
     options: &RunOptions,
-    run: &RunState,
+    plan: &RunPlan,
     net: &NetRuntime,
     limits: limits::Prepared,
+    command_started: Vec<CommandStarted>,
+    layer_mounts: Option<super::layer_bound::Mounts>,
 ) -> Result<Confinement, JailError> {
-    let plan = &run.plan;
     Ok(Confinement {
         mount: plan.mount.clone(),
         landlock: plan.landlock.clone(),
@@ -516,9 +608,10 @@ fn confinement(
         unix: unix_mediation(policy, plan)?,
         net: net.setup(&plan.net)?,
         limits,
-        command_started: Vec::new(),
+        command_started,
         stop_requests: options.control_fd,
-        layer_mounts: None,
+        // Where init's tmpfs mounts for the layers go, with the view.
+        layer_mounts: plan.mount.as_ref().and(layer_mounts),
     })
 }
 
@@ -526,7 +619,7 @@ fn confinement(
 /// and the `--allow-socket` sockets identified as the host shows them.
 fn unix_mediation(
     policy: &Policy,
-    plan: &super::plan::RunPlan,
+    plan: &RunPlan,
 ) -> Result<Option<supervisor::UnixMediation>, JailError> {
     let listen_ports = plan.net.listen.supervised().map(<[u16]>::to_vec);
     let (paths, abstract_refused, connect) = match &plan.unix_sockets {

@@ -1,12 +1,18 @@
-//! The one pure plan stage of a Linux run: the resolved policy and what this system offers
-//! (the features, the cgroup host, the proxy's socket when there is no namespace) in, every
-//! layer's plan out, with the network plan, the command's environment, the policy file it will
-//! read, the level, the gaps and the warning a degraded run prints. Nothing here makes a
-//! syscall; directory listings come in through `list_dir`, so tests feed their own.
+//! The one pure plan stage of a Linux run: [`decide`] takes the resolved policy and the
+//! [`Facts`] of this system (the features, the cgroup host, the proxy's socket when there is no
+//! namespace, the run's CA, the copy-on-write layers made for the run, whether the audit records
+//! can be read) and returns the whole [`RunPlan`]: every layer's plan, its shape (namespaces or
+//! not, overlays or copies), how bounds are held (cgroup or rlimits), what the observers get
+//! (Landlock logging denials for the report, what the event stream says of them), with the
+//! network plan, the command's environment, the policy file it will read, the level, the gaps
+//! and the warning a degraded run prints. Nothing here makes a syscall; directory listings come
+//! in through `list_dir`, so tests feed their own. Nothing changes a plan after it is made: the
+//! dry run prints what a run applies.
 //!
-//! A run calls [`compile`] once, and again when it must change course before the command
-//! starts: without namespaces after all (the clone refused), or with rlimits when no cgroup can
-//! be made. `apply` (the supervisor) is the only code that acts on the result.
+//! A fact can turn out wrong once the run is tried: the namespaces cannot be used after all
+//! (the clone refused), or no cgroup can be made. The launch's executor then returns a named
+//! [`Fallback`], [`Facts::learn`] makes it a fact, and the run is decided again. Each fallback
+//! turns a fact off, once: the launch's loop is bounded.
 
 use std::ffi::{CString, OsString};
 use std::net::SocketAddr;
@@ -22,17 +28,20 @@ use crate::error::JailError;
 use crate::net::{self, NetPolicy};
 use crate::policy::Policy;
 use crate::probe::Features;
+use crate::workspace::store::LayerKind;
 
-/// What the plan depends on besides the policy: facts of this system, gathered by the launch.
-pub struct Host<'a> {
-    pub features: &'a Features,
-    pub limits: &'a limits::Host,
+/// The facts [`compile`] reads, borrowed.
+struct Host<'a> {
+    features: &'a Features,
+    limits: &'a limits::Host,
     /// The proxy's socket on the host's loopback, made when there is no network namespace.
-    pub fallback_proxy: Option<SocketAddr>,
+    fallback_proxy: Option<SocketAddr>,
     /// The run CA's certificate (PEM) when the proxy adds secrets.
-    pub trust_ca: Option<&'a str>,
+    trust_ca: Option<&'a str>,
+    overlays: &'a [(PathBuf, PathBuf)],
+    denials: &'a Denials,
     /// A directory's entry names (Landlock rules for the hidden homes' siblings).
-    pub list_dir: &'a dyn Fn(&Path) -> Vec<OsString>,
+    list_dir: &'a dyn Fn(&Path) -> Vec<OsString>,
 }
 
 /// Everything one attempt at the run applies. Serialized, it is the dry run's plans.
@@ -57,6 +66,13 @@ pub struct RunPlan {
     /// Printed once the layers are known to hold: what a degraded run lacks.
     #[serde(skip)]
     pub warning: Option<String>,
+    /// What the copy-on-write roots' layers are: overlays in the mount view, or copies (no
+    /// namespaces, so no overlay).
+    #[serde(skip)]
+    pub cow: LayerKind,
+    /// Whether the event stream's `start` says the denials are reported, or why not.
+    #[serde(skip)]
+    pub denials_reported: Result<(), String>,
 }
 
 impl RunPlan {
@@ -84,15 +100,147 @@ pub enum UnixSockets {
     NotConfined,
 }
 
+/// What the plan depends on besides the policy, owned for the whole launch: each fact is
+/// here once, and a [`Fallback`] changes it here alone.
+pub struct Facts {
+    pub features: Features,
+    pub limits: limits::Host,
+    /// The proxy's socket on the host's loopback, made when there is no network namespace.
+    pub fallback_proxy: Option<SocketAddr>,
+    /// The run CA's certificate (PEM) when the proxy adds secrets.
+    pub trust_ca: Option<String>,
+    /// The overlay layers made for the copy-on-write roots: (root, layer directory). Empty
+    /// without them, and with copies (which the policy names instead).
+    pub overlays: Vec<(PathBuf, PathBuf)>,
+    /// Whether the run's Landlock denials can be read from the kernel's audit.
+    pub denials: Denials,
+    /// The fallbacks learned so far (each at most once).
+    learned: Vec<&'static str>,
+}
+
+/// Whether and how the run's denials are read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denials {
+    /// Nothing records this run (no report, summary or event stream).
+    NotRead,
+    /// The audit records can be read: Landlock is asked to log the command's denials.
+    Readable,
+    /// They cannot (why).
+    Unavailable(String),
+}
+
+/// A fact found wrong while executing a plan, before the command ran: it becomes a fact, and
+/// the run is decided again.
+#[derive(Debug)]
+pub enum Fallback {
+    /// The namespaces looked usable but could not be made or entered (a container's seccomp
+    /// profile, an LSM, an outer jail): why.
+    NoNamespaces(String),
+    /// No cgroup could be made, and every bound one was to hold is jail's default: the run
+    /// goes on with rlimits (the gaps say so). Kept as the error a second failure returns.
+    NoCgroup(JailError),
+}
+
+impl Fallback {
+    /// How many kinds there are: the bound of the launch's loop.
+    pub const KINDS: usize = 2;
+
+    fn name(&self) -> &'static str {
+        match self {
+            Fallback::NoNamespaces(_) => "no namespaces",
+            Fallback::NoCgroup(_) => "no cgroup",
+        }
+    }
+}
+
+impl Facts {
+    pub fn new(features: Features, limits: limits::Host) -> Facts {
+        Facts {
+            features,
+            limits,
+            fallback_proxy: None,
+            trust_ca: None,
+            overlays: Vec::new(),
+            denials: Denials::NotRead,
+            learned: Vec::new(),
+        }
+    }
+
+    /// Makes `fallback` a fact. Each is taken once: a second of the same kind is an error (the
+    /// cgroup's own, or a refusal), so a launch decides at most `1 + Fallback::KINDS` times.
+    pub fn learn(&mut self, fallback: Fallback) -> Result<(), JailError> {
+        let name = fallback.name();
+        if self.learned.contains(&name) {
+            return Err(match fallback {
+                Fallback::NoCgroup(e) => e,
+                Fallback::NoNamespaces(why) => JailError::layer(
+                    "supervisor",
+                    "namespaces",
+                    format!("refused again after the run went on without them: {why}"),
+                ),
+            });
+        }
+        self.learned.push(name);
+        match fallback {
+            Fallback::NoNamespaces(why) => {
+                self.features.user_namespaces = false;
+                self.features.user_namespaces_detail = Some(why);
+            }
+            Fallback::NoCgroup(e) => self.limits.forgo_cgroups(e.to_string()),
+        }
+        Ok(())
+    }
+}
+
+/// What the copy-on-write roots' layers are made of with `facts`: an overlay needs the mount
+/// view's namespaces.
+pub fn layer_kind(facts: &Facts) -> LayerKind {
+    kind_of(&Layers::from_features(&facts.features))
+}
+
+fn kind_of(layers: &Layers) -> LayerKind {
+    match layers.mount {
+        true => LayerKind::Overlay,
+        false => LayerKind::Copy,
+    }
+}
+
+/// The whole run of `policy` with `facts`, or why it cannot run (a network policy this system
+/// cannot enforce, a bound it cannot hold).
+pub fn decide(policy: &Policy, facts: &Facts) -> Result<RunPlan, JailError> {
+    decide_with(policy, facts, &landlock::list_dir)
+}
+
+/// [`decide`], with the directory listings from `list_dir`.
+fn decide_with(
+    policy: &Policy,
+    facts: &Facts,
+    list_dir: &dyn Fn(&Path) -> Vec<OsString>,
+) -> Result<RunPlan, JailError> {
+    compile(
+        policy,
+        &Host {
+            features: &facts.features,
+            limits: &facts.limits,
+            fallback_proxy: facts.fallback_proxy,
+            trust_ca: facts.trust_ca.as_deref(),
+            overlays: &facts.overlays,
+            denials: &facts.denials,
+            list_dir,
+        },
+    )
+}
+
 /// Compiles every layer's plan for `policy` on `host`, or refuses (a network policy this
 /// system cannot enforce, a bound it cannot hold).
-pub fn compile(policy: &Policy, host: &Host) -> Result<RunPlan, JailError> {
+fn compile(policy: &Policy, host: &Host) -> Result<RunPlan, JailError> {
     let f = host.features;
     let layers = Layers::from_features(f);
     let net = net_plan(policy, &layers, f, host.fallback_proxy)?;
     let limits = limits::compile(policy, host.limits, layers.mount)?;
     let mut mount = layers.mount.then(|| mounts::MountPlan {
         tmpfs: limits.tmpfs(),
+        layers: host.overlays.to_vec(),
         ..mounts::compile(policy)
     });
     if net.intercept {
@@ -133,6 +281,7 @@ pub fn compile(policy: &Policy, host: &Host) -> Result<RunPlan, JailError> {
             rule.needs_view = view.replaces_inode_at(&rule.path);
         }
     }
+    let denials_reported = observe_denials(landlock.as_mut(), host.denials);
     let seccomp = layers
         .seccomp
         .then(|| seccomp::compile(policy, net.filter(), !layers.mount));
@@ -186,7 +335,28 @@ pub fn compile(policy: &Policy, host: &Host) -> Result<RunPlan, JailError> {
         seccomp,
         unix_sockets,
         limits,
+        cow: kind_of(&layers),
+        denials_reported,
     })
+}
+
+/// Landlock logs the command's denials (ABI 7) only when the report reads them: otherwise even
+/// jail's own denials before its execve would go to the host's audit log. Returns what the
+/// event stream says of them.
+fn observe_denials(
+    landlock: Option<&mut landlock::LandlockPlan>,
+    denials: &Denials,
+) -> Result<(), String> {
+    let mut logged = false;
+    if let (Denials::Readable, Some(ll)) = (denials, landlock) {
+        ll.log_denials = ll.filesystem || ll.tcp_connect.is_some() || ll.tcp_bind.is_some();
+        logged = ll.log_denials;
+    }
+    match denials {
+        Denials::Unavailable(why) => Err(why.clone()),
+        _ if !logged => Err("Landlock does not log this run's denials".into()),
+        _ => Ok(()),
+    }
 }
 
 /// The command's environment: the policy's, the proxy's variables instead of any the caller
@@ -351,6 +521,8 @@ mod tests {
                 fallback_proxy: fallback,
                 list_dir: &|_| Vec::new(),
                 trust_ca: None,
+                overlays: &[],
+                denials: &Denials::NotRead,
             },
         )
     }
@@ -478,5 +650,91 @@ mod tests {
             .warning
             .unwrap();
         assert!(w.contains("UNCONFINED"), "{w}");
+    }
+
+    fn facts(userns: bool, denials: Denials) -> Facts {
+        let home = |parent: &str| {
+            Some(limits::CgroupHome {
+                version: 2,
+                parent: parent.into(),
+            })
+        };
+        let mut facts = Facts::new(
+            features(userns, 7, true),
+            limits::Host {
+                euid: 1000,
+                mem_total: 1 << 34,
+                pids: home("/sys/fs/cgroup/user"),
+                memory: home("/sys/fs/cgroup/user"),
+                cgroup_detail: None,
+                tmpfs_user_xattrs: true,
+            },
+        );
+        facts.denials = denials;
+        facts
+    }
+
+    fn decided(p: &Policy, f: &Facts) -> RunPlan {
+        decide_with(p, f, &|_| Vec::new()).unwrap()
+    }
+
+    #[test]
+    fn decide_fixes_the_shape_and_the_observers_in_the_plan() {
+        let p = policy();
+        let mut f = facts(true, Denials::Readable);
+        f.overlays = vec![("/srv/repo".into(), "/state/run/0".into())];
+        let plan = decided(&p, &f);
+        assert_eq!(plan.cow, LayerKind::Overlay);
+        assert_eq!(plan.mount.as_ref().unwrap().layers, f.overlays);
+        assert!(plan.landlock.as_ref().unwrap().log_denials);
+        assert_eq!(plan.denials_reported, Ok(()));
+        assert!(!plan.limits.cgroups.is_empty());
+        // Nothing reads the denials: Landlock does not log them, and the stream says so.
+        let quiet = decided(&p, &facts(true, Denials::NotRead));
+        assert!(!quiet.landlock.as_ref().unwrap().log_denials);
+        assert_eq!(
+            quiet.denials_reported,
+            Err("Landlock does not log this run's denials".into())
+        );
+        let why = Denials::Unavailable("kernel audit is disabled".into());
+        let off = decided(&p, &facts(true, why));
+        assert!(!off.landlock.as_ref().unwrap().log_denials);
+        assert_eq!(off.denials_reported, Err("kernel audit is disabled".into()));
+    }
+
+    #[test]
+    fn each_fallback_becomes_a_fact_once_so_the_launch_decides_a_bounded_number_of_times() {
+        let p = policy();
+        let mut f = facts(true, Denials::NotRead);
+        f.overlays = vec![("/srv/repo".into(), "/state/run/0".into())];
+        let mut decisions = 1;
+        let first = decided(&p, &f);
+        assert!(first.mount.is_some());
+        f.learn(Fallback::NoNamespaces("clone failed: EPERM".into()))
+            .unwrap();
+        decisions += 1;
+        let without = decided(&p, &f);
+        assert_eq!(layer_kind(&f), LayerKind::Copy);
+        assert_eq!(without.cow, LayerKind::Copy);
+        assert!(without.mount.is_none() && !without.layers.mount);
+        assert_eq!(
+            f.features.user_namespaces_detail.as_deref(),
+            Some("clone failed: EPERM")
+        );
+        let e = JailError::layer("limits", "mkdir", "EACCES");
+        f.learn(Fallback::NoCgroup(e)).unwrap();
+        decisions += 1;
+        let rlimits = decided(&p, &f);
+        assert!(rlimits.limits.cgroups.is_empty());
+        for bound in [&rlimits.limits.procs, &rlimits.limits.memory] {
+            assert_ne!(bound.enforced_by, limits::Enforcement::Cgroup, "{bound:?}");
+        }
+        assert_eq!(decisions, 1 + Fallback::KINDS);
+        // A second of either kind ends the loop with an error, the cgroup's own for a cgroup.
+        let again = f.learn(Fallback::NoNamespaces("clone failed".into()));
+        assert!(again.is_err());
+        let e = JailError::layer("limits", "mkdir", "EROFS");
+        let again = f.learn(Fallback::NoCgroup(e)).unwrap_err();
+        assert!(again.to_string().contains("EROFS"), "{again}");
     }
 }

@@ -13,12 +13,12 @@ use std::time::SystemTime;
 use super::audit::{self, AuditReader, AuditStream};
 use super::changes::Changes;
 use super::net_setup::NetRuntime;
+use super::plan::RunPlan;
 use super::run_state::RunState;
-use super::supervisor::{Confinement, RunEnd};
+use super::supervisor::{CommandStarted, RunEnd};
 use crate::enforcement::Layers;
 use crate::error::JailError;
 use crate::policy::Policy;
-use crate::probe::Features;
 use crate::run_report::{self, DenialFacts, DenialItem, EndFacts, Facts, Resources, RunReport};
 
 /// The audit stream before the command exists, its reader while it runs.
@@ -40,12 +40,13 @@ pub struct Recorder {
 
 impl Recorder {
     /// Before the command starts: opens the report file (refusing a place the command could
-    /// write), takes the baseline, and subscribes to the audit records.
+    /// write), and keeps the audit records' stream (opened with [`audit::open`] before the run
+    /// was decided: whether it opened is a fact the plan depends on).
     pub fn start(
         report: Option<&Path>,
         policy: &Policy,
-        features: &Features,
         layers: &Layers,
+        audit: Result<AuditStream, audit::Unavailable>,
     ) -> Result<Recorder, JailError> {
         let started = SystemTime::now();
         let base = std::env::current_dir()
@@ -61,7 +62,7 @@ impl Recorder {
                 Some((abs, file))
             }
         };
-        let audit = match audit::open(features.landlock_abi) {
+        let audit = match audit {
             Ok(stream) => AuditPhase::Waiting(stream),
             Err(why) => AuditPhase::Unavailable(why.0),
         };
@@ -112,7 +113,7 @@ impl Recorder {
         RunReport::build(Facts {
             policy,
             policy_json: serde_json::to_value(&file).expect("serializable"),
-            features: &run.features,
+            features: &run.facts.features,
             layers: &run.plan.layers,
             gaps,
             network_enforcement: network_enforcement(run, net),
@@ -133,30 +134,16 @@ impl Recorder {
         self.listener = Some(listener);
     }
 
-    /// Why denials cannot be read in this run, if they cannot.
-    pub fn denials_unavailable(&self) -> Option<String> {
-        match &*self.audit.borrow() {
-            AuditPhase::Unavailable(why) => Some(why.clone()),
-            _ => None,
+    /// What the reader is told once the command exists, when `plan` has Landlock log the
+    /// command's denials ([`super::plan::decide`] asks for that when the records can be read):
+    /// which process creates this run's Landlock domain.
+    pub fn command_started(&self, plan: &RunPlan) -> Option<CommandStarted> {
+        if !plan.landlock.as_ref().is_some_and(|l| l.log_denials) {
+            return None;
         }
-    }
-
-    /// Makes the confinement log Landlock's denials (when the records can be read) and tells
-    /// the reader which process creates this run's Landlock domain.
-    pub fn arm(&mut self, conf: &mut Confinement) {
-        if !matches!(*self.audit.borrow(), AuditPhase::Waiting(_)) {
-            return;
-        }
-        let Some(plan) = conf.landlock.as_mut() else {
-            return;
-        };
-        if !plan.filesystem && plan.tcp_connect.is_none() && plan.tcp_bind.is_none() {
-            return;
-        }
-        plan.log_denials = true;
         let audit = Rc::clone(&self.audit);
         let listener = self.listener.clone();
-        conf.command_started.push(Box::new(move |pid| {
+        Some(Box::new(move |pid| {
             let mut phase = audit.borrow_mut();
             let current = std::mem::replace(&mut *phase, AuditPhase::Unavailable(String::new()));
             *phase = match current {
@@ -173,7 +160,7 @@ impl Recorder {
                 }
                 other => other,
             };
-        }));
+        }))
     }
 
     /// After the run (or jail's failure after the start): compares, collects, and writes the
@@ -235,7 +222,7 @@ impl Recorder {
         let report = RunReport::build(Facts {
             policy,
             policy_json: serde_json::to_value(&file).expect("serializable"),
-            features: &run.features,
+            features: &run.facts.features,
             layers: &run.plan.layers,
             gaps,
             network_enforcement: network_enforcement(run, net),

@@ -269,7 +269,6 @@ fn hand_terminal(tty: i32, pgid: libc::pid_t) {
 
 /// Runs the command under `conf` and returns jail's exit code.
 pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
-    let io = |step: &str, e: &dyn std::fmt::Display| JailError::layer("supervisor", step, e);
     // The supervisor writes to sockets and pipes the command can close at any moment (the proxy's
     // clients, init's pipe): a SIGPIPE must not end it before it quarantines and reports.
     // SAFETY: setting a disposition to SIG_IGN runs no handler code.
@@ -284,188 +283,21 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
     let sfd =
         SignalFd::with_flags(&signals, SfdFlags::SFD_CLOEXEC).map_err(|e| io("signalfd", &e))?;
     let tty = foreground_terminal();
-
+    let shape = Shape {
+        policy,
+        conf,
+        argv: &argv,
+        tty,
+        signals,
+    };
+    let started = match &conf.mount {
+        Some(mount_plan) => shape.start_with_init(mount_plan)?,
+        None => shape.start_alone()?,
+    };
     // Init's messages after the view is built (the command stopped), in namespace mode.
-    let mut status: Option<OwnedFd> = None;
-    let child = if let Some(mount_plan) = &conf.mount {
-        let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| io("pipe", &e));
-        // release: supervisor -> init once the id maps are written.
-        // ready: init -> supervisor once the view is built ("ok"), or why it was not.
-        let (release_read, release_write) = pipe()?;
-        let (ready_read, ready_write) = pipe()?;
-        // Init hands the proxy's listening socket, made inside the new network, over this.
-        let (fd_parent, fd_child) =
-            std::os::unix::net::UnixStream::pair().map_err(|e| io("socketpair", &e))?;
-        // Init names the command's process in a credentials message: the kernel translates its
-        // pid into ours.
-        nix::sys::socket::setsockopt(&fd_parent, nix::sys::socket::sockopt::PassCred, &true)
-            .map_err(|e| io("SO_PASSCRED", &e))?;
-        // An IPC namespace of its own: SysV and POSIX IPC objects are keyed, and the host's
-        // would be reachable (and the jail's would outlive it).
-        let mut flags =
-            libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
-        if matches!(conf.net, NetSetup::Loopback | NetSetup::Proxy { .. }) {
-            flags |= libc::CLONE_NEWNET;
-        }
-        // SAFETY: jail is single-threaded here (no thread is ever started before this point).
-        match unsafe { super::sys::clone_with_namespaces(flags) } {
-            Ok(0) => {
-                drop(release_write);
-                drop(ready_read);
-                drop(fd_parent);
-                init_main(
-                    InitChannels {
-                        release: release_read,
-                        ready: ready_write,
-                        fds: fd_child,
-                    },
-                    tty,
-                    mount_plan,
-                    conf,
-                    policy,
-                    &argv,
-                )
-            }
-            Ok(pid) => {
-                crate::timing::mark("supervisor: namespaces cloned");
-                drop(release_read);
-                drop(ready_write);
-                drop(fd_child);
-                let pid = Pid::from_raw(pid);
-                // Also done by init itself; whichever runs first wins, the result is the same.
-                let _ = nix::unistd::setpgid(pid, pid);
-                let abandon = |e: JailError| {
-                    let _ = kill(pid, Signal::SIGKILL);
-                    let _ = waitpid(pid, None);
-                    e
-                };
-                if let Err(e) = write_id_maps(pid, policy.allow_userns) {
-                    // Refused inside another sandbox (an outer jail's Landlock keeps /proc
-                    // read-only): the namespaces exist but cannot be used.
-                    abandon(io("uid/gid map", &e));
-                    sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&signals), None).ok();
-                    return Ok(Outcome::NoNamespaces(NamespacesUnavailable(
-                        std::io::Error::other(format!("writing the uid/gid map: {e}")),
-                    )));
-                }
-                crate::timing::mark("supervisor: id maps written");
-                nix::unistd::write(&release_write, b"1")
-                    .map_err(|e| abandon(io("release child", &e)))?;
-                drop(release_write);
-                let mut report = [0u8; 2];
-                let got = read_full(&ready_read, &mut report);
-                if got != 2 || &report != b"ok" {
-                    let mut report = report[..got].to_vec();
-                    report.extend(read_all(ready_read));
-                    let _ = waitpid(pid, None);
-                    sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&signals), None).ok();
-                    let text = String::from_utf8_lossy(report.get(1..).unwrap_or_default());
-                    return match report.first() {
-                        Some(b'N') => Ok(Outcome::NoNamespaces(NamespacesUnavailable(
-                            std::io::Error::other(text.into_owned()),
-                        ))),
-                        Some(b'E') => Err(JailError::layer("init", "mount view", text)),
-                        _ => Err(io("init", &"exited before building the mount view")),
-                    };
-                }
-                crate::timing::mark("supervisor: mount view ready");
-                // Init sends the layers' tmpfs mounts first: held here, they outlive the
-                // namespace, and the run's writes are copied out of them at its end.
-                if mount_plan.tmpfs.layer.is_some() {
-                    let sock = std::os::fd::AsRawFd::as_raw_fd(&fd_parent);
-                    for _ in &mount_plan.layers {
-                        let fd = super::sys::recv_fd(sock).ok().flatten().ok_or_else(|| {
-                            abandon(io("copy-on-write layer", &"init sent no tmpfs"))
-                        })?;
-                        if let Some(held) = &conf.layer_mounts {
-                            held.lock().unwrap_or_else(|e| e.into_inner()).push(fd);
-                        }
-                    }
-                }
-                // Now, not while init mounts: with two CPUs, init and the command (which drops
-                // its privileges and loads its filter meanwhile) need both, and the command
-                // started ~0.4 ms later when this ran beside them.
-                conf.limits.sweep_left_behind();
-                if let NetSetup::Proxy { serve, .. } = &conf.net {
-                    let listener = super::sys::recv_fd(std::os::fd::AsRawFd::as_raw_fd(&fd_parent))
-                        .ok()
-                        .flatten()
-                        .ok_or_else(|| abandon(io("proxy", &"init sent no listening socket")))?;
-                    serve(std::net::TcpListener::from(listener)).map_err(abandon)?;
-                }
-                if !conf.command_started.is_empty() {
-                    match super::sys::recv_pid(std::os::fd::AsRawFd::as_raw_fd(&fd_parent)) {
-                        Ok(Some(pid)) => conf.command_started.iter().for_each(|hook| hook(pid)),
-                        Ok(None) => tracing::warn!("the command's pid did not arrive"),
-                        Err(e) => tracing::warn!("the command's pid did not arrive: {e}"),
-                    }
-                }
-                drop(fd_parent);
-                if let Some(unix) = &conf.unix {
-                    unix.start(Some(pid)).map_err(abandon)?;
-                }
-                status = Some(ready_read);
-                if let Some(w) = &conf.warning {
-                    crate::text::say(w);
-                }
-                // Only now: a non-dumpable process's /proc files belong to root, and the maps
-                // above had to be written through them.
-                privileges::set_not_dumpable()?;
-                pid
-            }
-            Err(e) => {
-                sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&signals), None).ok();
-                return Ok(Outcome::NoNamespaces(NamespacesUnavailable(e)));
-            }
-        }
-    } else {
-        if let Some(w) = &conf.warning {
-            crate::text::say(w);
-        }
-        // No pid namespace: become the reaper of every orphan in the tree so it can be killed.
-        nix::sys::prctl::set_child_subreaper(true).map_err(|e| io("PR_SET_CHILD_SUBREAPER", &e))?;
-        // SAFETY: single-threaded, as above.
-        match unsafe { nix::unistd::fork() }.map_err(|e| io("fork", &e))? {
-            nix::unistd::ForkResult::Child => {
-                // Without a pid namespace this is all that ties the tree to the supervisor: if
-                // it is killed, the command goes too (its own children are not covered: a gap).
-                let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-                if let Some(tty) = tty {
-                    let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
-                    // SAFETY: getpgrp only queries.
-                    hand_terminal(tty, unsafe { libc::getpgrp() });
-                }
-                if let Err(e) = conf.limits.enter() {
-                    die(EXIT_JAIL_ERROR, &e);
-                }
-                command_main(conf, policy, &argv, None)
-            }
-            nix::unistd::ForkResult::Parent { child } => {
-                if tty.is_some() {
-                    let _ = nix::unistd::setpgid(child, child);
-                }
-                conf.limits.sweep_left_behind();
-                for hook in &conf.command_started {
-                    hook(child.as_raw());
-                }
-                if let Some(unix) = &conf.unix {
-                    if let Err(e) = unix.start(None) {
-                        let _ = kill(child, Signal::SIGKILL);
-                        return Err(e);
-                    }
-                }
-                // Threads only after the fork: the child allocates before it execs.
-                if let NetSetup::HostProxy { listener, serve } = &conf.net {
-                    let listener = listener.try_clone().map_err(|e| io("proxy socket", &e));
-                    if let Err(e) = listener.and_then(serve) {
-                        let _ = kill(child, Signal::SIGKILL);
-                        return Err(e);
-                    }
-                }
-                privileges::set_not_dumpable()?;
-                child
-            }
-        }
+    let (child, status) = match started {
+        Started::Running { child, status } => (child, status),
+        Started::NoNamespaces(e) => return Ok(Outcome::NoNamespaces(e)),
     };
     // A stopped command stops jail too, so that the shell sees its job stopped: only with a
     // terminal (nothing else resumes a job), and without a pid namespace only when no timeout
@@ -492,6 +324,253 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
     }
     sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&blocked), None).ok();
     Ok(Outcome::Exited(end))
+}
+
+/// The supervisor's own error at `step`.
+fn io(step: &str, e: &dyn std::fmt::Display) -> JailError {
+    JailError::layer("supervisor", step, e)
+}
+
+/// What starting the tree needs, in either process shape.
+struct Shape<'a> {
+    policy: &'a Policy,
+    conf: &'a Confinement,
+    argv: &'a [CString],
+    /// The terminal jail holds the foreground of.
+    tty: Option<i32>,
+    /// The signals the supervisor handles, blocked: unblocked again when nothing runs.
+    signals: SigSet,
+}
+
+/// How starting the tree went.
+enum Started {
+    /// The tree's first process (init, or the command without namespaces), and init's status
+    /// channel.
+    Running { child: Pid, status: Option<OwnedFd> },
+    /// Nothing runs: the namespaces could not be made or entered (the handled signals are
+    /// unblocked again).
+    NoNamespaces(NamespacesUnavailable),
+}
+
+/// The supervisor's ends of its channels to init.
+struct SupervisorChannels {
+    release: OwnedFd,
+    ready: OwnedFd,
+    fds: std::os::unix::net::UnixStream,
+}
+
+impl Shape<'_> {
+    fn unblock(&self) {
+        sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&self.signals), None).ok();
+    }
+
+    /// With the mount view: init, pid 1 of new namespaces, builds the view and forks the command.
+    fn start_with_init(&self, mount_plan: &mounts::MountPlan) -> Result<Started, JailError> {
+        let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| io("pipe", &e));
+        // release: supervisor -> init once the id maps are written.
+        // ready: init -> supervisor once the view is built ("ok"), or why it was not.
+        let (release_read, release_write) = pipe()?;
+        let (ready_read, ready_write) = pipe()?;
+        // Init hands the proxy's listening socket, made inside the new network, over this.
+        let (fd_parent, fd_child) =
+            std::os::unix::net::UnixStream::pair().map_err(|e| io("socketpair", &e))?;
+        // Init names the command's process in a credentials message: the kernel translates its
+        // pid into ours.
+        nix::sys::socket::setsockopt(&fd_parent, nix::sys::socket::sockopt::PassCred, &true)
+            .map_err(|e| io("SO_PASSCRED", &e))?;
+        // An IPC namespace of its own: SysV and POSIX IPC objects are keyed, and the host's
+        // would be reachable (and the jail's would outlive it).
+        let mut flags =
+            libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
+        if matches!(self.conf.net, NetSetup::Loopback | NetSetup::Proxy { .. }) {
+            flags |= libc::CLONE_NEWNET;
+        }
+        // SAFETY: jail is single-threaded here (no thread is ever started before this point).
+        match unsafe { super::sys::clone_with_namespaces(flags) } {
+            Ok(0) => {
+                drop(release_write);
+                drop(ready_read);
+                drop(fd_parent);
+                init_main(
+                    InitChannels {
+                        release: release_read,
+                        ready: ready_write,
+                        fds: fd_child,
+                    },
+                    self.tty,
+                    mount_plan,
+                    self.conf,
+                    self.policy,
+                    self.argv,
+                )
+            }
+            Ok(pid) => {
+                crate::timing::mark("supervisor: namespaces cloned");
+                drop(release_read);
+                drop(ready_write);
+                drop(fd_child);
+                let channels = SupervisorChannels {
+                    release: release_write,
+                    ready: ready_read,
+                    fds: fd_parent,
+                };
+                self.release_init(Pid::from_raw(pid), channels, mount_plan)
+            }
+            Err(e) => {
+                self.unblock();
+                Ok(Started::NoNamespaces(NamespacesUnavailable(e)))
+            }
+        }
+    }
+
+    /// In the supervisor, once init exists: its id maps, then what it hands over once the view
+    /// is built (the layers' mounts, the proxy's socket, the command's pid).
+    fn release_init(
+        &self,
+        pid: Pid,
+        channels: SupervisorChannels,
+        mount_plan: &mounts::MountPlan,
+    ) -> Result<Started, JailError> {
+        let (conf, fd_parent) = (self.conf, channels.fds);
+        // Also done by init itself; whichever runs first wins, the result is the same.
+        let _ = nix::unistd::setpgid(pid, pid);
+        let abandon = |e: JailError| {
+            let _ = kill(pid, Signal::SIGKILL);
+            let _ = waitpid(pid, None);
+            e
+        };
+        if let Err(e) = write_id_maps(pid, self.policy.allow_userns) {
+            // Refused inside another sandbox (an outer jail's Landlock keeps /proc
+            // read-only): the namespaces exist but cannot be used.
+            abandon(io("uid/gid map", &e));
+            self.unblock();
+            return Ok(Started::NoNamespaces(NamespacesUnavailable(
+                std::io::Error::other(format!("writing the uid/gid map: {e}")),
+            )));
+        }
+        crate::timing::mark("supervisor: id maps written");
+        nix::unistd::write(&channels.release, b"1")
+            .map_err(|e| abandon(io("release child", &e)))?;
+        drop(channels.release);
+        let mut report = [0u8; 2];
+        let got = read_full(&channels.ready, &mut report);
+        if got != 2 || &report != b"ok" {
+            let mut report = report[..got].to_vec();
+            report.extend(read_all(channels.ready));
+            let _ = waitpid(pid, None);
+            self.unblock();
+            let text = String::from_utf8_lossy(report.get(1..).unwrap_or_default());
+            return match report.first() {
+                Some(b'N') => Ok(Started::NoNamespaces(NamespacesUnavailable(
+                    std::io::Error::other(text.into_owned()),
+                ))),
+                Some(b'E') => Err(JailError::layer("init", "mount view", text)),
+                _ => Err(io("init", &"exited before building the mount view")),
+            };
+        }
+        crate::timing::mark("supervisor: mount view ready");
+        let sock = std::os::fd::AsRawFd::as_raw_fd(&fd_parent);
+        // Init sends the layers' tmpfs mounts first: held here, they outlive the
+        // namespace, and the run's writes are copied out of them at its end.
+        if mount_plan.tmpfs.layer.is_some() {
+            for _ in &mount_plan.layers {
+                let fd = super::sys::recv_fd(sock)
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| abandon(io("copy-on-write layer", &"init sent no tmpfs")))?;
+                if let Some(held) = &conf.layer_mounts {
+                    held.lock().unwrap_or_else(|e| e.into_inner()).push(fd);
+                }
+            }
+        }
+        // Now, not while init mounts: with two CPUs, init and the command (which drops
+        // its privileges and loads its filter meanwhile) need both, and the command
+        // started ~0.4 ms later when this ran beside them.
+        conf.limits.sweep_left_behind();
+        if let NetSetup::Proxy { serve, .. } = &conf.net {
+            let listener = super::sys::recv_fd(sock)
+                .ok()
+                .flatten()
+                .ok_or_else(|| abandon(io("proxy", &"init sent no listening socket")))?;
+            serve(std::net::TcpListener::from(listener)).map_err(abandon)?;
+        }
+        if !conf.command_started.is_empty() {
+            match super::sys::recv_pid(sock) {
+                Ok(Some(pid)) => conf.command_started.iter().for_each(|hook| hook(pid)),
+                Ok(None) => tracing::warn!("the command's pid did not arrive"),
+                Err(e) => tracing::warn!("the command's pid did not arrive: {e}"),
+            }
+        }
+        drop(fd_parent);
+        if let Some(unix) = &conf.unix {
+            unix.start(Some(pid)).map_err(abandon)?;
+        }
+        if let Some(w) = &conf.warning {
+            crate::text::say(w);
+        }
+        // Only now: a non-dumpable process's /proc files belong to root, and the maps
+        // above had to be written through them.
+        privileges::set_not_dumpable()?;
+        Ok(Started::Running {
+            child: pid,
+            status: Some(channels.ready),
+        })
+    }
+
+    /// Without the mount view: no pid namespace, the command is the supervisor's child, and
+    /// the supervisor the reaper of every orphan in the tree, so it can kill them.
+    fn start_alone(&self) -> Result<Started, JailError> {
+        let (conf, tty) = (self.conf, self.tty);
+        if let Some(w) = &conf.warning {
+            crate::text::say(w);
+        }
+        nix::sys::prctl::set_child_subreaper(true).map_err(|e| io("PR_SET_CHILD_SUBREAPER", &e))?;
+        // SAFETY: single-threaded, as above.
+        match unsafe { nix::unistd::fork() }.map_err(|e| io("fork", &e))? {
+            nix::unistd::ForkResult::Child => {
+                // Without a pid namespace this is all that ties the tree to the supervisor: if
+                // it is killed, the command goes too (its own children are not covered: a gap).
+                let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+                if let Some(tty) = tty {
+                    let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
+                    // SAFETY: getpgrp only queries.
+                    hand_terminal(tty, unsafe { libc::getpgrp() });
+                }
+                if let Err(e) = conf.limits.enter() {
+                    die(EXIT_JAIL_ERROR, &e);
+                }
+                command_main(conf, self.policy, self.argv, None)
+            }
+            nix::unistd::ForkResult::Parent { child } => {
+                if tty.is_some() {
+                    let _ = nix::unistd::setpgid(child, child);
+                }
+                conf.limits.sweep_left_behind();
+                for hook in &conf.command_started {
+                    hook(child.as_raw());
+                }
+                if let Some(unix) = &conf.unix {
+                    if let Err(e) = unix.start(None) {
+                        let _ = kill(child, Signal::SIGKILL);
+                        return Err(e);
+                    }
+                }
+                // Threads only after the fork: the child allocates before it execs.
+                if let NetSetup::HostProxy { listener, serve } = &conf.net {
+                    let listener = listener.try_clone().map_err(|e| io("proxy socket", &e));
+                    if let Err(e) = listener.and_then(serve) {
+                        let _ = kill(child, Signal::SIGKILL);
+                        return Err(e);
+                    }
+                }
+                privileges::set_not_dumpable()?;
+                Ok(Started::Running {
+                    child,
+                    status: None,
+                })
+            }
+        }
+    }
 }
 
 fn c_argv(command: &[OsString]) -> Result<Vec<CString>, JailError> {
