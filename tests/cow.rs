@@ -571,6 +571,38 @@ fn without_the_mount_view_the_layer_is_a_copy_and_the_root_stays_read_only() {
     }
 }
 
+/// The namespaces looked usable but their id maps were refused once made (inside another
+/// sandbox): the launch learns it, decides again, and the run goes through a copied layer with
+/// the root read-only, as when the probe knew it from the start; `--require full` refuses.
+#[test]
+fn namespaces_refused_at_launch_fall_back_to_a_copy_and_never_to_a_writable_root() {
+    if !full_level_or_skip("cow") {
+        return;
+    }
+    for who in users() {
+        let fx = fixture(who, &[Layer::IdMaps], "cow-late");
+        let repo = fx.p("repo");
+        let before = tree(&fx.repo);
+        let script = format!("echo x > {repo}/file.txt || echo refused; echo y > file.txt");
+        let run = cow_sh(&fx, &script);
+        assert!(
+            run.ok() && run.stdout.starts_with("refused\n"),
+            "{who:?}: {}",
+            run.describe()
+        );
+        assert_eq!(tree(&fx.repo), before, "{who:?}: the host tree changed");
+        let diff = jail(&fx, &["diff", &run_id(&run)]);
+        assert!(diff.stdout.contains("+y"), "{}", diff.describe());
+        // The same fallback without copy-on-write roots: the run goes on at a lower level,
+        // and one that requires full is refused.
+        let plain = sh(&fx, &["--ro", &repo], "echo x > file.txt || echo refused");
+        assert!(plain.stdout.contains("refused"), "{}", plain.describe());
+        let strict = sh(&fx, &["--require", "full"], "echo RAN");
+        assert_eq!(strict.code, Some(125), "{}", strict.describe());
+        assert!(!strict.stdout.contains("RAN"), "{}", strict.describe());
+    }
+}
+
 #[test]
 fn a_root_with_a_mount_beneath_or_the_state_inside_is_refused_by_name() {
     if !full_level_or_skip("cow") {

@@ -439,7 +439,9 @@ impl Shape<'_> {
             let _ = waitpid(pid, None);
             e
         };
-        if let Err(e) = write_id_maps(pid, self.policy.allow_userns) {
+        if let Err(e) = id_maps_refused_by_test()
+            .map_or_else(|| write_id_maps(pid, self.policy.allow_userns), Err)
+        {
             // Refused inside another sandbox (an outer jail's Landlock keeps /proc
             // read-only): the namespaces exist but cannot be used.
             abandon(io("uid/gid map", &e));
@@ -614,6 +616,20 @@ fn read_all(fd: OwnedFd) -> Vec<u8> {
 /// CAP_SETUID/CAP_SETGID (any unprivileged user, and root inside another jail) may map only itself,
 /// after denying setgroups; real root maps the whole range identically so that file owners look as
 /// they do outside (git refuses repositories it believes are someone else's).
+/// Test builds only (`JAIL_TEST_DISABLE=id-maps`): the id maps refused as inside another
+/// sandbox, after the probe said namespaces work, so the fallback taken at launch runs here.
+#[cfg(feature = "test-hooks")]
+fn id_maps_refused_by_test() -> Option<std::io::Error> {
+    std::env::var("JAIL_TEST_DISABLE")
+        .is_ok_and(|l| l.split(',').any(|i| i.trim() == "id-maps"))
+        .then(|| std::io::Error::from_raw_os_error(libc::EPERM))
+}
+
+#[cfg(not(feature = "test-hooks"))]
+fn id_maps_refused_by_test() -> Option<std::io::Error> {
+    None
+}
+
 fn write_id_maps(pid: Pid, root_aside: bool) -> std::io::Result<()> {
     use caps::{CapSet, Capability};
     let uid = nix::unistd::geteuid().as_raw();

@@ -43,6 +43,9 @@ pub enum Layer {
     TcpRules,
     /// The hold on listen() of such a run (the filter's refusal or the supervisor's check).
     ListenCheck,
+    /// Not a layer: the id maps of the new namespaces are refused after the probe said they
+    /// work (as inside another sandbox), so the launch must fall back while it runs.
+    IdMaps,
 }
 
 impl Layer {
@@ -53,6 +56,7 @@ impl Layer {
             Layer::Seccomp => "seccomp",
             Layer::TcpRules => "tcp-rules",
             Layer::ListenCheck => "listen-check",
+            Layer::IdMaps => "id-maps",
         }
     }
 }
