@@ -730,133 +730,176 @@ fn supervise(
     reap_tree: bool,
     relay_stops: bool,
 ) -> RunEnd {
-    let started = Instant::now();
-    let mut deadline = timeout.map(|t| started + t);
-    // Set when the timeout expired or the caller asked for the stop: SIGTERM went out.
-    let mut ending = false;
-    let mut timed_out = false;
-    let mut killed = false;
-    let Channels {
-        mut status,
-        mut stop_requests,
-    } = channels;
-    let mut end = RunEnd::default();
+    let mut run = Supervised {
+        child,
+        tty,
+        reap_tree,
+        relay_stops,
+        deadline: timeout.map(|t| Instant::now() + t),
+        ending: false,
+        timed_out: false,
+        killed: false,
+        status: channels.status,
+        stop_requests: channels.stop_requests,
+        end: RunEnd::default(),
+    };
     loop {
         // SAFETY: the descriptor stays open for the run (the launch's control sender owns it).
-        let control = stop_requests.map(|fd| unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) });
-        let info = match next_event(
-            sfd,
-            &[status.as_ref().map(|s| s.as_fd()), control],
-            deadline,
-        ) {
-            Event::Deadline => {
-                if !ending {
-                    ending = true;
-                    timed_out = true;
-                    tracing::info!("timeout: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
-                    deadline = Some(begin_ending(child, !reap_tree));
-                } else if !killed {
-                    killed = true;
-                    let _ = kill(child, Signal::SIGKILL);
-                    deadline = None;
-                }
-                continue;
-            }
-            Event::Ready(0) => {
-                let mut msg = [0u8; 1];
-                let got = status
-                    .as_ref()
-                    .map(|st| read_full(st, &mut msg))
-                    .unwrap_or(0);
-                if got == 0 {
-                    status = None; // init is gone; its SIGCHLD follows
-                } else if msg[0] == MSG_STOPPED {
-                    if relay_stops {
-                        stop_with_command(child, tty);
-                    }
-                } else if msg[0] == MSG_ENDED {
-                    if let Some(st) = &status {
-                        read_end(st, &mut end);
-                    }
-                }
-                continue;
-            }
-            Event::Ready(_) => {
-                // A request byte or the caller's end closed (EOF, an error): either way, stop; `K`
-                // kills at once. The bytes are read (a unix socket closed with unread data resets
-                // the caller's end, and the outcome written to it would be lost); after an EOF the
-                // socket is not watched again, so it cannot spin the loop.
-                let mut request = [0u8; 64];
-                let got = control
-                    .and_then(|fd| nix::unistd::read(fd, &mut request).ok())
-                    .unwrap_or(0);
-                if got == 0 {
-                    stop_requests = None;
-                }
-                end.stopped |= !ending;
-                if request[..got].contains(&crate::sandbox::control::KILL) {
-                    if !killed {
-                        tracing::info!("kill requested: sending SIGKILL");
-                        let _ = kill(child, Signal::SIGKILL);
-                    }
-                    (ending, killed, deadline) = (true, true, None);
-                } else if !ending {
-                    ending = true;
-                    tracing::info!("stop requested: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
-                    deadline = Some(begin_ending(child, !reap_tree));
-                }
-                continue;
-            }
-            Event::Signal(info) => info,
-        };
-        let signo = info.ssi_signo as i32;
-        if signo == libc::SIGCHLD {
-            match reap(child, reap_tree) {
-                Reaped::Exited(code, signal) => {
-                    if reap_tree {
-                        if !kill_remaining_children() {
-                            crate::text::say(
-                                "jail: processes of the command survived every kill (no pid \
-                                 namespace): the writable trees may still change; failing the run",
-                            );
-                            end.timed_out |= timed_out;
-                            end.code = crate::error::EXIT_JAIL_ERROR;
-                            return end;
-                        }
-                        end.signal = signal;
-                    } else if let Some(st) = &status {
-                        // Init wrote how the command ended just before it exited.
-                        drain_end_message(st, &mut end);
-                    }
-                    end.timed_out |= timed_out;
-                    end.code = if end.timed_out { EXIT_TIMEOUT } else { code };
+        let control = run
+            .stop_requests
+            .map(|fd| unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) });
+        let watched = [run.status.as_ref().map(|s| s.as_fd()), control];
+        match next_event(sfd, &watched, run.deadline) {
+            Event::Deadline => run.on_deadline(),
+            Event::Ready(0) => run.on_status(),
+            Event::Ready(_) => run.on_request(control),
+            Event::Signal(info) if info.ssi_signo as i32 == libc::SIGCHLD => {
+                if let Some(end) = run.on_child() {
                     return end;
                 }
-                Reaped::Stopped if relay_stops => stop_with_command(child, tty),
-                Reaped::Stopped if tty.is_some() => {
-                    // It holds the terminal's foreground: left stopped, it would freeze the
-                    // user's terminal until the timeout.
-                    eprintln!(
-                        "jail: the command stopped; continued (no job control with --timeout \
-                         without a pid namespace)"
-                    );
-                    let _ = kill(Pid::from_raw(-child.as_raw()), Signal::SIGCONT);
-                }
-                Reaped::Stopped => {}
-                Reaped::Running => {}
             }
-            continue;
+            Event::Signal(info) => run.on_signal(&info),
         }
-        if info.ssi_code != SI_KERNEL {
-            if let Ok(sig) = Signal::try_from(signo) {
-                tracing::debug!("forwarding {sig}");
-                if reap_tree {
-                    // No init: the command is our child, and its group is ours to signal.
-                    super::forward::pass_on(child, sig);
-                } else {
-                    // Init passes it on to the command's group, inside the namespace.
-                    let _ = kill(child, sig);
+    }
+}
+
+/// What the supervisor knows of a run while it watches it.
+struct Supervised {
+    child: Pid,
+    tty: Option<i32>,
+    /// No init: the supervisor reaps the tree itself.
+    reap_tree: bool,
+    relay_stops: bool,
+    /// The timeout, then the end of the kill grace.
+    deadline: Option<Instant>,
+    /// Set when the timeout expired or the caller asked for the stop: SIGTERM went out.
+    ending: bool,
+    timed_out: bool,
+    killed: bool,
+    /// Init's status channel (None once init is gone).
+    status: Option<OwnedFd>,
+    /// The caller's control socket (None after its end closed).
+    stop_requests: Option<i32>,
+    end: RunEnd,
+}
+
+impl Supervised {
+    /// The timeout: SIGTERM and the grace; at the grace's end, SIGKILL.
+    fn on_deadline(&mut self) {
+        if !self.ending {
+            self.ending = true;
+            self.timed_out = true;
+            tracing::info!("timeout: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
+            self.deadline = Some(begin_ending(self.child, !self.reap_tree));
+        } else if !self.killed {
+            self.killed = true;
+            let _ = kill(self.child, Signal::SIGKILL);
+            self.deadline = None;
+        }
+    }
+
+    /// A message from init: the command stopped, or how it ended.
+    fn on_status(&mut self) {
+        let mut msg = [0u8; 1];
+        let got = self
+            .status
+            .as_ref()
+            .map(|st| read_full(st, &mut msg))
+            .unwrap_or(0);
+        if got == 0 {
+            self.status = None; // init is gone; its SIGCHLD follows
+        } else if msg[0] == MSG_STOPPED {
+            if self.relay_stops {
+                stop_with_command(self.child, self.tty);
+            }
+        } else if msg[0] == MSG_ENDED {
+            if let Some(st) = &self.status {
+                read_end(st, &mut self.end);
+            }
+        }
+    }
+
+    /// A request byte or the caller's end closed (EOF, an error): either way, stop; `K` kills
+    /// at once. The bytes are read (a unix socket closed with unread data resets the caller's
+    /// end, and the outcome written to it would be lost); after an EOF the socket is not
+    /// watched again, so it cannot spin the loop.
+    fn on_request(&mut self, control: Option<std::os::fd::BorrowedFd<'_>>) {
+        let mut request = [0u8; 64];
+        let got = control
+            .and_then(|fd| nix::unistd::read(fd, &mut request).ok())
+            .unwrap_or(0);
+        if got == 0 {
+            self.stop_requests = None;
+        }
+        self.end.stopped |= !self.ending;
+        if request[..got].contains(&crate::sandbox::control::KILL) {
+            if !self.killed {
+                tracing::info!("kill requested: sending SIGKILL");
+                let _ = kill(self.child, Signal::SIGKILL);
+            }
+            (self.ending, self.killed, self.deadline) = (true, true, None);
+        } else if !self.ending {
+            self.ending = true;
+            tracing::info!("stop requested: sending SIGTERM, SIGKILL in {KILL_GRACE:?}");
+            self.deadline = Some(begin_ending(self.child, !self.reap_tree));
+        }
+    }
+
+    /// SIGCHLD: the run's end once the command (or init) exited.
+    fn on_child(&mut self) -> Option<RunEnd> {
+        match reap(self.child, self.reap_tree) {
+            Reaped::Exited(code, signal) => {
+                let mut end = std::mem::take(&mut self.end);
+                if self.reap_tree {
+                    if !kill_remaining_children() {
+                        crate::text::say(
+                            "jail: processes of the command survived every kill (no pid \
+                             namespace): the writable trees may still change; failing the run",
+                        );
+                        end.timed_out |= self.timed_out;
+                        end.code = crate::error::EXIT_JAIL_ERROR;
+                        return Some(end);
+                    }
+                    end.signal = signal;
+                } else if let Some(st) = &self.status {
+                    // Init wrote how the command ended just before it exited.
+                    drain_end_message(st, &mut end);
                 }
+                end.timed_out |= self.timed_out;
+                end.code = if end.timed_out { EXIT_TIMEOUT } else { code };
+                Some(end)
+            }
+            Reaped::Stopped if self.relay_stops => {
+                stop_with_command(self.child, self.tty);
+                None
+            }
+            Reaped::Stopped if self.tty.is_some() => {
+                // It holds the terminal's foreground: left stopped, it would freeze the
+                // user's terminal until the timeout.
+                eprintln!(
+                    "jail: the command stopped; continued (no job control with --timeout \
+                     without a pid namespace)"
+                );
+                let _ = kill(Pid::from_raw(-self.child.as_raw()), Signal::SIGCONT);
+                None
+            }
+            Reaped::Stopped | Reaped::Running => None,
+        }
+    }
+
+    /// Any other signal sent to jail: passed on to the command.
+    fn on_signal(&self, info: &nix::sys::signalfd::siginfo) {
+        if info.ssi_code == SI_KERNEL {
+            return;
+        }
+        if let Ok(sig) = Signal::try_from(info.ssi_signo as i32) {
+            tracing::debug!("forwarding {sig}");
+            if self.reap_tree {
+                // No init: the command is our child, and its group is ours to signal.
+                super::forward::pass_on(self.child, sig);
+            } else {
+                // Init passes it on to the command's group, inside the namespace.
+                let _ = kill(self.child, sig);
             }
         }
     }
@@ -1048,6 +1091,22 @@ fn init_main(
     policy: &Policy,
     argv: &[CString],
 ) -> ! {
+    let (command, ready) = init_start(channels, tty, mount_plan, conf, policy, argv);
+    let sfd = init_confine(command);
+    init_reap(command, &sfd, &ready, policy.timeout)
+}
+
+/// Init until the command goes on: released by the supervisor, the command forked (it waits at
+/// the gate), the view built, the supervisor told, the command let through. Returns the
+/// command's pid and the channel its end is reported on.
+fn init_start(
+    channels: InitChannels,
+    tty: Option<i32>,
+    mount_plan: &mounts::MountPlan,
+    conf: &Confinement,
+    policy: &Policy,
+    argv: &[CString],
+) -> (Pid, OwnedFd) {
     // If the supervisor dies, so does the whole namespace.
     if nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err() {
         die(EXIT_JAIL_ERROR, "init: PR_SET_PDEATHSIG failed");
@@ -1101,30 +1160,7 @@ fn init_main(
     // With the id maps written and before /proc/sys is read-only in the view; after the fork,
     // so that the command does not wait for these four sysctl accesses to start.
     super::limits::share_kernel_pools();
-    let mut layer_mounts = Vec::new();
-    let mut report = match entered.map(|_| mounts::apply(mount_plan, &conf.policy_json)) {
-        Err(e) => format!("E{e}"),
-        Ok(Ok(fds)) => {
-            layer_mounts = fds;
-            "ok".to_string()
-        }
-        Ok(Err(mounts::MountError::Unusable(e))) => format!("N{e}"),
-        Ok(Err(mounts::MountError::Failed(e))) => format!("E{e}"),
-    };
-    // The layers' tmpfs mounts, to the supervisor (which reads them before the proxy's socket).
-    for fd in layer_mounts.drain(..) {
-        let sock = std::os::fd::AsRawFd::as_raw_fd(&fd_channel);
-        if let Err(e) = super::sys::send_fd(sock, std::os::fd::AsRawFd::as_raw_fd(&fd)) {
-            report = format!("Ecopy-on-write layer: handing the tmpfs over: {e}");
-            break;
-        }
-    }
-    if report == "ok" {
-        if let Err(e) = init_network(&conf.net, &fd_channel) {
-            report = format!("E{e}");
-        }
-    }
-    crate::timing::mark("init: mount view built");
+    let report = build_view(entered, mount_plan, conf, &fd_channel);
     // The supervisor first, as when the command was forked only now: it starts what watches
     // the command (the proxy, the hooks that receive its pid) as early as before.
     let _ = nix::unistd::write(&ready, report.as_bytes());
@@ -1154,6 +1190,47 @@ fn init_main(
         );
     }
     drop(fd_channel);
+    (command, ready)
+}
+
+/// Init's view: the mounts, the layers' tmpfs mounts and the network handed to the supervisor.
+/// Returns what init reports over `ready`: "ok", or `N` (namespaces unusable) or `E` (an
+/// error) and the reason.
+fn build_view(
+    entered: Result<(), JailError>,
+    mount_plan: &mounts::MountPlan,
+    conf: &Confinement,
+    fd_channel: &std::os::unix::net::UnixStream,
+) -> String {
+    let mut layer_mounts = Vec::new();
+    let mut report = match entered.map(|_| mounts::apply(mount_plan, &conf.policy_json)) {
+        Err(e) => format!("E{e}"),
+        Ok(Ok(fds)) => {
+            layer_mounts = fds;
+            "ok".to_string()
+        }
+        Ok(Err(mounts::MountError::Unusable(e))) => format!("N{e}"),
+        Ok(Err(mounts::MountError::Failed(e))) => format!("E{e}"),
+    };
+    // The layers' tmpfs mounts, to the supervisor (which reads them before the proxy's socket).
+    for fd in layer_mounts.drain(..) {
+        let sock = std::os::fd::AsRawFd::as_raw_fd(fd_channel);
+        if let Err(e) = super::sys::send_fd(sock, std::os::fd::AsRawFd::as_raw_fd(&fd)) {
+            report = format!("Ecopy-on-write layer: handing the tmpfs over: {e}");
+            break;
+        }
+    }
+    if report == "ok" {
+        if let Err(e) = init_network(&conf.net, fd_channel) {
+            report = format!("E{e}");
+        }
+    }
+    crate::timing::mark("init: mount view built");
+    report
+}
+
+/// Init keeps nothing it does not need; returns the descriptor its signals arrive on.
+fn init_confine(command: Pid) -> SignalFd {
     // Init keeps nothing it does not need: no capabilities, no inherited descriptors, and it
     // cannot be inspected by the command (same uid) through ptrace or /proc/1/mem.
     let confined = privileges::set_not_dumpable()
@@ -1171,11 +1248,15 @@ fn init_main(
         }
     };
     let _ = super::sys::cloexec_range(3, u32::MAX);
+    sfd
+}
+
+/// Init as pid 1 until the command ends: reaps, passes on what the supervisor sends, and ends
+/// the namespace at the backstop deadline; the end goes to the supervisor over `ready`.
+fn init_reap(command: Pid, sfd: &SignalFd, ready: &OwnedFd, timeout: Option<Duration>) -> ! {
     // The timeout is the supervisor's; this backstop holds when the supervisor cannot act (it
     // stops with the command under a terminal, and a command can stop itself).
-    let deadline = policy
-        .timeout
-        .map(|t| Instant::now() + t + KILL_GRACE + INIT_DEADLINE_MARGIN);
+    let deadline = timeout.map(|t| Instant::now() + t + KILL_GRACE + INIT_DEADLINE_MARGIN);
     let last_pid = || {
         std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
             .ok()
@@ -1183,7 +1264,7 @@ fn init_main(
             .unwrap_or(0)
     };
     loop {
-        let info = match next_event(&sfd, &[], deadline) {
+        let info = match next_event(sfd, &[], deadline) {
             Event::Signal(info) => info,
             Event::Ready(_) => continue,
             Event::Deadline => {
@@ -1191,7 +1272,7 @@ fn init_main(
                 unsafe { libc::kill(-1, libc::SIGKILL) };
                 while waitpid(None, None).is_ok() {}
                 let msg = encode_end(Some(libc::SIGKILL), last_pid(), true);
-                let _ = nix::unistd::write(&ready, &msg);
+                let _ = nix::unistd::write(ready, &msg);
                 // SAFETY: as below.
                 unsafe { libc::_exit(EXIT_TIMEOUT) }
             }
@@ -1201,12 +1282,12 @@ fn init_main(
             match reap(command, true) {
                 Reaped::Exited(code, signal) => {
                     let msg = encode_end(signal, last_pid(), false);
-                    let _ = nix::unistd::write(&ready, &msg);
+                    let _ = nix::unistd::write(ready, &msg);
                     // SAFETY: leaving pid 1 makes the kernel kill the rest of the namespace.
                     unsafe { libc::_exit(code) }
                 }
                 Reaped::Stopped => {
-                    let _ = nix::unistd::write(&ready, &[MSG_STOPPED]);
+                    let _ = nix::unistd::write(ready, &[MSG_STOPPED]);
                 }
                 Reaped::Running => {}
             }
