@@ -13,9 +13,9 @@ use super::{ended_by, limits, seccomp};
 use crate::enforcement::{self, Layers};
 use crate::error::{EXIT_JAIL_ERROR, JailError};
 use crate::policy::Policy;
+use crate::policy::settings::RunSettings;
 use crate::probe::{self, Features};
 use crate::sandbox::dry_run::DryRun;
-use crate::sandbox::options::RunOptions;
 use crate::sandbox::outcome::{Outcome, Status};
 use crate::workspace::store::LayerKind;
 
@@ -23,7 +23,7 @@ use crate::workspace::store::LayerKind;
 /// namespaces are tried for real (a throwaway child, ~1 ms), so that it shows what a run would
 /// get.
 /// The options change nothing here (the macOS dry run refuses what macOS cannot do).
-pub fn dry_run(policy: &Policy, _options: &RunOptions) -> Result<String, JailError> {
+pub fn dry_run(policy: &Policy, _options: &RunSettings) -> Result<String, JailError> {
     let (_, run) = plan_run(policy, probe::detect(true))?;
     let out = DryRun {
         policy,
@@ -37,7 +37,7 @@ pub fn dry_run(policy: &Policy, _options: &RunOptions) -> Result<String, JailErr
 }
 
 /// Runs `policy` (resolved by [`crate::prepare::policy`]) as `options` say.
-pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailError> {
+pub fn launch(policy: &Policy, options: &RunSettings) -> Result<Outcome, JailError> {
     check_descriptors(policy, options)?;
     // Before this run's baseline: what a killed run planted is moved aside first, not taken for
     // part of the tree as this run found it.
@@ -89,7 +89,7 @@ impl From<JailError> for Attempt {
 /// One attempt: with the copy-on-write roots as overlays, or (`overlay` false) as copies.
 fn attempt(
     policy: &Policy,
-    options: &RunOptions,
+    options: &RunSettings,
     features: Features,
     overlay: bool,
     events: &mut Option<Events>,
@@ -270,7 +270,7 @@ fn plan_run(policy: &Policy, features: Features) -> Result<(NetRuntime, RunState
 }
 
 /// `--keep-fd` descriptors are open and safe to hand over; `--control-fd` is not among them.
-fn check_descriptors(policy: &Policy, options: &RunOptions) -> Result<(), JailError> {
+fn check_descriptors(policy: &Policy, options: &RunSettings) -> Result<(), JailError> {
     for fd in &policy.keep_fds {
         if !super::privileges::fd_is_open(*fd) {
             return Err(JailError::BadInput(format!(
@@ -391,7 +391,7 @@ struct CowHooks<'a> {
 /// them and applies that.
 fn apply(
     policy: &Policy,
-    options: &RunOptions,
+    options: &RunSettings,
     (run, net): (&mut RunState, &mut NetRuntime),
     recorder: &mut Option<Recorder>,
     cow: CowHooks,
@@ -500,7 +500,7 @@ fn apply(
 /// Everything the child applies, from the plan, with the channels and sockets made now.
 fn confinement(
     policy: &Policy,
-    options: &RunOptions,
+    options: &RunSettings,
     run: &RunState,
     net: &NetRuntime,
     limits: limits::Prepared,
