@@ -257,27 +257,12 @@ pub fn policy(req: &RunSettings, create_missing: bool) -> Result<Policy, JailErr
     put_placeholders(&mut env, &secrets);
     #[allow(unused_mut)]
     let mut input = PolicyInput {
-        ro: req.ro.clone(),
-        rw: req.rw.clone(),
-        cow,
-        caches,
-        hide: req.hide.clone(),
-        cwd: req.cwd.clone(),
         base_dir: base_dir.clone(),
-        tmp_host: s.tmp_host(),
-        require: s.require,
-        keep_fds: req.keep_fds.clone(),
-        timeout: s.timeout,
-        allow_userns: s.allow_userns,
-        allow_unix_sockets: s.allow_unix_sockets,
-        allow_sockets: req.allow_sockets.clone(),
         limits: prof
             .limits
             .merged(policy::limits::Limits::from_flags(&req.limits).map_err(JailError::BadInput)?),
         net,
         secrets,
-        command: req.command.clone(),
-        profile: prof.name.clone(),
         home: home.clone(),
         profile_paths,
         jail_state,
@@ -289,6 +274,7 @@ pub fn policy(req: &RunSettings, create_missing: bool) -> Result<Policy, JailErr
         agent_logins: agent_logins(&cat, &prof, &req.command, &x)?,
         env,
         caller_env: caller,
+        settings: RunSettings { cow, caches, ..s },
     };
     let policy = policy::resolve(&input)?;
     // A state directory missing where this run's command could write it would let the

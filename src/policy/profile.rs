@@ -206,12 +206,12 @@ pub struct ProfileOptions {
     pub require: Option<Require>,
     pub allow_userns: Option<bool>,
     pub allow_unix_sockets: Option<bool>,
+    /// `--home`: home directories visible or hidden but for the named paths.
+    pub home: Option<super::homes::HomeMode>,
     /// `--timeout`, as text: a bad one is refused naming the profile, when a run uses it.
     pub timeout: Option<String>,
     /// `--net` rules; a profile that sets them replaces its parent's.
     pub net: Option<Vec<String>>,
-    /// `--home`: home directories visible or hidden but for the named paths.
-    pub home: Option<super::homes::HomeMode>,
 }
 
 impl ProfileOptions {
@@ -222,9 +222,9 @@ impl ProfileOptions {
             require: self.require.or(parent.require),
             allow_userns: self.allow_userns.or(parent.allow_userns),
             allow_unix_sockets: self.allow_unix_sockets.or(parent.allow_unix_sockets),
+            home: self.home.or(parent.home),
             timeout: self.timeout.clone().or_else(|| parent.timeout.clone()),
             net: self.net.clone().or_else(|| parent.net.clone()),
-            home: self.home.or(parent.home),
         }
     }
 }
