@@ -4,11 +4,11 @@
 //! A run is one straight line through the modules:
 //!
 //! ```text
-//! Request ──prepare──> Policy ──linux::plan──> plans ──apply (supervisor)──> Outcome
-//!  (cli, Jail)        (policy)   (pure, per layer)     (the only syscalls)    (sandbox)
+//! RunSettings ──prepare──> Policy ──linux::plan──> plans ──apply (supervisor)──> Outcome
+//!  (cli, Jail)            (policy)       (pure, per layer)     (the only syscalls)    (sandbox)
 //! ```
 //!
-//! [`Jail`] is the entry point: build a request from a profile and rules, then [`Jail::run`]
+//! [`Jail`] is the entry point: build the settings (a profile and rules), then [`Jail::run`]
 //! it in this process or [`Jail::spawn`] it as a jail process of its own, and read the typed
 //! [`Outcome`]. Errors are [`JailError`]s, each mapped to the documented exit codes.
 //!
@@ -54,5 +54,5 @@ pub use error::JailError;
 pub use policy::Require;
 pub use policy::homes::HomeMode;
 pub use policy::profile::TmpOption;
-pub use policy::request::Request;
-pub use sandbox::{Child, Jail, Outcome, RunOptions, Status, Stopper};
+pub use policy::settings::RunSettings;
+pub use sandbox::{Child, Jail, Outcome, Status, Stopper};

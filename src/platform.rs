@@ -3,11 +3,11 @@
 
 use crate::error::JailError;
 use crate::policy::Policy;
-use crate::sandbox::options::RunOptions;
+use crate::policy::settings::RunSettings;
 use crate::sandbox::outcome::Outcome;
 
 /// Runs `policy` confined as this system allows, in this process.
-pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailError> {
+pub fn launch(policy: &Policy, options: &RunSettings) -> Result<Outcome, JailError> {
     #[cfg(target_os = "linux")]
     return crate::linux::launch::launch(policy, options);
     #[cfg(target_os = "macos")]
@@ -17,7 +17,7 @@ pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailErro
 }
 
 /// What a run of `policy` would get here, every layer's plan included (`--dry-run`).
-pub fn dry_run(policy: &Policy, options: &RunOptions) -> Result<String, JailError> {
+pub fn dry_run(policy: &Policy, options: &RunSettings) -> Result<String, JailError> {
     #[cfg(target_os = "linux")]
     return crate::linux::launch::dry_run(policy, options);
     #[cfg(target_os = "macos")]

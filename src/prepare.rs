@@ -13,8 +13,8 @@ use crate::error::JailError;
 use crate::net;
 use crate::policy::env::{EnvFlags, child_env};
 use crate::policy::homes::{HOME_ROOTS, HomeMode, HomesInput, passwd_homes};
-use crate::policy::profile::{Catalog, Expansion, TmpOption};
-use crate::policy::request::Request;
+use crate::policy::profile::{Catalog, Expansion};
+use crate::policy::settings::RunSettings;
 use crate::policy::{self, Access, Policy, PolicyInput, ProfilePathRule};
 
 /// The home directory `~` names: HOME when it is an absolute path, else the one the password
@@ -119,12 +119,12 @@ pub fn catalog() -> Result<Catalog, JailError> {
 /// Resolves the request's profile and rules into one policy, reading this host as it is now.
 /// With `create_missing`, the profile's writable directories that do not exist yet are created
 /// (an agent's state directory on its first run); a dry run creates nothing.
-pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> {
+pub fn policy(req: &RunSettings, create_missing: bool) -> Result<Policy, JailError> {
     check_request(req)?;
     let base_dir = std::env::current_dir()
         .map_err(|e| JailError::io("cannot read the current directory", e))?;
     let cat = catalog()?;
-    let prof = cat.resolve(&req.profile)?;
+    let prof = cat.resolve(req.profile_name())?;
     // Its real path: a HOME spelled through a symlink must still be refused as a writable
     // root and recognised under one.
     let (home, why) = home_dir();
@@ -244,47 +244,25 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
     let caller: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let env = child_env(&caller, &prof.env, &flags, &x)
         .map_err(|e| JailError::BadInput(format!("profile {}: {e}", prof.name)))?;
-    let o = &prof.options;
-    let timeout = match (req.timeout, &o.timeout) {
-        (Some(t), _) => Some(t),
-        (None, Some(text)) => Some(
-            policy::duration::parse(text)
-                .map_err(|e| JailError::BadInput(format!("profile {}: timeout {e}", prof.name)))?,
-        ),
-        (None, None) => None,
-    };
-    let net = if req.net.is_empty() {
-        net::NetPolicy::parse(o.net.as_deref().unwrap_or_default())
-            .map_err(|e| JailError::BadInput(format!("profile {}: net {e}", prof.name)))?
-    } else {
-        net::NetPolicy::parse(&req.net).map_err(|e| JailError::BadInput(e.to_string()))?
-    };
+    // The flags over the profile's options, from here on.
+    let s = req.over(&prof.options, &prof.name)?;
+    let net = net::NetPolicy::parse(&s.net).map_err(|e| {
+        JailError::BadInput(match req.net.is_empty() {
+            true => format!("profile {}: net {e}", prof.name),
+            false => e.to_string(),
+        })
+    })?;
     let mut env = env;
     let secrets = secret_rules(req, &prof, &net, &caller)?;
     put_placeholders(&mut env, &secrets);
     #[allow(unused_mut)]
     let mut input = PolicyInput {
-        ro: req.ro.clone(),
-        rw: req.rw.clone(),
-        cow,
-        caches,
-        hide: req.hide.clone(),
-        cwd: req.cwd.clone(),
         base_dir: base_dir.clone(),
-        tmp_host: req.tmp.or(o.tmp) == Some(TmpOption::Host),
-        require: req.require.or(o.require),
-        keep_fds: req.keep_fds.clone(),
-        timeout,
-        allow_userns: req.allow_userns || o.allow_userns.unwrap_or(false),
-        allow_unix_sockets: req.allow_unix_sockets || o.allow_unix_sockets.unwrap_or(false),
-        allow_sockets: req.allow_sockets.clone(),
         limits: prof
             .limits
             .merged(policy::limits::Limits::from_flags(&req.limits).map_err(JailError::BadInput)?),
         net,
         secrets,
-        command: req.command.clone(),
-        profile: prof.name.clone(),
         home: home.clone(),
         profile_paths,
         jail_state,
@@ -292,10 +270,11 @@ pub fn policy(req: &Request, create_missing: bool) -> Result<Policy, JailError> 
         guarded,
         agent_states,
         credential_files: env.credential_files.clone(),
-        homes: homes_input(req, o.home, home.as_deref(), &base_dir),
+        homes: homes_input(&s, home.as_deref(), &base_dir),
         agent_logins: agent_logins(&cat, &prof, &req.command, &x)?,
         env,
         caller_env: caller,
+        settings: RunSettings { cow, caches, ..s },
     };
     let policy = policy::resolve(&input)?;
     // A state directory missing where this run's command could write it would let the
@@ -411,7 +390,7 @@ fn jail_state(make: bool, cow: bool) -> Result<Vec<PathBuf>, JailError> {
 /// the profile declares that the caller has set and the command would get, when the network
 /// goes through the proxy (`allow=`). A `--secret` without hosts takes the profile's.
 fn secret_rules(
-    req: &Request,
+    req: &RunSettings,
     prof: &crate::policy::profile::Resolved,
     net: &net::NetPolicy,
     caller: &[(OsString, OsString)],
@@ -516,10 +495,10 @@ fn random_bytes() -> Result<[u8; 16], JailError> {
     Ok(out)
 }
 
-/// What the command line refuses as it parses (an empty path, an empty program, a timeout that is not a positive
-/// duration of at most 1e9 s), refused for a request built otherwise too: [`crate::Jail::spawn`]
-/// hands the request over as flags, and must not start a jail process that then refuses them.
-fn check_request(req: &Request) -> Result<(), JailError> {
+/// What the command line refuses as it parses (an empty path, an empty program, a timeout that
+/// is not a positive duration of at most 1e9 s), refused for settings built otherwise too (the
+/// library's, or a spawned jail's hand-over): a run must not depend on how it was asked for.
+fn check_request(req: &RunSettings) -> Result<(), JailError> {
     let paths = [
         ("--ro", &req.ro),
         ("--rw", &req.rw),
@@ -598,13 +577,8 @@ fn agent_logins(
 
 /// `--home` (else the profile's), and when hidden the homes of this host, the PATH
 /// directories and the command's programs, as real paths.
-fn homes_input(
-    req: &Request,
-    profile: Option<HomeMode>,
-    home: Option<&Path>,
-    base: &Path,
-) -> HomesInput {
-    let mode = req.home.or(profile).unwrap_or_default();
+fn homes_input(s: &RunSettings, home: Option<&Path>, base: &Path) -> HomesInput {
+    let mode = s.home.unwrap_or_default();
     if mode == HomeMode::Visible {
         return HomesInput::default();
     }
@@ -615,7 +589,7 @@ fn homes_input(
     let path_dirs = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .unwrap_or_default();
-    let programs = req
+    let programs = s
         .command
         .first()
         .map(|c| policy::homes::programs_of(c.as_ref(), &path_dirs, base))

@@ -56,7 +56,7 @@ pub fn run(policy: &Policy) -> Result<i32, JailError> {
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub fn launch(
     policy: &Policy,
-    options: &crate::sandbox::options::RunOptions,
+    options: &crate::policy::settings::RunSettings,
 ) -> Result<crate::sandbox::outcome::Outcome, JailError> {
     if !options.allow_unconfined {
         return Err(JailError::LevelNotMet {
@@ -78,7 +78,7 @@ pub fn launch(
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub fn dry_run(
     policy: &Policy,
-    _: &crate::sandbox::options::RunOptions,
+    _: &crate::policy::settings::RunSettings,
 ) -> Result<String, JailError> {
     Ok(crate::text::versioned_json(policy))
 }

@@ -205,8 +205,8 @@ fn values_the_command_line_would_take_for_flags_reach_the_jail_process() {
         return;
     }
     let fx = Fixture::new(users()[0], "lib-hyphen");
-    // Accepted here (a deny pattern, a path), so they must be accepted by the jail process too,
-    // which reads them back from its command line: a value beginning with `-` looks like a flag.
+    // Accepted here (a deny pattern, a path), so they must be accepted by the jail process too:
+    // handed over as flags, a value beginning with `-` would look like one.
     let o = agent(&fx, "echo RAN")
         .env_deny("-*")
         .spawn()

@@ -1,9 +1,9 @@
-//! The command line: parse it, turn a run's flags into a [`Request`] and [`RunOptions`], and
-//! hand them to [`Jail`]; the other subcommands print what the library knows. Nothing here
+//! The command line: parse it, hand a run's flags (its [`RunSettings`]) to [`Jail`]; the other
+//! subcommands print what the library knows. Nothing here
 //! confines anything: a flag's meaning is in [`args`], what it does is the library's.
 
 pub mod args;
-mod complete;
+pub(crate) mod complete;
 mod man;
 mod probe;
 mod profile;
@@ -11,13 +11,9 @@ mod workspace;
 
 use clap::Parser;
 
-use self::args::{Cli, Command, HomeArg, RequireArg, RunArgs, TmpArg};
+use self::args::{Cli, Command, RunArgs};
 use crate::error::{EXIT_JAIL_ERROR, JailError};
-use crate::policy::Require;
-use crate::policy::homes::HomeMode;
-use crate::policy::profile::TmpOption;
-use crate::policy::request::Request;
-use crate::sandbox::options::RunOptions;
+use crate::policy::settings::RunSettings;
 use crate::sandbox::{Jail, control};
 use crate::{notice, policy_file, prepare, status, text};
 
@@ -144,62 +140,14 @@ fn init_logging(verbose: u8) {
     };
 }
 
-/// The run a command line asks for.
-pub fn request(args: &RunArgs) -> Request {
-    Request {
-        profile: args.profile.clone(),
-        ro: args.ro.clone(),
-        rw: args.rw.clone(),
-        cow: args.cow.clone(),
-        caches: args.cache.clone(),
-        hide: args.hide.clone(),
-        cwd: args.cwd.clone(),
-        tmp: args.tmp.map(|t| match t {
-            TmpArg::Private => TmpOption::Private,
-            TmpArg::Host => TmpOption::Host,
-        }),
-        home: args.home.map(|h| match h {
-            HomeArg::Visible => HomeMode::Visible,
-            HomeArg::Hidden => HomeMode::Hidden,
-        }),
-        env: args.env.clone(),
-        env_clear: args.env_clear,
-        env_deny: args.env_deny.clone(),
-        require: args.require.map(|r| match r {
-            RequireArg::Full => Require::Full,
-            RequireArg::Landlock => Require::Landlock,
-            RequireArg::Mount => Require::Mount,
-            RequireArg::Any => Require::Any,
-        }),
-        keep_fds: args.keep_fd.clone(),
-        timeout: args.timeout,
-        limits: args.limit.clone(),
-        allow_userns: args.allow_userns,
-        allow_unix_sockets: args.allow_unix_sockets,
-        allow_sockets: args.allow_socket.clone(),
-        net: args.net.clone(),
-        secrets: args.secret.clone(),
-        command: args.command.clone(),
-    }
-}
-
-/// How the command line asks it to be run.
-pub fn options(args: &RunArgs) -> RunOptions {
-    RunOptions {
-        report: args.report.clone(),
-        summary: args.summary,
-        notice: args.notice,
-        allow_unconfined: args.allow_unconfined,
-        record: args.control_report,
-        control_fd: args.control_fd,
-        patch: args.patch.clone(),
-        events: args.events.clone(),
-    }
-}
-
 /// A run: the dry run's plans printed, or the command run in this process.
 fn run(args: &RunArgs) -> Result<i32, JailError> {
-    let jail = Jail::from_parts(request(args), options(args));
+    let settings = match args.settings_fd {
+        Some(fd) => crate::sandbox::read_settings(fd, &args.settings)?,
+        None => args.settings.clone(),
+    };
+    let control_fd = settings.control_fd;
+    let jail = Jail::from_settings(settings);
     if args.dry_run {
         println!("{}", jail.dry_run()?);
         // A dry run that exits 0 for a command no run could start would say "this works".
@@ -218,8 +166,7 @@ fn run(args: &RunArgs) -> Result<i32, JailError> {
         }
         return Ok(0);
     }
-    let control = args
-        .control_fd
+    let control = control_fd
         .map(control::Sender::take)
         .transpose()
         .map_err(|e| JailError::BadInput(format!("--control-fd {e}")))?;
@@ -238,15 +185,15 @@ fn print_notice(profile: Option<String>) -> Result<i32, JailError> {
             return Ok(0);
         }
     }
-    let request = Request {
-        profile: profile.unwrap_or_else(|| "default".into()),
+    let settings = RunSettings {
+        profile: Some(profile.unwrap_or_else(|| "default".into())),
         // The sentences describe the profile, not a run from here: a profile that hides the
         // homes must not refuse because this is asked from HOME.
         cwd: Some("/".into()),
         command: vec!["true".into()],
-        ..Request::default()
+        ..RunSettings::default()
     };
-    let policy = prepare::policy(&request, false)?;
+    let policy = prepare::policy(&settings, false)?;
     let mut summary = notice::Summary::of(&policy);
     // The project is where this is asked from (the profile's "." paths are resolved there).
     if let Ok(here) = std::env::current_dir() {

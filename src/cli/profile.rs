@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::args::ProfileCommand;
 use crate::error::JailError;
 use crate::policy::Access;
-use crate::policy::profile::{self, Resolved, TmpOption};
+use crate::policy::profile::{self, Resolved};
 use crate::prepare;
 
 /// `jail profile list` and `jail profile show`.
@@ -190,42 +190,21 @@ fn resolved_toml(r: &Resolved) -> String {
         out.push_str(&format!("{k} = {}\n", q(v)));
     }
     out.push_str("\n[options]\n");
-    let o = &r.options;
-    if let Some(t) = o.tmp {
-        out.push_str(&format!(
-            "tmp = {}\n",
-            q(if t == TmpOption::Host {
-                "host"
-            } else {
-                "private"
-            })
-        ));
-    }
-    if let Some(req) = o.require {
-        out.push_str(&format!(
-            "require = {}\n",
-            serde_json::to_string(&req).expect("enum")
-        ));
-    }
-    if let Some(b) = o.allow_userns {
-        out.push_str(&format!("allow_userns = {b}\n"));
-    }
-    if let Some(b) = o.allow_unix_sockets {
-        out.push_str(&format!("allow_unix_sockets = {b}\n"));
-    }
-    // What a command reads of HOME, said whether or not a profile of the chain set it.
-    let home = o.home.unwrap_or_default();
-    out.push_str(&format!(
-        "home = {}  # {}\n",
-        serde_json::to_string(&home).expect("enum"),
-        home.describe()
-    ));
-    if let Some(t) = &o.timeout {
-        out.push_str(&format!("timeout = {}\n", q(t)));
-    }
-    if let Some(rules) = &o.net {
-        let items: Vec<String> = rules.iter().map(|s| q(s)).collect();
-        out.push_str(&format!("net = [{}]\n", items.join(", ")));
+    // As the table is read (the derived form), with what a command reads of HOME said whether
+    // or not a profile of the chain set it.
+    let home = r.options.home.unwrap_or_default();
+    let options = profile::ProfileOptions {
+        home: Some(home),
+        ..r.options.clone()
+    };
+    for line in toml::to_string(&options)
+        .expect("a table of plain values")
+        .lines()
+    {
+        match line.starts_with("home = ") {
+            true => out.push_str(&format!("{line}  # {}\n", home.describe())),
+            false => out.push_str(&format!("{line}\n")),
+        }
     }
     if let Some(agent) = &r.agent {
         let list = |l: &[String]| l.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ");

@@ -24,9 +24,9 @@ use super::{audit, cow_run, ended_by, limits, seccomp};
 use crate::enforcement::{self, Layers};
 use crate::error::{EXIT_JAIL_ERROR, JailError};
 use crate::policy::Policy;
+use crate::policy::settings::RunSettings;
 use crate::probe;
 use crate::sandbox::dry_run::DryRun;
-use crate::sandbox::options::RunOptions;
 use crate::sandbox::outcome::{Outcome, Status};
 use crate::workspace::store::LayerKind;
 
@@ -35,7 +35,7 @@ use crate::workspace::store::LayerKind;
 /// throwaway child, ~1 ms), so that it shows what a run would get. Nothing records a dry run:
 /// its plan is the one of a run without a report, summary or event stream.
 /// The options change nothing here (the macOS dry run refuses what macOS cannot do).
-pub fn dry_run(policy: &Policy, _options: &RunOptions) -> Result<String, JailError> {
+pub fn dry_run(policy: &Policy, _options: &RunSettings) -> Result<String, JailError> {
     let mut facts = Facts::new(probe::detect(true), limits::Host::detect());
     let mut net = NetRuntime::new(policy)?;
     facts.trust_ca = net.trust_ca();
@@ -53,7 +53,7 @@ pub fn dry_run(policy: &Policy, _options: &RunOptions) -> Result<String, JailErr
 }
 
 /// Runs `policy` (resolved by [`crate::prepare::policy`]) as `options` say.
-pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailError> {
+pub fn launch(policy: &Policy, options: &RunSettings) -> Result<Outcome, JailError> {
     check_descriptors(policy, options)?;
     // Before this run's baseline: what a killed run planted is moved aside first, not taken for
     // part of the tree as this run found it.
@@ -82,7 +82,7 @@ pub fn launch(policy: &Policy, options: &RunOptions) -> Result<Outcome, JailErro
 /// error), so there are at most `1 + Fallback::KINDS` rounds.
 fn run(
     policy: &Policy,
-    options: &RunOptions,
+    options: &RunSettings,
     facts: &mut Facts,
     events: &mut Option<Events>,
 ) -> Result<Outcome, JailError> {
@@ -158,7 +158,7 @@ impl<'p> Attempt<'p> {
     /// anything runs: the writable trees' baseline, the report's file, the journal.
     fn start(
         policy: &'p Policy,
-        options: &RunOptions,
+        options: &RunSettings,
         facts: &mut Facts,
         events: &mut Option<Events>,
     ) -> Result<Attempt<'p>, JailError> {
@@ -247,7 +247,7 @@ impl<'p> Attempt<'p> {
 
     /// Decides the run again with what a fallback taught, keeping this attempt's layers. The
     /// report's path must still be out of the command's reach if the layers changed.
-    fn redecide(&mut self, options: &RunOptions, facts: &mut Facts) -> Result<(), JailError> {
+    fn redecide(&mut self, options: &RunSettings, facts: &mut Facts) -> Result<(), JailError> {
         network_facts(&mut self.net, facts)?;
         let plan = plan::decide(&self.policy, facts)?;
         let changed = plan.layers != self.plan.layers;
@@ -265,7 +265,7 @@ impl<'p> Attempt<'p> {
     /// decided first (nothing ran).
     fn execute(
         &mut self,
-        options: &RunOptions,
+        options: &RunSettings,
         facts: &Facts,
         events: Option<&Events>,
     ) -> Result<Executed, JailError> {
@@ -373,7 +373,7 @@ impl<'p> Attempt<'p> {
     /// before it): the layers handed over, what was planted moved aside, the report written.
     fn finish(
         self,
-        options: &RunOptions,
+        options: &RunSettings,
         facts: &Facts,
         result: Result<(RunEnd, limits::Reached), JailError>,
         events: Option<&Events>,
@@ -465,7 +465,7 @@ fn watch_events(
 }
 
 /// The notice (`--notice`), and the log's line for the launch.
-fn announce(policy: &Policy, options: &RunOptions, plan: &RunPlan) {
+fn announce(policy: &Policy, options: &RunSettings, plan: &RunPlan) {
     if options.notice {
         eprintln!(
             "{}",
@@ -484,7 +484,7 @@ fn announce(policy: &Policy, options: &RunOptions, plan: &RunPlan) {
 }
 
 /// `--keep-fd` descriptors are open and safe to hand over; `--control-fd` is not among them.
-fn check_descriptors(policy: &Policy, options: &RunOptions) -> Result<(), JailError> {
+fn check_descriptors(policy: &Policy, options: &RunSettings) -> Result<(), JailError> {
     for fd in &policy.keep_fds {
         if !super::privileges::fd_is_open(*fd) {
             return Err(JailError::BadInput(format!(
@@ -591,7 +591,7 @@ fn caches_read_only(policy: &mut Policy) {
 /// who is told the command's pid.
 fn confinement(
     policy: &Policy,
-    options: &RunOptions,
+    options: &RunSettings,
     plan: &RunPlan,
     net: &NetRuntime,
     limits: limits::Prepared,

@@ -8,9 +8,9 @@ use crate::enforcement::{self, Layers};
 use crate::error::JailError;
 use crate::notice;
 use crate::policy::Policy;
+use crate::policy::settings::RunSettings;
 use crate::probe;
 use crate::sandbox::dry_run::DryRun;
-use crate::sandbox::options::RunOptions;
 use crate::sandbox::outcome::{Outcome, Status};
 
 /// The macOS plans: the Seatbelt profile a run would get.
@@ -20,7 +20,7 @@ struct Plans {
 }
 
 /// What the command line refuses on macOS in this version.
-fn refuse_unsupported(policy: &Policy, args: &RunOptions) -> Result<(), JailError> {
+fn refuse_unsupported(policy: &Policy, args: &RunSettings) -> Result<(), JailError> {
     if args.recording() || args.control_fd.is_some() {
         return Err(JailError::BadInput(
             "--report, --summary and --control-fd: Linux only in this version".into(),
@@ -49,7 +49,7 @@ fn refuse_unsupported(policy: &Policy, args: &RunOptions) -> Result<(), JailErro
 }
 
 /// What a run of `policy` would get here (`--dry-run`).
-pub fn dry_run(policy: &Policy, args: &RunOptions) -> Result<String, JailError> {
+pub fn dry_run(policy: &Policy, args: &RunSettings) -> Result<String, JailError> {
     refuse_unsupported(policy, args)?;
     let features = probe::detect(false);
     let layers = Layers::from_features(&features);
@@ -72,7 +72,7 @@ pub fn dry_run(policy: &Policy, args: &RunOptions) -> Result<String, JailError> 
 }
 
 /// Runs `policy` under Seatbelt.
-pub fn launch(policy: &Policy, args: &RunOptions) -> Result<Outcome, JailError> {
+pub fn launch(policy: &Policy, args: &RunSettings) -> Result<Outcome, JailError> {
     refuse_unsupported(policy, args)?;
     let features = probe::detect(false);
     let layers = Layers::from_features(&features);

@@ -19,7 +19,7 @@ use crate::error::JailError;
 
 /// Whether home directories are readable (`visible`, the default: everything readable but the
 /// hide list) or hidden but for the paths the run names (`hidden`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum HomeMode {
     #[default]

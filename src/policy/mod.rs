@@ -13,9 +13,9 @@ pub mod host_code;
 pub mod limits;
 pub mod profile;
 pub mod quarantined;
-pub mod request;
 mod resolve;
 mod secrets;
+pub mod settings;
 pub mod sockets;
 pub mod wildcard;
 
@@ -111,7 +111,7 @@ pub enum TmpMode {
 }
 
 /// The enforcement level a run must reach (`--require`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Require {
     Full,

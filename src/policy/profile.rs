@@ -43,7 +43,7 @@ struct ProfileFile {
     #[serde(default)]
     env: EnvSection,
     #[serde(default)]
-    options: OptionsSection,
+    options: ProfileOptions,
     /// `[secrets]`: `NAME = ["api.host", ...]`, the agent's keys and the hosts they belong to.
     #[serde(default)]
     secrets: BTreeMap<String, Vec<String>>,
@@ -104,23 +104,11 @@ struct EnvSection {
     set: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum TmpOption {
     Private,
     Host,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OptionsSection {
-    tmp: Option<TmpOption>,
-    require: Option<Require>,
-    allow_userns: Option<bool>,
-    allow_unix_sockets: Option<bool>,
-    timeout: Option<String>,
-    net: Option<Vec<String>>,
-    home: Option<super::homes::HomeMode>,
 }
 
 /// The agent a profile is for. Its login files are given to it (read-only where the homes
@@ -205,17 +193,40 @@ pub struct ProfileEnv {
     pub set: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// The `[options]` table: the run settings ([`super::settings::RunSettings`], of the same
+/// names) a profile may set. Each is unset unless a profile of the chain sets it, and the later
+/// profile's wins ([`ProfileOptions::or`]); the flags win over all ([`RunSettings::over`]).
+/// Read, merged and printed (`jail profile show`) as derived: a new one is a field here.
+///
+/// [`RunSettings::over`]: super::settings::RunSettings::over
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProfileOptions {
     pub tmp: Option<TmpOption>,
     pub require: Option<Require>,
     pub allow_userns: Option<bool>,
     pub allow_unix_sockets: Option<bool>,
+    /// `--home`: home directories visible or hidden but for the named paths.
+    pub home: Option<super::homes::HomeMode>,
+    /// `--timeout`, as text: a bad one is refused naming the profile, when a run uses it.
     pub timeout: Option<String>,
     /// `--net` rules; a profile that sets them replaces its parent's.
     pub net: Option<Vec<String>>,
-    /// `--home`: home directories visible or hidden but for the named paths.
-    pub home: Option<super::homes::HomeMode>,
+}
+
+impl ProfileOptions {
+    /// These options (a later profile's) over `parent`'s: each one set here wins.
+    pub fn or(&self, parent: &ProfileOptions) -> ProfileOptions {
+        ProfileOptions {
+            tmp: self.tmp.or(parent.tmp),
+            require: self.require.or(parent.require),
+            allow_userns: self.allow_userns.or(parent.allow_userns),
+            allow_unix_sockets: self.allow_unix_sockets.or(parent.allow_unix_sockets),
+            home: self.home.or(parent.home),
+            timeout: self.timeout.clone().or_else(|| parent.timeout.clone()),
+            net: self.net.clone().or_else(|| parent.net.clone()),
+        }
+    }
 }
 
 /// A profile with everything it extends merged in.
@@ -678,19 +689,7 @@ fn merge(out: &mut Resolved, name: &str, file: &ProfileFile) {
     for (k, v) in &file.env.set {
         out.env.set.insert(k.clone(), v.clone());
     }
-    let o = &file.options;
-    let dst = &mut out.options;
-    dst.tmp = o.tmp.or(dst.tmp);
-    dst.require = o.require.or(dst.require);
-    dst.allow_userns = o.allow_userns.or(dst.allow_userns);
-    dst.allow_unix_sockets = o.allow_unix_sockets.or(dst.allow_unix_sockets);
-    dst.home = o.home.or(dst.home);
-    if o.timeout.is_some() {
-        dst.timeout = o.timeout.clone();
-    }
-    if o.net.is_some() {
-        dst.net = o.net.clone();
-    }
+    out.options = file.options.or(&out.options);
     out.limits = out.limits.merged(file.parsed_limits);
     if file.agent.is_some() {
         out.agent = file.agent.clone();

@@ -7,42 +7,29 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
-use std::time::Duration;
 
 use std::os::unix::ffi::OsStrExt;
 
 use super::defaults::{PROTECTED, PROTECTED_IN_GIT_DIRS};
-use super::{Access, Kind, Origin, PathRule, Policy, Require, TmpMode};
+use super::{Access, Kind, Origin, PathRule, Policy, TmpMode};
 use crate::error::JailError;
 
 /// Everything the resolver needs, already read from the command line and the environment.
 #[derive(Debug, Clone, Default)]
 pub struct PolicyInput {
-    pub ro: Vec<PathBuf>,
-    pub rw: Vec<PathBuf>,
-    /// Copy-on-write paths (`--cow`, a profile's `cow`): writable inside, every write kept in a
-    /// layer outside until a person applies it.
-    pub cow: Vec<PathBuf>,
-    /// Throwaway copy-on-write paths (`--cache`, a profile's `cache`).
-    pub caches: Vec<PathBuf>,
-    pub hide: Vec<PathBuf>,
-    pub cwd: Option<PathBuf>,
+    /// The run's settings over its profile's options ([`RunSettings::over`]), with the
+    /// profile's copy-on-write and throwaway paths among `cow` and `caches`: the paths the
+    /// flags name, the working directory, /tmp, the level, the descriptors, the timeout, the
+    /// sockets and the command are read from here.
+    ///
+    /// [`RunSettings::over`]: super::settings::RunSettings::over
+    pub settings: super::settings::RunSettings,
     /// The directory relative paths are resolved against (the launcher's current directory).
     pub base_dir: PathBuf,
-    pub tmp_host: bool,
-    pub require: Option<Require>,
-    pub keep_fds: Vec<i32>,
-    pub timeout: Option<Duration>,
-    pub allow_userns: bool,
-    pub allow_unix_sockets: bool,
-    /// `--allow-socket`: unix sockets the command may connect to although they are the host's.
-    pub allow_sockets: Vec<PathBuf>,
+    /// The network the settings' and the profile's rules make.
     pub net: crate::net::NetPolicy,
     pub secrets: Vec<crate::net::secrets::SecretRule>,
     pub limits: super::limits::Limits,
-    pub command: Vec<OsString>,
-    /// The profile's name.
-    pub profile: String,
     /// HOME: a profile may not make it (or / or anything above it) writable.
     pub home: Option<PathBuf>,
     /// The profile's path rules, expanded (absolute), in merge order: a later one for the same
@@ -152,7 +139,7 @@ type Rules = BTreeMap<PathBuf, PathRule>;
 /// files the environment names, the flags over both, the homes hidden, and the protected names
 /// under every writable path; last the policy is assembled and checked as a whole.
 pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
-    if input.command.is_empty() {
+    if input.settings.command.is_empty() {
         return Err(JailError::BadInput(
             "no command given: usage is jail [OPTIONS] -- CMD [ARGS...]".into(),
         ));
@@ -170,7 +157,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         &mut rules,
         &input.homes,
         &cwd,
-        !input.tmp_host,
+        !input.settings.tmp_host(),
         &super::homes::RealHost,
     )?;
     drop_nested_hides(&mut rules);
@@ -181,13 +168,13 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     drop_nested_hides(&mut rules);
     if !cwd.is_dir() {
         return Err(JailError::bad_path(
-            cwd_name(input.cwd.is_some()),
+            cwd_name(input.settings.cwd.is_some()),
             &cwd,
             "is not a directory",
         ));
     }
     absent_protected.extend(profile.absent);
-    let allow_sockets = allowed_sockets(&input.allow_sockets, &input.base_dir)?;
+    let allow_sockets = allowed_sockets(&input.settings.allow_sockets, &input.base_dir)?;
     // A socket the command is given on purpose is not hidden (the profile hides SSH_AUTH_SOCK).
     rules.retain(|path, rule| rule.access != Access::Hide || !allow_sockets.contains(path));
     let cow: Vec<PathBuf> = user
@@ -241,32 +228,32 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
                 data: s.data.clone(),
             })
             .collect(),
-        profile: input.profile.clone(),
+        profile: input.settings.profile_name().to_string(),
         env: {
             let mut env = input.env.clone();
             super::sockets::strip_socket_variables(&mut env, &input.caller_env, &allow_sockets);
             env
         },
         cwd,
-        tmp: if input.tmp_host {
+        tmp: if input.settings.tmp_host() {
             TmpMode::Host
         } else {
             TmpMode::Private
         },
-        require: input.require,
-        keep_fds: input.keep_fds.clone(),
-        timeout: input.timeout,
-        allow_userns: input.allow_userns,
-        allow_unix_sockets: input.allow_unix_sockets || !allow_sockets.is_empty(),
+        require: input.settings.require,
+        keep_fds: input.settings.keep_fds.clone(),
+        timeout: input.settings.timeout,
+        allow_userns: input.settings.allow_userns,
+        allow_unix_sockets: input.settings.allow_unix_sockets || !allow_sockets.is_empty(),
         allow_sockets,
         home: input.homes.mode,
         net: input.net.clone(),
         secrets: input.secrets.clone(),
         limits: input.limits,
-        command: input.command.clone(),
+        command: input.settings.command.clone(),
     };
     policy.absent_protected = creatable(&policy);
-    check_whole(&policy, input.cwd.is_some())?;
+    check_whole(&policy, input.settings.cwd.is_some())?;
     Ok(policy)
 }
 
@@ -342,11 +329,11 @@ fn check_whole(policy: &Policy, cwd_given: bool) -> Result<(), JailError> {
 fn flag_rules(input: &PolicyInput) -> Result<FlagRules, JailError> {
     let mut user = FlagRules::new();
     for (flag, access, paths) in [
-        ("--ro", Access::Ro, &input.ro),
-        ("--rw", Access::Rw, &input.rw),
-        (COW_FLAG, Access::Rw, &input.cow),
-        (CACHE_FLAG, Access::Rw, &input.caches),
-        ("--hide", Access::Hide, &input.hide),
+        ("--ro", Access::Ro, &input.settings.ro),
+        ("--rw", Access::Rw, &input.settings.rw),
+        (COW_FLAG, Access::Rw, &input.settings.cow),
+        (CACHE_FLAG, Access::Rw, &input.settings.caches),
+        ("--hide", Access::Hide, &input.settings.hide),
     ] {
         for raw in paths {
             refuse_view_owned(flag, &absolute(&input.base_dir, raw))?;
@@ -357,7 +344,7 @@ fn flag_rules(input: &PolicyInput) -> Result<FlagRules, JailError> {
             let kind = kind_of(&path);
             // A path beneath /tmp is shown at its own place in the private /tmp (the mount view
             // binds it there); /tmp itself cannot be both private and the host's.
-            if !input.tmp_host && path == Path::new("/tmp") && access != Access::Hide {
+            if !input.settings.tmp_host() && path == Path::new("/tmp") && access != Access::Hide {
                 return Err(JailError::bad_path(
                     flag,
                     &path,
@@ -407,7 +394,7 @@ fn base_rules(input: &PolicyInput) -> Rules {
             origin: Origin::Default,
         },
     );
-    if input.tmp_host {
+    if input.settings.tmp_host() {
         rules.insert(
             PathBuf::from("/tmp"),
             PathRule {
@@ -466,7 +453,7 @@ fn add_profile_rules(
             }
             continue;
         };
-        if !input.tmp_host && path.starts_with("/tmp") {
+        if !input.settings.tmp_host() && path.starts_with("/tmp") {
             if rule.access == Access::Hide {
                 continue; // already invisible: /tmp is private
             }
@@ -574,7 +561,11 @@ fn add_credential_hides(
         // (known only at launch) the jail's /tmp is the host's and Landlock hides it there; with
         // the view the private /tmp does not hold it, and the mount plan places nothing for it
         // (unless a tree shown in the private /tmp holds it).
-        let cwd = input.cwd.as_deref().map(|c| absolute(&input.base_dir, c));
+        let cwd = input
+            .settings
+            .cwd
+            .as_deref()
+            .map(|c| absolute(&input.base_dir, c));
         let store = std::fs::metadata(&path).is_ok_and(|m| m.is_file() || m.is_dir());
         if !store || named_by_flag || VIEW_OWNED.iter().any(|v| path.starts_with(v)) {
             continue;
@@ -692,7 +683,7 @@ fn protect_env_configs(
 
 /// The working directory, as a real path.
 fn working_dir(input: &PolicyInput) -> Result<PathBuf, JailError> {
-    Ok(match &input.cwd {
+    Ok(match &input.settings.cwd {
         Some(dir) => {
             let abs = absolute(&input.base_dir, dir);
             std::fs::canonicalize(&abs)
@@ -707,7 +698,7 @@ fn working_dir(input: &PolicyInput) -> Result<PathBuf, JailError> {
 /// into the private /tmp, and without the view it keeps Landlock from granting it with the
 /// host's /tmp.
 fn show_tmp_working_dir(input: &PolicyInput, cwd: &Path, rules: &mut Rules) {
-    if input.tmp_host || !cwd.starts_with("/tmp") || cwd == Path::new("/tmp") {
+    if input.settings.tmp_host() || !cwd.starts_with("/tmp") || cwd == Path::new("/tmp") {
         return;
     }
     let covered = rules
@@ -764,7 +755,7 @@ fn hide_jail_state(
             }
         }
     }
-    for socket in &input.allow_sockets {
+    for socket in &input.settings.allow_sockets {
         let socket = absolute(&input.base_dir, socket);
         if let Some(state) = input.jail_state.iter().find(|s| socket.starts_with(s)) {
             return Err(JailError::bad_path(
@@ -1724,6 +1715,8 @@ fn kind_of(path: &Path) -> Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::profile::TmpOption;
+    use crate::policy::settings::RunSettings;
     use std::fs;
 
     struct Tree(PathBuf);
@@ -1748,9 +1741,12 @@ mod tests {
     fn input(t: &Tree) -> PolicyInput {
         PolicyInput {
             base_dir: t.0.clone(),
-            tmp_host: true, // test trees live under the host's temp dir
-            command: vec!["true".into()],
-            profile: "test".into(),
+            settings: RunSettings {
+                tmp: Some(TmpOption::Host), // test trees live under the host's temp dir
+                command: vec!["true".into()],
+                profile: Some("test".into()),
+                ..RunSettings::default()
+            },
             home: None,
             profile_paths: ["home/.ssh", "home/.aws", "home/.netrc", "home/.gnupg"]
                 .iter()
@@ -1774,11 +1770,11 @@ mod tests {
         let t = Tree::new("rel");
         fs::create_dir_all(t.p("repo/src")).unwrap();
         let mut i = input(&t);
-        i.ro = vec!["./repo/src/..".into()];
+        i.settings.ro = vec!["./repo/src/..".into()];
         let p = resolve(&i).unwrap();
         assert_eq!(rule(&p, &t.p("repo")).unwrap().access, Access::Ro);
 
-        i.ro = vec!["nope".into()];
+        i.settings.ro = vec!["nope".into()];
         let e = resolve(&i).unwrap_err().to_string();
         assert!(e.contains("--ro") && e.contains("does not exist"), "{e}");
     }
@@ -1794,8 +1790,8 @@ mod tests {
         fs::create_dir_all(t.p("repo")).unwrap();
         let mut i = input(&t);
         i.jail_state = vec![store.clone(), other.clone()];
-        i.rw = vec![t.p("home"), t.p("other")];
-        i.hide = vec![other.join("locks")];
+        i.settings.rw = vec![t.p("home"), t.p("other")];
+        i.settings.hide = vec![other.join("locks")];
         let p = resolve(&i).unwrap();
         for s in [&store, &other] {
             let r = rule(&p, s).unwrap();
@@ -1822,11 +1818,11 @@ mod tests {
             let mut i = input(&t);
             i.jail_state = vec![store.clone(), other.clone()];
             match flag {
-                "--rw" => i.rw = vec![path.clone()],
-                "--ro" => i.ro = vec![path.clone()],
-                "--cow" => i.cow = vec![path.clone()],
-                "--cache" => i.caches = vec![path.clone()],
-                _ => i.allow_sockets = vec![path.clone()],
+                "--rw" => i.settings.rw = vec![path.clone()],
+                "--ro" => i.settings.ro = vec![path.clone()],
+                "--cow" => i.settings.cow = vec![path.clone()],
+                "--cache" => i.settings.caches = vec![path.clone()],
+                _ => i.settings.allow_sockets = vec![path.clone()],
             }
             let e = resolve(&i).unwrap_err().to_string();
             assert!(
@@ -1843,7 +1839,7 @@ mod tests {
         fs::create_dir_all(t.p("real")).unwrap();
         std::os::unix::fs::symlink(t.p("real"), t.p("link")).unwrap();
         let mut i = input(&t);
-        i.rw = vec![t.p("link")];
+        i.settings.rw = vec![t.p("link")];
         let e = resolve(&i).unwrap_err().to_string();
         assert!(e.contains("symlink") && e.contains("real"), "{e}");
     }
@@ -1853,8 +1849,8 @@ mod tests {
         let t = Tree::new("conf");
         fs::create_dir_all(t.p("a/b")).unwrap();
         let mut i = input(&t);
-        i.ro = vec![t.p("a")];
-        i.rw = vec![t.p("a")];
+        i.settings.ro = vec![t.p("a")];
+        i.settings.rw = vec![t.p("a")];
         assert!(
             resolve(&i)
                 .unwrap_err()
@@ -1863,8 +1859,8 @@ mod tests {
         );
 
         let mut i = input(&t);
-        i.hide = vec![t.p("a")];
-        i.ro = vec![t.p("a/b")];
+        i.settings.hide = vec![t.p("a")];
+        i.settings.ro = vec![t.p("a/b")];
         let e = resolve(&i).unwrap_err().to_string();
         assert!(e.contains("inside") && e.contains("--hide"), "{e}");
     }
@@ -1876,7 +1872,7 @@ mod tests {
         fs::write(t.p("repo/.git/config"), "").unwrap();
         fs::write(t.p("repo/.envrc"), "").unwrap();
         let mut i = input(&t);
-        i.rw = vec![t.p("repo"), t.p("repo/.envrc")];
+        i.settings.rw = vec![t.p("repo"), t.p("repo/.envrc")];
         let p = resolve(&i).unwrap();
         assert_eq!(p.access_at(&t.p("repo/src/x.rs")), Access::Rw);
         assert_eq!(p.access_at(&t.p("repo/.git/hooks/pre-commit")), Access::Ro);
@@ -1901,7 +1897,7 @@ mod tests {
         fs::write(t.p("projects/org/app/.git/config"), "").unwrap();
         fs::create_dir_all(t.p("projects/node_modules/dep/.git/hooks")).unwrap();
         let mut i = input(&t);
-        i.rw = vec![t.p("projects")];
+        i.settings.rw = vec![t.p("projects")];
         let p = resolve(&i).unwrap();
         assert_eq!(
             p.access_at(&t.p("projects/org/app/.git/hooks/x")),
@@ -1918,7 +1914,7 @@ mod tests {
             "dependencies are not searched"
         );
         let mut i = input(&t);
-        i.rw = vec![t.p("projects/org/app/.git")];
+        i.settings.rw = vec![t.p("projects/org/app/.git")];
         let p = resolve(&i).unwrap();
         assert_eq!(
             p.access_at(&t.p("projects/org/app/.git/hooks/x")),
@@ -1934,11 +1930,10 @@ mod tests {
     /// The test tree's input with a private /tmp (under the host's, all of the tree would be
     /// writable already), run from the worktree.
     fn private_tmp(t: &Tree) -> PolicyInput {
-        PolicyInput {
-            tmp_host: false,
-            cwd: Some(t.p("wt")),
-            ..input(t)
-        }
+        let mut i = input(t);
+        i.settings.tmp = None;
+        i.settings.cwd = Some(t.p("wt"));
+        i
     }
 
     /// A main repository at `main` and its linked worktree at `wt`, laid out as `git worktree
@@ -1976,7 +1971,7 @@ mod tests {
         let t = Tree::new("worktree");
         worktree_layout(&t);
         let mut i = private_tmp(&t);
-        i.rw = vec![t.p("wt")];
+        i.settings.rw = vec![t.p("wt")];
         let p = resolve(&i).unwrap();
         for rw in [
             "main/.git/worktrees/wt/index",
@@ -2013,8 +2008,8 @@ mod tests {
         );
         // A hidden main repository stays hidden.
         let mut i = private_tmp(&t);
-        i.rw = vec![t.p("wt")];
-        i.hide = vec![t.p("main")];
+        i.settings.rw = vec![t.p("wt")];
+        i.settings.hide = vec![t.p("main")];
         let p = resolve(&i).unwrap();
         assert_eq!(p.access_at(&t.p("main/.git/objects/x")), Access::Hide);
         assert!(
@@ -2024,7 +2019,7 @@ mod tests {
         );
         // Nested a few levels below the writable root, found the same way.
         let mut i = private_tmp(&t);
-        i.rw = vec![t.0.clone()];
+        i.settings.rw = vec![t.0.clone()];
         let p = resolve(&i).unwrap();
         assert_eq!(p.access_at(&t.p("main/.git/config")), Access::Ro);
         assert_eq!(
@@ -2045,7 +2040,7 @@ mod tests {
         worktree_layout(&t);
         fs::write(t.p("main/.git/worktrees/wt/gitdir"), "/elsewhere/.git\n").unwrap();
         let mut i = private_tmp(&t);
-        i.rw = vec![t.p("wt")];
+        i.settings.rw = vec![t.p("wt")];
         assert!(outside(&resolve(&i).unwrap(), &t));
         // commondir names a directory that does not hold this one in its worktrees/.
         let t = Tree::new("wt-common");
@@ -2060,7 +2055,7 @@ mod tests {
         )
         .unwrap();
         let mut i = private_tmp(&t);
-        i.rw = vec![t.p("wt")];
+        i.settings.rw = vec![t.p("wt")];
         let p = resolve(&i).unwrap();
         assert!(outside(&p, &t));
         assert_eq!(p.access_at(&t.p("other/.git/objects/x")), Access::Ro);
@@ -2073,7 +2068,7 @@ mod tests {
         fs::remove_dir_all(t.p("main/.git/logs")).unwrap();
         std::os::unix::fs::symlink(t.p("secret"), t.p("main/.git/logs")).unwrap();
         let mut i = private_tmp(&t);
-        i.rw = vec![t.p("wt")];
+        i.settings.rw = vec![t.p("wt")];
         // (refs is missing: no git directory, nothing opened.)
         assert!(outside(&resolve(&i).unwrap(), &t));
         fs::rename(t.p("main/.git/refs2"), t.p("main/.git/refs")).unwrap();
@@ -2092,7 +2087,7 @@ mod tests {
         fs::create_dir_all(t.p("main/x")).unwrap();
         fs::write(t.p("main/x/.git"), "gitdir: ../.git/modules/x\n").unwrap();
         let mut i = private_tmp(&t);
-        i.rw = vec![t.p("main/x")];
+        i.settings.rw = vec![t.p("main/x")];
         let p = resolve(&i).unwrap();
         assert_eq!(p.access_at(&m.join("objects/x")), Access::Ro);
         assert_eq!(p.access_at(&t.p("main/x/.git")), Access::Ro);
@@ -2120,7 +2115,7 @@ mod tests {
         fs::create_dir_all(t.p("main/lib/x")).unwrap();
         fs::write(t.p("main/lib/x/.git"), "gitdir: ../../.git/modules/lib/x\n").unwrap();
         let mut i = private_tmp(&t);
-        i.rw = vec![t.p("main/lib/x")];
+        i.settings.rw = vec![t.p("main/lib/x")];
         let p = resolve(&i).unwrap();
         for rw in ["index", "objects/ab", "refs/heads/x"] {
             assert_eq!(p.access_at(&m.join(rw)), Access::Rw, "{rw}");
@@ -2153,7 +2148,7 @@ mod tests {
         fs::create_dir_all(t.p("elsewhere")).unwrap();
         std::os::unix::fs::symlink(t.p("elsewhere"), t.p("repo/.git/hooks")).unwrap();
         let mut i = input(&t);
-        i.rw = vec![t.p("repo")];
+        i.settings.rw = vec![t.p("repo")];
         let e = resolve(&i).unwrap_err().to_string();
         assert!(e.contains(".git/hooks") && e.contains("symlink"), "{e}");
     }
@@ -2166,7 +2161,7 @@ mod tests {
         fs::write(t.p("home/.netrc"), "machine x").unwrap();
         fs::write(t.p("home/.ssh/config"), "").unwrap();
         let mut i = input(&t);
-        i.ro = vec![t.p("home/.ssh/config")];
+        i.settings.ro = vec![t.p("home/.ssh/config")];
         let p = resolve(&i).unwrap();
         assert_eq!(p.access_at(&t.p("home/.aws/credentials")), Access::Hide);
         let netrc = rule(&p, &t.p("home/.netrc")).unwrap();
@@ -2197,7 +2192,7 @@ mod tests {
         fs::write(t.p("keys/open.pem"), "x").unwrap();
         std::os::unix::fs::symlink(t.p("keys/sa.json"), t.p("sa-link.json")).unwrap();
         let mut i = input(&t);
-        i.ro = vec![t.p("keys/open.pem")];
+        i.settings.ro = vec![t.p("keys/open.pem")];
         i.credential_files = [
             ("GOOGLE_APPLICATION_CREDENTIALS", t.p("sa-link.json")),
             ("KUBECONFIG", t.p("keys/kube")),
@@ -2264,11 +2259,11 @@ mod tests {
     fn view_owned_places_and_private_tmp_are_refused() {
         let t = Tree::new("owned");
         let mut i = input(&t);
-        i.rw = vec!["/proc/self".into()];
+        i.settings.rw = vec!["/proc/self".into()];
         assert!(resolve(&i).unwrap_err().to_string().contains("/proc"));
         let mut i = input(&t);
-        i.tmp_host = false;
-        i.rw = vec![std::env::temp_dir()];
+        i.settings.tmp = None;
+        i.settings.rw = vec![std::env::temp_dir()];
         if std::env::temp_dir().starts_with("/tmp") {
             assert!(resolve(&i).unwrap_err().to_string().contains("--tmp host"));
         }
@@ -2290,7 +2285,7 @@ mod tests {
         fs::write(t.p("w/app/.cargo/config.toml"), "").unwrap();
         fs::write(t.p("w/app/x.code-workspace"), "{}").unwrap();
         let mut i = input(&t);
-        i.rw = vec![t.p("w")];
+        i.settings.rw = vec![t.p("w")];
         let p = resolve(&i).unwrap();
         for ro in [
             "w/fixtures/r.git/hooks/x",
@@ -2308,7 +2303,7 @@ mod tests {
     fn keep_fd_below_three_is_refused() {
         let t = Tree::new("fd");
         let mut i = input(&t);
-        i.keep_fds = vec![2];
+        i.settings.keep_fds = vec![2];
         assert!(resolve(&i).unwrap_err().to_string().contains("--keep-fd 2"));
     }
 

@@ -1,5 +1,7 @@
 //! A jail process started by [`Jail::spawn`](super::Jail::spawn): the `jail` program run with the
-//! request as its flags and a control socket (`--control-fd`), in a process group of its own.
+//! settings handed over as JSON on a socket of their own (`--settings-fd`: data, not flags
+//! rendered again and parsed again) and a control socket (`--control-fd`), in a process group
+//! of its own.
 //!
 //! Why a process and not a thread: the supervisor owns process-wide state for the whole run (its
 //! signal mask and signalfd, the child-subreaper bit, `waitpid` on every child, the terminal's
@@ -17,13 +19,9 @@ use std::process::{ChildStderr, ChildStdin, ChildStdout, Stdio};
 use std::thread::JoinHandle;
 
 use super::control::{KILL, STOP};
-use super::options::RunOptions;
 use super::outcome::{Message, Outcome};
 use crate::error::JailError;
-use crate::policy::Require;
-use crate::policy::homes::HomeMode;
-use crate::policy::profile::TmpOption;
-use crate::policy::request::Request;
+use crate::policy::settings::RunSettings;
 
 /// The descriptor number the control socket has in the jail process.
 const CONTROL_FD: i32 = 3;
@@ -61,6 +59,27 @@ impl Stopper {
     }
 }
 
+/// `bytes` on `socket`, with MSG_NOSIGNAL: a jail process gone already must not kill the
+/// caller with SIGPIPE. Closes the socket (the end of the settings for the reader).
+fn send_all(socket: &UnixStream, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: send from a live slice, on a socket this owns.
+        let n = unsafe {
+            libc::send(
+                socket.as_raw_fd(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        match n {
+            n if n > 0 => bytes = &bytes[n as usize..],
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return,
+        }
+    }
+}
+
 /// A request byte, with MSG_NOSIGNAL: a run already over must not kill the caller with SIGPIPE.
 fn send_request(socket: &UnixStream, byte: u8) {
     // SAFETY: send of one byte from a local, on a socket this owns.
@@ -85,11 +104,10 @@ pub(super) struct Stdios {
 impl Child {
     pub(super) fn spawn(
         program: &Path,
-        request: &Request,
-        options: &RunOptions,
+        settings: &RunSettings,
         stdio: Stdios,
     ) -> Result<Child, JailError> {
-        if request.keep_fds.contains(&CONTROL_FD) {
+        if settings.keep_fds.contains(&CONTROL_FD) {
             return Err(JailError::BadInput(format!(
                 "keep_fd {CONTROL_FD}: a spawned jail holds its control socket there; pass the \
                  descriptor under another number"
@@ -97,7 +115,7 @@ impl Child {
         }
         // A number not open here would be where the socket pair lands, and the command would be
         // handed jail's end of the control socket under it.
-        for fd in &request.keep_fds {
+        for fd in &settings.keep_fds {
             // SAFETY: F_GETFD only queries the descriptor table.
             if unsafe { libc::fcntl(*fd, libc::F_GETFD) } < 0 {
                 return Err(JailError::BadInput(format!(
@@ -110,9 +128,22 @@ impl Child {
         let (ours, theirs) =
             pair.map_err(|e| JailError::io("the control socket (socketpair)", e))?;
         let theirs_fd = theirs.as_raw_fd();
-        let keep: Vec<i32> = request.keep_fds.clone();
+        // Made while the control pair is open, so never at CONTROL_FD (taken by now, by the
+        // pair or by the caller), nor at a kept descriptor (open here): its number in the jail
+        // process is the one it has here.
+        let hand_over = UnixStream::pair()
+            .and_then(|(ours, theirs)| Ok((above_stdio(ours)?, above_stdio(theirs)?)));
+        let (settings_ours, settings_theirs) =
+            hand_over.map_err(|e| JailError::io("the settings socket (socketpair)", e))?;
+        let settings_fd = settings_theirs.as_raw_fd();
+        let text = serde_json::to_vec(&RunSettings {
+            control_fd: Some(CONTROL_FD),
+            ..settings.clone()
+        })
+        .map_err(|e| JailError::BadInput(format!("the settings as JSON: {e}")))?;
+        let keep: Vec<i32> = settings.keep_fds.clone();
         let mut cmd = std::process::Command::new(program);
-        cmd.args(arguments(request, options, CONTROL_FD))
+        cmd.args(arguments(settings_fd, &settings.command))
             .process_group(0)
             .stdin(stdio.stdin.unwrap_or_else(Stdio::null))
             .stdout(stdio.stdout.unwrap_or_else(Stdio::inherit))
@@ -130,7 +161,7 @@ impl Child {
                 if moved < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                for fd in &keep {
+                for fd in keep.iter().chain([&settings_fd]) {
                     libc::fcntl(*fd, libc::F_SETFD, 0);
                 }
                 Ok(())
@@ -140,6 +171,11 @@ impl Child {
             .spawn()
             .map_err(|e| JailError::io(format!("start {}", program.display()), e))?;
         drop(theirs);
+        drop(settings_theirs);
+        // Written from a thread: the settings may be more than the socket holds, and a program
+        // that never reads them must not hang this call. A jail that ended first makes the
+        // write fail, and `wait` reports how it ended.
+        std::thread::spawn(move || send_all(&settings_ours, &text));
         let mut reading = ours
             .try_clone()
             .map_err(|e| JailError::io("the control socket", e))?;
@@ -286,178 +322,142 @@ pub(super) fn find_program(explicit: Option<&Path>) -> Result<PathBuf, JailError
     })
 }
 
-/// `--flag=value`, one word: a value beginning with `-` is then never taken for a flag.
-fn flag_value(flag: &str, value: impl Into<OsString>) -> OsString {
-    let mut word = OsString::from(format!("{flag}="));
-    word.push(value.into());
-    word
+/// The jail process's arguments: where its settings are, and the command after `--` (where
+/// `ps` shows it; it is not in the JSON).
+fn arguments(settings_fd: i32, command: &[OsString]) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec![format!("--settings-fd={settings_fd}").into(), "--".into()];
+    a.extend(command.iter().cloned());
+    a
 }
 
-/// The request and options as the flags of the command line, which resolves them again in the
-/// jail process, the same way.
-pub(crate) fn arguments(req: &Request, opts: &RunOptions, control_fd: i32) -> Vec<OsString> {
-    let mut a: Vec<OsString> = vec![flag_value("--profile", req.profile.clone())];
-    let mut each = |flag: &str, values: &mut dyn Iterator<Item = OsString>| {
-        for v in values {
-            a.push(flag_value(flag, v));
-        }
+/// The jail process's end of the hand-over: the settings read from descriptor `fd` to its end,
+/// which closes it (the command never gets it), with the command from its own arguments.
+/// `flags` are the other run flags given with `--settings-fd`: none may be.
+pub(crate) fn read_settings(fd: i32, flags: &RunSettings) -> Result<RunSettings, JailError> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let bad = |why: String| JailError::BadInput(format!("--settings-fd {fd}: {why}"));
+    let bare = RunSettings {
+        profile: flags.profile.clone(),
+        command: flags.command.clone(),
+        ..RunSettings::default()
     };
-    each("--ro", &mut req.ro.iter().map(|p| p.clone().into()));
-    each("--rw", &mut req.rw.iter().map(|p| p.clone().into()));
-    each("--cow", &mut req.cow.iter().map(|p| p.clone().into()));
-    each("--cache", &mut req.caches.iter().map(|p| p.clone().into()));
-    each("--hide", &mut req.hide.iter().map(|p| p.clone().into()));
-    each("--cwd", &mut req.cwd.iter().map(|p| p.clone().into()));
-    each("--env", &mut req.env.iter().map(Into::into));
-    each("--env-deny", &mut req.env_deny.iter().map(Into::into));
-    each(
-        "--keep-fd",
-        &mut req.keep_fds.iter().map(|n| n.to_string().into()),
-    );
-    each("--limit", &mut req.limits.iter().map(Into::into));
-    each(
-        "--allow-socket",
-        &mut req.allow_sockets.iter().map(|p| p.clone().into()),
-    );
-    each("--net", &mut req.net.iter().map(Into::into));
-    each("--secret", &mut req.secrets.iter().map(Into::into));
-    each(
-        "--report",
-        &mut opts.report.iter().map(|p| p.clone().into()),
-    );
-    each("--patch", &mut opts.patch.iter().map(|p| p.clone().into()));
-    each("--events", &mut opts.events.iter().cloned());
-    let tmp = req.tmp.map(|t| match t {
-        TmpOption::Private => "private",
-        TmpOption::Host => "host",
-    });
-    let home = req.home.map(|h| match h {
-        HomeMode::Visible => "visible",
-        HomeMode::Hidden => "hidden",
-    });
-    let require = req.require.map(|r| match r {
-        Require::Full => "full",
-        Require::Landlock => "landlock",
-        Require::Mount => "mount",
-        Require::Any => "any",
-    });
-    let timeout = req.timeout.map(|t| format!("{}s", t.as_secs_f64()));
-    for (flag, value) in [
-        ("--tmp", tmp.map(String::from)),
-        ("--home", home.map(String::from)),
-        ("--require", require.map(String::from)),
-        ("--timeout", timeout),
-        ("--control-fd", Some(control_fd.to_string())),
-    ] {
-        if let Some(v) = value {
-            a.push(flag_value(flag, v));
-        }
+    if *flags != bare || flags.profile.as_deref() != Some("default") {
+        return Err(bad(
+            "the settings come from the descriptor; give only the command with it".into(),
+        ));
     }
-    for (flag, on) in [
-        ("--env-clear", req.env_clear),
-        ("--allow-userns", req.allow_userns),
-        ("--allow-unix-sockets", req.allow_unix_sockets),
-        ("--summary", opts.summary),
-        ("--notice", opts.notice),
-        ("--allow-unconfined", opts.allow_unconfined),
-        ("--control-report", opts.record),
-    ] {
-        if on {
-            a.push(flag.into());
-        }
+    if fd <= 2 {
+        return Err(bad("0, 1 and 2 are the command's stdio".into()));
     }
-    a.push("--".into());
-    a.extend(req.command.iter().cloned());
-    a
+    // SAFETY: F_GETFD only queries the descriptor table.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(bad("not an open descriptor".into()));
+    }
+    // SAFETY: checked open; from here this is its only owner, and it closes on return.
+    let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let mut text = Vec::new();
+    file.read_to_end(&mut text)
+        .map_err(|e| bad(format!("reading it: {e}")))?;
+    decode(&text, &flags.command).map_err(bad)
+}
+
+/// The settings a spawned jail was handed (pure): the JSON, and the command.
+fn decode(text: &[u8], command: &[OsString]) -> Result<RunSettings, String> {
+    let mut settings: RunSettings =
+        serde_json::from_slice(text).map_err(|e| format!("not the settings as JSON: {e}"))?;
+    settings.command = command.to_vec();
+    Ok(settings)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::Require;
+    use crate::policy::homes::HomeMode;
+    use crate::policy::profile::TmpOption;
     use clap::Parser;
+    use std::os::unix::ffi::OsStringExt;
     use std::time::Duration;
 
-    #[test]
-    fn a_request_survives_the_command_line_unchanged() {
-        let req = Request {
-            profile: "review".into(),
-            ro: vec!["./repo".into(), "/a b".into()],
-            rw: vec!["/w".into()],
-            cow: vec!["/c".into()],
-            caches: vec!["/k".into()],
-            hide: vec!["/h".into()],
-            cwd: Some("/w".into()),
-            tmp: Some(TmpOption::Host),
-            home: Some(HomeMode::Hidden),
-            env: vec!["K=V".into(), "KEEP".into()],
-            env_clear: true,
-            env_deny: vec!["AWS_*".into()],
-            require: Some(Require::Full),
-            keep_fds: vec![5],
-            timeout: Some(Duration::from_millis(1500)),
-            limits: vec!["memory=1G".into()],
-            allow_userns: true,
-            allow_unix_sockets: true,
-            allow_sockets: vec!["/run/s".into()],
-            net: vec!["allow=example.org".into()],
-            secrets: vec!["K@example.org".into()],
-            command: vec!["sh".into(), "-c".into(), "--not-a-flag".into()],
-        };
-        let opts = RunOptions {
-            report: Some("/r.json".into()),
-            summary: true,
-            notice: true,
-            allow_unconfined: true,
-            record: true,
-            control_fd: Some(7),
-            patch: Some("/p.patch".into()),
-            events: Some("fd:9".into()),
-        };
-        let mut argv: Vec<OsString> = vec!["jail".into()];
-        argv.extend(arguments(&req, &opts, 7));
-        let cli = crate::cli::args::Cli::try_parse_from(argv).expect("parses");
-        assert_eq!(crate::cli::request(&cli.run), req);
-        assert_eq!(crate::cli::options(&cli.run), opts);
-        let bare = Request {
-            command: vec!["true".into()],
-            ..Request::default()
-        };
-        let mut argv: Vec<OsString> = vec!["jail".into()];
-        argv.extend(arguments(&bare, &RunOptions::default(), 3));
-        let cli = crate::cli::args::Cli::try_parse_from(argv).expect("parses");
-        assert_eq!(crate::cli::request(&cli.run), bare);
-    }
-
-    #[test]
-    fn values_that_look_like_flags_survive_the_command_line() {
-        use std::os::unix::ffi::OsStringExt;
-        let req = Request {
-            profile: "-p".into(),
+    /// Every field set, and values a flag parser could take for flags.
+    fn everything() -> RunSettings {
+        RunSettings {
+            profile: Some("-p".into()),
             ro: vec![
-                "-r".into(),
+                "./repo".into(),
+                "/a b".into(),
                 "--rw=/".into(),
                 OsString::from_vec(b"-\xff".to_vec()).into(),
             ],
             rw: vec!["-".into()],
+            cow: vec!["/c".into()],
+            caches: vec!["/k".into()],
             hide: vec!["--".into()],
             cwd: Some("-c".into()),
-            env: vec!["-K=V".into()],
+            tmp: Some(TmpOption::Host),
+            home: Some(HomeMode::Hidden),
+            env: vec!["K=V".into(), "-K=V".into()],
+            env_clear: true,
             env_deny: vec!["-*".into()],
+            notice: true,
+            require: Some(Require::Full),
+            keep_fds: vec![5],
+            timeout: Some(Duration::from_nanos(1_500_000_001)),
             limits: vec!["-l".into()],
+            allow_userns: true,
+            allow_unix_sockets: true,
             allow_sockets: vec!["-s".into()],
             net: vec!["-n".into()],
-            command: vec!["--help".into(), "".into()],
-            ..Request::default()
-        };
-        let opts = RunOptions {
+            secrets: vec!["K@example.org".into()],
+            patch: Some("/p.patch".into()),
+            events: Some(OsString::from_vec(b"fd:9\xfe".to_vec())),
             report: Some("-report".into()),
-            control_fd: Some(3),
-            ..RunOptions::default()
-        };
-        let mut argv: Vec<OsString> = vec!["jail".into()];
-        argv.extend(arguments(&req, &opts, 3));
+            control_fd: Some(7),
+            record: true,
+            summary: true,
+            allow_unconfined: true,
+            command: vec!["sh".into(), "-c".into(), "--not-a-flag".into()],
+        }
+    }
+
+    #[test]
+    fn settings_survive_the_hand_over_unchanged() {
+        for settings in [
+            everything(),
+            RunSettings {
+                command: vec!["true".into()],
+                ..RunSettings::default()
+            },
+        ] {
+            let text = serde_json::to_vec(&settings).expect("serialises");
+            let argv = [OsString::from("jail")]
+                .into_iter()
+                .chain(arguments(4, &settings.command));
+            let cli = crate::cli::args::Cli::try_parse_from(argv).expect("parses");
+            assert_eq!(cli.run.settings_fd, Some(4));
+            assert_eq!(cli.run.settings.command, settings.command);
+            assert_eq!(decode(&text, &cli.run.settings.command), Ok(settings));
+        }
+    }
+
+    #[test]
+    fn a_command_that_looks_like_flags_survives_the_arguments() {
+        let command: Vec<OsString> = vec!["--help".into(), "".into(), "--settings-fd=9".into()];
+        let argv = [OsString::from("jail")]
+            .into_iter()
+            .chain(arguments(5, &command));
         let cli = crate::cli::args::Cli::try_parse_from(argv).expect("parses");
-        assert_eq!(crate::cli::request(&cli.run), req);
-        assert_eq!(crate::cli::options(&cli.run), opts);
+        assert_eq!(cli.run.settings_fd, Some(5));
+        assert_eq!(cli.run.settings.command, command);
+    }
+
+    #[test]
+    fn the_hand_over_takes_no_other_flags_and_no_bad_json() {
+        let argv = ["jail", "--settings-fd=5", "--ro=/", "--", "true"];
+        let cli = crate::cli::args::Cli::try_parse_from(argv).expect("parses");
+        let e = read_settings(5, &cli.run.settings).unwrap_err().to_string();
+        assert!(e.contains("give only the command"), "{e}");
+        assert!(decode(b"{", &[]).is_err());
+        assert!(decode(b"{\"ro\": 1}", &[]).is_err());
     }
 }

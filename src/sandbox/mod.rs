@@ -1,5 +1,5 @@
-//! The library's front door: [`Jail`] builds a request (a profile plus rules, resolved exactly
-//! as the command line resolves its flags), then runs the command confined, in this process
+//! The library's front door: [`Jail`] builds a run's settings (a profile plus rules, the
+//! [`RunSettings`] the command line's flags are, resolved the same way), then runs the command confined, in this process
 //! ([`Jail::run`], what the `jail` program does) or in a jail process of its own
 //! ([`Jail::spawn`], for orchestrators that start several sub-agents), and hands back a typed
 //! [`Outcome`]: how the command ended, the level reached, the gaps, the run report.
@@ -26,7 +26,6 @@
 mod child;
 pub mod control;
 pub mod dry_run;
-pub mod options;
 pub mod outcome;
 
 use std::ffi::OsString;
@@ -34,21 +33,20 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+pub(crate) use child::read_settings;
 pub use child::{Child, Stopper};
-pub use options::RunOptions;
 pub use outcome::{Outcome, Status};
 
 use crate::error::JailError;
 use crate::policy::homes::HomeMode;
 use crate::policy::profile::TmpOption;
-use crate::policy::request::Request;
+use crate::policy::settings::RunSettings;
 use crate::policy::{Policy, Require};
 
 /// One confined run, built up as [`std::process::Command`] is.
 #[must_use = "a Jail does nothing until it is run or spawned"]
 pub struct Jail {
-    request: Request,
-    options: RunOptions,
+    settings: RunSettings,
     program: Option<PathBuf>,
     stdio: child::Stdios,
 }
@@ -60,125 +58,127 @@ impl Jail {
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
-        Jail::from_parts(
-            Request {
-                command: command.into_iter().map(Into::into).collect(),
-                ..Request::default()
-            },
-            RunOptions::default(),
-        )
+        Jail::from_settings(RunSettings {
+            command: command.into_iter().map(Into::into).collect(),
+            ..RunSettings::default()
+        })
     }
 
-    /// A run of a request as it stands, with these options (what the command line builds).
-    pub fn from_parts(request: Request, options: RunOptions) -> Jail {
+    /// A run of these settings as they stand (what the command line builds from its flags).
+    pub fn from_settings(settings: RunSettings) -> Jail {
         Jail {
-            request,
-            options,
+            settings,
             program: None,
             stdio: child::Stdios::default(),
         }
     }
 
-    /// The request so far.
-    pub fn request(&self) -> &Request {
-        &self.request
+    /// The settings so far.
+    pub fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
+    /// Changes the settings as they stand: for one that has no method of its own here.
+    pub fn with(mut self, change: impl FnOnce(&mut RunSettings)) -> Jail {
+        change(&mut self.settings);
+        self
     }
 
     /// The profile to start from (`jail profile list`); the rules below apply after it.
     pub fn profile(mut self, name: impl Into<String>) -> Jail {
-        self.request.profile = name.into();
+        self.settings.profile = Some(name.into());
         self
     }
 
     /// Makes `path` and everything beneath it read-only.
     pub fn ro(mut self, path: impl Into<PathBuf>) -> Jail {
-        self.request.ro.push(path.into());
+        self.settings.ro.push(path.into());
         self
     }
 
     /// Makes `path` writable; protected names beneath it stay read-only.
     pub fn rw(mut self, path: impl Into<PathBuf>) -> Jail {
-        self.request.rw.push(path.into());
+        self.settings.rw.push(path.into());
         self
     }
 
     /// Makes `path` writable through a copy-on-write layer: the host's `path` is untouched, and
     /// the run's writes wait in a layer for `jail diff` / `jail apply`.
     pub fn cow(mut self, path: impl Into<PathBuf>) -> Jail {
-        self.request.cow.push(path.into());
+        self.settings.cow.push(path.into());
         self
     }
 
     /// Makes the directory `path` (a package cache) writable through a throwaway layer: nothing
     /// written there reaches the host.
     pub fn cache(mut self, path: impl Into<PathBuf>) -> Jail {
-        self.request.caches.push(path.into());
+        self.settings.caches.push(path.into());
         self
     }
 
     /// Hides `path`: it appears empty.
     pub fn hide(mut self, path: impl Into<PathBuf>) -> Jail {
-        self.request.hide.push(path.into());
+        self.settings.hide.push(path.into());
         self
     }
 
     /// The working directory inside the jail (default: the caller's).
     pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Jail {
-        self.request.cwd = Some(dir.into());
+        self.settings.cwd = Some(dir.into());
         self
     }
 
     /// /tmp private (the default) or the host's.
     pub fn tmp(mut self, tmp: TmpOption) -> Jail {
-        self.request.tmp = Some(tmp);
+        self.settings.tmp = Some(tmp);
         self
     }
 
     /// The home directories visible or hidden.
     pub fn home(mut self, home: HomeMode) -> Jail {
-        self.request.home = Some(home);
+        self.settings.home = Some(home);
         self
     }
 
     /// Keeps `KEY` whatever the profile removes, or sets `KEY=VALUE`.
     pub fn env(mut self, key_or_pair: impl Into<String>) -> Jail {
-        self.request.env.push(key_or_pair.into());
+        self.settings.env.push(key_or_pair.into());
         self
     }
 
     /// Starts from an empty environment (plus [`Jail::env`] and the profile's keep list).
     pub fn env_clear(mut self) -> Jail {
-        self.request.env_clear = true;
+        self.settings.env_clear = true;
         self
     }
 
     /// Removes the variables matching `pattern` (`*` wildcards).
     pub fn env_deny(mut self, pattern: impl Into<String>) -> Jail {
-        self.request.env_deny.push(pattern.into());
+        self.settings.env_deny.push(pattern.into());
         self
     }
 
     /// Refuses to run unless this level is reached.
     pub fn require(mut self, level: Require) -> Jail {
-        self.request.require = Some(level);
+        self.settings.require = Some(level);
         self
     }
 
     /// Kills the whole tree after `timeout` ([`Status::TimedOut`]).
     pub fn timeout(mut self, timeout: Duration) -> Jail {
-        self.request.timeout = Some(timeout);
+        self.settings.timeout = Some(timeout);
         self
     }
 
     /// A resource bound, as `--limit` takes it (`memory=1G`, `procs=256`, `tmp=512M`).
     pub fn limit(mut self, bound: impl Into<String>) -> Jail {
-        self.request.limits.push(bound.into());
+        self.settings.limits.push(bound.into());
         self
     }
 
     /// A network rule, as `--net` takes it (`none`, `connect=443`, `allow=api.example.org`).
     pub fn net(mut self, rule: impl Into<String>) -> Jail {
-        self.request.net.push(rule.into());
+        self.settings.net.push(rule.into());
         self
     }
 
@@ -186,61 +186,61 @@ impl Jail {
     /// gets a placeholder in `NAME`, and the proxy of an `allow=` network adds the value, read
     /// from this process's environment, to the credential headers of requests to those hosts.
     pub fn secret(mut self, spec: impl Into<String>) -> Jail {
-        self.request.secrets.push(spec.into());
+        self.settings.secrets.push(spec.into());
         self
     }
 
     /// Keeps descriptor `fd` open in the command.
     pub fn keep_fd(mut self, fd: i32) -> Jail {
-        self.request.keep_fds.push(fd);
+        self.settings.keep_fds.push(fd);
         self
     }
 
     /// Lets the command create user namespaces (a nested sandbox).
     pub fn allow_userns(mut self) -> Jail {
-        self.request.allow_userns = true;
+        self.settings.allow_userns = true;
         self
     }
 
     /// Lets the command create unix sockets; every connect is mediated.
     pub fn allow_unix_sockets(mut self) -> Jail {
-        self.request.allow_unix_sockets = true;
+        self.settings.allow_unix_sockets = true;
         self
     }
 
     /// Lets the command connect to this host unix socket.
     pub fn allow_socket(mut self, path: impl Into<PathBuf>) -> Jail {
-        self.request.allow_sockets.push(path.into());
+        self.settings.allow_sockets.push(path.into());
         self
     }
 
     /// Writes the run report (JSON) to this file as well.
     pub fn report_file(mut self, path: impl Into<PathBuf>) -> Jail {
-        self.options.report = Some(path.into());
+        self.settings.report = Some(path.into());
         self
     }
 
     /// Hands the run report back in [`Outcome::report`].
     pub fn record(mut self, on: bool) -> Jail {
-        self.options.record = on;
+        self.settings.record = on;
         self
     }
 
     /// Prints, on stderr before the command starts, what the jail allows.
     pub fn notice(mut self, on: bool) -> Jail {
-        self.options.notice = on;
+        self.settings.notice = on;
         self
     }
 
     /// Prints the report's one-line summary on stderr at the end.
     pub fn summary(mut self, on: bool) -> Jail {
-        self.options.summary = on;
+        self.settings.summary = on;
         self
     }
 
     /// Runs even when no layer can protect files (level none).
     pub fn allow_unconfined(mut self, on: bool) -> Jail {
-        self.options.allow_unconfined = on;
+        self.settings.allow_unconfined = on;
         self
     }
 
@@ -270,16 +270,16 @@ impl Jail {
         self
     }
 
-    /// The policy the request resolves to here and now (nothing is created or run).
+    /// The policy the settings resolve to here and now (nothing is created or run).
     pub fn policy(&self) -> Result<Policy, JailError> {
-        crate::prepare::policy(&self.request, false)
+        crate::prepare::policy(&self.settings, false)
     }
 
     /// What a run would get, as `--dry-run` prints it (JSON): the policy, the features, the level
     /// and gaps, and every layer's plan.
     pub fn dry_run(&self) -> Result<String, JailError> {
         let policy = self.policy()?;
-        crate::platform::dry_run(&policy, &self.options)
+        crate::platform::dry_run(&policy, &self.settings)
     }
 
     /// Runs the command confined, in this process, and waits for it.
@@ -289,17 +289,17 @@ impl Jail {
     /// thread starts; it refuses otherwise. An orchestrator uses [`Jail::spawn`].
     pub fn run(self) -> Result<Outcome, JailError> {
         refuse_threads()?;
-        let policy = crate::prepare::policy(&self.request, true)?;
+        let policy = crate::prepare::policy(&self.settings, true)?;
         crate::timing::mark("policy resolved");
-        crate::platform::launch(&policy, &self.options)
+        crate::platform::launch(&policy, &self.settings)
     }
 
-    /// Starts the command confined in a jail process of its own and returns at once. The request
-    /// is checked here first, so a bad path or flag is an error of this call.
+    /// Starts the command confined in a jail process of its own and returns at once. The
+    /// settings are checked here first, so a bad path or flag is an error of this call.
     pub fn spawn(self) -> Result<Child, JailError> {
         self.policy()?;
         let program = child::find_program(self.program.as_deref())?;
-        Child::spawn(&program, &self.request, &self.options, self.stdio)
+        Child::spawn(&program, &self.settings, self.stdio)
     }
 }
 

@@ -56,10 +56,10 @@ pub struct Outcome {
     pub level: Level,
     /// What the run's layers leave open, in words.
     pub gaps: Vec<String>,
-    /// The run report (the document `--report` writes), when [`RunOptions::record`], a report
+    /// The run report (the document `--report` writes), when [`RunSettings::record`], a report
     /// file or a summary was asked for. Linux only in this version, as `--report` is.
     ///
-    /// [`RunOptions::record`]: super::RunOptions::record
+    /// [`RunSettings::record`]: crate::policy::settings::RunSettings::record
     #[cfg(target_os = "linux")]
     pub report: Option<crate::run_report::RunReport>,
 }
