@@ -3,7 +3,7 @@
 //!
 //! One walk: a snapshot of every writable tree before the command starts, another after it ends
 //! ([`super::changes`]), and their comparison. Every change (created, modified, mode changed) is
-//! classified against the protected list ([`crate::policy::PROTECTED`]), by name at any depth,
+//! classified against the protected list ([`crate::protect::PROTECTED`]), by name at any depth,
 //! and against git's own test for a repository (`HEAD` with `objects/` and `refs/`, or a
 //! `commondir`), whatever the directory is called: a bare repository, a new `.git`, a submodule's
 //! git directory under `.git/modules`. What matches becomes a [`Unit`], the outermost entry to
@@ -21,9 +21,9 @@ use serde::{Deserialize, Serialize};
 use super::changes::{self, ChangeKind, Changes, Limits, Snapshot, Touched, Tree};
 use crate::byte_path::BytePath;
 use crate::error::JailError;
-use crate::policy::{
-    PROTECTED_IN_GIT_DIRS, Policy, is_git_layout, protected_name, protected_prefix,
-};
+use crate::policy::Policy;
+use crate::protect::git::is_git_layout;
+use crate::protect::{PROTECTED_IN_GIT_DIRS, protected_name, protected_prefix};
 
 /// At most this many units are collected; beyond, the result is incomplete (and the run fails).
 const MAX_UNITS: usize = 100_000;
@@ -74,16 +74,16 @@ pub struct Rules {
     /// the code) of every tool the user runs, far more than any list names.
     pub home: Option<PathBuf>,
     /// The places the host's git runs code from inside the writable trees (the one owner,
-    /// [`crate::policy::host_code`], shared with the copy-on-write flags): a change at or
+    /// [`crate::protect::host_code`], shared with the copy-on-write flags): a change at or
     /// beneath one moves it aside.
-    pub host_code: Vec<crate::policy::host_code::Place>,
+    pub host_code: Vec<crate::protect::host_code::Place>,
     /// The writable trees: a new symlink to a directory outside them leads the host's tools
     /// into what this check never walked (the host's /tmp, with --tmp host or without the
     /// mount view).
     pub roots: Vec<PathBuf>,
     /// The agents' state directories with the data named in them: anything else created or
-    /// changed there is code the agent's hooks may run ([`crate::policy::agent_state`]).
-    pub states: Vec<crate::policy::agent_state::StateDir>,
+    /// changed there is code the agent's hooks may run ([`crate::protect::agent_state`]).
+    pub states: Vec<crate::protect::agent_state::StateDir>,
     /// jail's own state (its stores of copy-on-write layers): hidden from the command, written
     /// by jail itself during the run, so never the command's plant. It is never moved aside,
     /// nor is a directory that holds it: such a unit is split into the entries beside it.
@@ -101,10 +101,10 @@ impl Rules {
             list.sort();
             list.dedup();
         }
-        let real: Vec<crate::policy::host_code::Place> = self
+        let real: Vec<crate::protect::host_code::Place> = self
             .host_code
             .iter()
-            .map(|p| crate::policy::host_code::Place {
+            .map(|p| crate::protect::host_code::Place {
                 path: crate::policy::real_path(&p.path),
                 why: p.why.clone(),
             })
@@ -141,7 +141,7 @@ impl Rules {
             .chain(xdg.map(|x| x.join("git/config")));
         for g in globals {
             exact.extend(
-                crate::policy::gitconfig::included_files(&g, home.as_deref())
+                crate::protect::gitconfig::included_files(&g, home.as_deref())
                     .into_iter()
                     .filter(|f| roots.iter().any(|r| f.starts_with(r))),
             );
@@ -149,10 +149,10 @@ impl Rules {
         let host_code = roots
             .iter()
             .flat_map(|r| {
-                crate::policy::host_code::places(
+                crate::protect::host_code::places(
                     r,
                     home.as_deref(),
-                    &crate::policy::host_code::host_reader,
+                    &crate::protect::host_code::host_reader,
                 )
             })
             .filter(|p| roots.iter().any(|r| p.path.starts_with(r)))
@@ -174,13 +174,13 @@ impl Rules {
             exempt: policy.writable_paths().map(Path::to_path_buf).collect(),
             exact,
             path_dirs,
-            hooks_dirs: crate::policy::gitconfig::global_hooks_dirs(home.as_deref())
+            hooks_dirs: crate::protect::gitconfig::global_hooks_dirs(home.as_deref())
                 .into_iter()
                 .map(|h| crate::policy::real_path(&h))
                 .chain(
                     roots
                         .iter()
-                        .flat_map(|r| crate::policy::enclosing_repo_hooks_dirs(r)),
+                        .flat_map(|r| crate::protect::git::enclosing_repo_hooks_dirs(r)),
                 )
                 .collect(),
         };
@@ -508,13 +508,13 @@ impl Watch {
                 host_code: record
                     .host_code
                     .into_iter()
-                    .map(|(path, why)| crate::policy::host_code::Place { path: path.0, why })
+                    .map(|(path, why)| crate::protect::host_code::Place { path: path.0, why })
                     .collect(),
                 roots: unbp(record.rule_roots),
                 states: record
                     .states
                     .into_iter()
-                    .map(|(dir, data)| crate::policy::agent_state::StateDir { dir: dir.0, data })
+                    .map(|(dir, data)| crate::protect::agent_state::StateDir { dir: dir.0, data })
                     .collect(),
                 own: unbp(record.own),
             },
@@ -548,10 +548,10 @@ impl Watch {
         for snap in [&self.baseline, &after] {
             for dotgit in snap.paths_named(".git").into_iter().take(10_000) {
                 rules.host_code.extend(
-                    crate::policy::host_code::nested_places(
+                    crate::protect::host_code::nested_places(
                         &dotgit,
                         home.as_deref(),
-                        &crate::policy::host_code::host_reader,
+                        &crate::protect::host_code::host_reader,
                     )
                     .into_iter()
                     .filter(|p| self.roots.iter().any(|r| p.path.starts_with(r))),
@@ -583,16 +583,16 @@ fn repository_configs(snaps: &[&Snapshot], home: Option<&Path>) -> (Vec<PathBuf>
                 continue;
             }
             read += 1;
-            out.extend(crate::policy::gitconfig::repo_hooks_dirs(dir, home));
-            included.extend(crate::policy::gitconfig::included_files(&config, home));
+            out.extend(crate::protect::gitconfig::repo_hooks_dirs(dir, home));
+            included.extend(crate::protect::gitconfig::included_files(&config, home));
         }
     }
     // Gitfiles (linked worktrees, submodules) lead to git directories that may be outside the
     // writable trees, whose hooks paths are resolved in the work trees inside them.
     for snap in snaps {
         for dotgit in snap.paths_named(".git").into_iter().take(10_000) {
-            for gitdir in crate::policy::git_dirs_behind(&dotgit) {
-                out.extend(crate::policy::gitconfig::repo_hooks_dirs(&gitdir, home));
+            for gitdir in crate::protect::git::git_dirs_behind(&dotgit) {
+                out.extend(crate::protect::gitconfig::repo_hooks_dirs(&gitdir, home));
             }
         }
     }
@@ -803,10 +803,10 @@ impl<'r> Finder<'r> {
             return State::Unit;
         }
         if let Some(s) = (!exempt)
-            .then(|| crate::policy::agent_state::code_in(&self.rules.states, &abs))
+            .then(|| crate::protect::agent_state::code_in(&self.rules.states, &abs))
             .flatten()
         {
-            let why = crate::policy::agent_state::why_code(&s.dir);
+            let why = crate::protect::agent_state::why_code(&s.dir);
             self.unit(abs, why);
             return State::Unit;
         }
@@ -879,7 +879,7 @@ impl<'r> Finder<'r> {
             }
             // Where it leads, read on the host: a git directory, something moved aside, or a
             // directory holding either is what a host tool told to use the link's path runs.
-            if let Some(why) = crate::policy::quarantined::link_leads_to_code(&abs) {
+            if let Some(why) = crate::protect::git::link_leads_to_code(&abs) {
                 self.unit(abs, why.into());
                 return State::Unit;
             }
@@ -1199,7 +1199,7 @@ mod tests {
         t.w("st/projects/old.jsonl", "x");
         t.w("st/tmp/keep", "x");
         let mut r = rules(&t);
-        r.states = vec![crate::policy::agent_state::StateDir {
+        r.states = vec![crate::protect::agent_state::StateDir {
             dir: t.p("st"),
             data: ["projects", "tmp/arg0-linux", "*.sqlite*"]
                 .map(String::from)
@@ -1315,7 +1315,7 @@ mod tests {
         let roots = vec![t.0.clone()];
         let mut rules = rules(&t);
         rules.exact.push(t.p("state/settings.json"));
-        rules.host_code.push(crate::policy::host_code::Place {
+        rules.host_code.push(crate::protect::host_code::Place {
             path: t.p("run-me"),
             why: "runs".into(),
         });

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::layer::{Entry, Node};
-use crate::policy::protected_name;
+use crate::protect::protected_name;
 
 /// One side of a file-level change.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,9 +3,9 @@
 //! layer's names alone.
 //!
 //! A change is flagged when:
-//! - its path is, or is inside, a protected name ([`crate::policy::PROTECTED`]) at any depth, a
+//! - its path is, or is inside, a protected name ([`crate::protect::PROTECTED`]) at any depth, a
 //!   `.git` directory, or a git repository (git's own test of a layout);
-//! - it is at or beneath a place the host's git runs code from ([`crate::policy::host_code`]:
+//! - it is at or beneath a place the host's git runs code from ([`crate::protect::host_code`]:
 //!   `core.hooksPath`, included config files, paths config values name, where symlinked hooks
 //!   lead), read both from the host and from the tree as the apply would leave it;
 //! - it is where a protected name that is a symlink leads (`.vscode -> config/vscode`, in the
@@ -27,8 +27,9 @@ use std::process::Command;
 use super::changes::{Item, SideKind, executable};
 use super::layer::{Entry, MAX_ENTRIES, Node};
 use super::view::{Kind, Resolved, View};
-use crate::policy::host_code::{self, Place};
-use crate::policy::{is_git_layout, protected_name, protected_prefix};
+use crate::protect::git::is_git_layout;
+use crate::protect::host_code::{self, Place};
+use crate::protect::{protected_name, protected_prefix};
 
 /// What the start commit holds, by path relative to the root: (git mode, object id).
 type Tracked = HashMap<PathBuf, (String, String)>;
@@ -518,7 +519,7 @@ fn prose(path: &Path) -> bool {
 }
 
 /// The protected name `path` is, or is inside.
-fn protected(path: &Path) -> Option<&'static crate::policy::ProtectedName> {
+fn protected(path: &Path) -> Option<&'static crate::protect::ProtectedName> {
     let names: Vec<&[u8]> = path.iter().map(|c| c.as_bytes()).collect();
     (1..=names.len()).find_map(|i| protected_name(&names[..i]))
 }

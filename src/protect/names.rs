@@ -425,12 +425,6 @@ pub fn patterns_starting_with(name: &[u8]) -> &'static [&'static ProtectedName] 
     index().by_first.get(name).map_or(&[], Vec::as_slice)
 }
 
-/// The files that make a directory a git directory for git (`is_git_directory`): a HEAD and
-/// either objects/ and refs/, or a commondir naming where they are.
-pub fn is_git_layout(has: impl Fn(&str) -> bool) -> bool {
-    has("HEAD") && ((has("objects") && has("refs")) || has("commondir"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -466,14 +460,5 @@ mod tests {
         for p in PROTECTED {
             assert!(seen.insert(p.pattern), "{} listed twice", p.pattern);
         }
-    }
-
-    #[test]
-    fn git_layout_is_head_with_objects_and_refs_or_commondir() {
-        let has = |set: &'static [&'static str]| move |n: &str| set.contains(&n);
-        assert!(is_git_layout(has(&["HEAD", "objects", "refs", "config"])));
-        assert!(is_git_layout(has(&["HEAD", "commondir"])));
-        assert!(!is_git_layout(has(&["objects", "refs", "config"])));
-        assert!(!is_git_layout(has(&["HEAD", "objects"])));
     }
 }

@@ -184,7 +184,7 @@ pub fn expand(value: &str, base: &Path, home: Option<&Path>) -> Option<PathBuf> 
         Some(rest) => home?.join(rest),
         None => PathBuf::from(value),
     };
-    Some(super::absolute(base, &p))
+    Some(crate::paths::absolute(base, &p))
 }
 
 /// The raw `core.hooksPath` values of a config file and the files it includes (two levels
