@@ -131,15 +131,7 @@ impl Rules {
             .map(|h| crate::policy::real_path(&h));
         let mut exact = policy.profile_protected.clone();
         // The files the user's own git configs include, where the run could write them.
-        let xdg = std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| home.as_ref().map(|h| h.join(".config")));
-        let globals = home
-            .iter()
-            .map(|h| h.join(".gitconfig"))
-            .chain(xdg.map(|x| x.join("git/config")));
-        for g in globals {
+        for g in crate::protect::gitconfig::user_files(home.as_deref()) {
             exact.extend(
                 crate::protect::gitconfig::included_files(&g, home.as_deref())
                     .into_iter()
@@ -578,22 +570,22 @@ fn repository_configs(snaps: &[&Snapshot], home: Option<&Path>) -> (Vec<PathBuf>
     let mut read = 0;
     for snap in snaps {
         for config in snap.paths_named("config") {
-            let Some(dir) = config.parent() else { continue };
-            if read >= 10_000 || std::fs::symlink_metadata(dir.join("HEAD")).is_err() {
+            if read >= 10_000 {
                 continue;
             }
+            let Some(code) = crate::protect::git::config_code_of(&config, home) else {
+                continue;
+            };
             read += 1;
-            out.extend(crate::protect::gitconfig::repo_hooks_dirs(dir, home));
-            included.extend(crate::protect::gitconfig::included_files(&config, home));
+            out.extend(code.hooks);
+            included.extend(code.included);
         }
     }
     // Gitfiles (linked worktrees, submodules) lead to git directories that may be outside the
     // writable trees, whose hooks paths are resolved in the work trees inside them.
     for snap in snaps {
         for dotgit in snap.paths_named(".git").into_iter().take(10_000) {
-            for gitdir in crate::protect::git::git_dirs_behind(&dotgit) {
-                out.extend(crate::protect::gitconfig::repo_hooks_dirs(&gitdir, home));
-            }
+            out.extend(crate::protect::git::hooks_dirs_behind(&dotgit, home));
         }
     }
     for list in [&mut out, &mut included] {

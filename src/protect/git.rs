@@ -53,14 +53,40 @@ pub fn git_dirs_of(dotgit: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The directories core.hooksPath names for the repository of the work tree `dir` (its own
-/// `.git/config` and the user's configs), read as git reads them.
-pub fn hooks_dirs(dir: &Path) -> Vec<PathBuf> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    git_dirs_behind(&dir.join(".git"))
+/// The directories core.hooksPath names for the repositories a `.git` entry leads to (a
+/// directory, or a gitfile's git directory and its main repository's), read as git reads them:
+/// their own configs and the user's.
+pub fn hooks_dirs_behind(dotgit: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    git_dirs_behind(dotgit)
         .iter()
-        .flat_map(|g| super::gitconfig::repo_hooks_dirs(g, home.as_deref()))
+        .flat_map(|g| super::gitconfig::repo_hooks_dirs(g, home))
         .collect()
+}
+
+/// What a git directory's own configuration makes code beyond the parts of it that are
+/// protected by name.
+#[derive(Debug, Default)]
+pub struct ConfigCode {
+    /// The directories `core.hooksPath` names (its own and the user's): git runs the hooks there.
+    pub hooks: Vec<PathBuf>,
+    /// The files its config includes: git reads them as config, so they carry the same commands.
+    pub included: Vec<PathBuf>,
+}
+
+/// The [`ConfigCode`] of the git directory `gitdir`.
+pub fn config_code(gitdir: &Path, home: Option<&Path>) -> ConfigCode {
+    ConfigCode {
+        hooks: super::gitconfig::repo_hooks_dirs(gitdir, home),
+        included: super::gitconfig::included_files(&gitdir.join("config"), home),
+    }
+}
+
+/// The [`ConfigCode`] of the git directory whose config file is `config`; None when no HEAD is
+/// beside it (it is not a git directory's config).
+pub fn config_code_of(config: &Path, home: Option<&Path>) -> Option<ConfigCode> {
+    let dir = config.parent()?;
+    std::fs::symlink_metadata(dir.join("HEAD")).ok()?;
+    Some(config_code(dir, home))
 }
 
 /// The git directories a `.git` entry leads to: itself when it is a directory; for a gitfile
@@ -97,13 +123,11 @@ pub fn enclosing_repo_hooks_dirs(root: &Path) -> Vec<PathBuf> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut out = Vec::new();
     for dir in root.ancestors().skip(1) {
-        for gitdir in git_dirs_behind(&dir.join(".git")) {
-            out.extend(
-                super::gitconfig::repo_hooks_dirs(&gitdir, home.as_deref())
-                    .into_iter()
-                    .filter(|h| h.starts_with(root)),
-            );
-        }
+        out.extend(
+            hooks_dirs_behind(&dir.join(".git"), home.as_deref())
+                .into_iter()
+                .filter(|h| h.starts_with(root)),
+        );
     }
     out
 }

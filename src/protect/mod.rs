@@ -29,6 +29,6 @@ pub mod quarantined;
 pub mod search;
 
 pub use names::{
-    PROTECTED, PROTECTED_IN_GIT_DIRS, ProtectedName, pattern_matches, protected_name,
-    protected_prefix,
+    PROTECTED, PROTECTED_IN_GIT_DIRS, ProtectedName, pattern_matches, protected_at_or_above,
+    protected_name, protected_prefix,
 };

@@ -403,6 +403,14 @@ pub fn protected_name(names: &[&[u8]]) -> Option<&'static ProtectedName> {
         .map(|(_, p)| *p)
 }
 
+/// The protected entry that `path` (relative, components in order) is, or is inside: the first
+/// of its leading parts that is one.
+pub fn protected_at_or_above(path: &std::path::Path) -> Option<&'static ProtectedName> {
+    use std::os::unix::ffi::OsStrExt;
+    let names: Vec<&[u8]> = path.iter().map(|c| c.as_bytes()).collect();
+    (1..=names.len()).find_map(|i| protected_name(&names[..i]))
+}
+
 /// The multi-component entry whose first components the last components of `names` are
 /// (`app/.cargo` for `.cargo/config.toml`): a symlink there leads to a protected name that the
 /// path itself does not spell.

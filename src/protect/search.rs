@@ -40,6 +40,8 @@ pub struct Protected {
     pub quarantined: Vec<(PathBuf, bool)>,
 }
 
+type Listing = Vec<(std::ffi::OsString, std::fs::FileType)>;
+
 impl Protected {
     /// The quarantined entries of a directory's listing ([`super::quarantined`]).
     fn note_quarantined<'l>(
@@ -53,10 +55,112 @@ impl Protected {
             }
         }
     }
+
+    /// Records what is at `path`: a symlink (refused by the policy), an entry to keep read-only,
+    /// or an absent one (a gap) when `record_absent`.
+    fn check(&mut self, path: PathBuf, record_absent: bool) {
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&path).unwrap_or_default();
+                self.present.push((path, false, Some(target)));
+            }
+            // A .git directory is the repository itself: its named parts are protected, not
+            // all of it (git must write objects, refs and the index). A .git file is protected.
+            Ok(m) if m.is_dir() && path.file_name().is_some_and(|n| n == ".git") => {}
+            Ok(m) => self.present.push((path, m.is_dir(), None)),
+            // A new .git is caught after the run by the check of what the command planted.
+            Err(_) if path.file_name().is_some_and(|n| n == ".git") => {}
+            Err(_) if record_absent => self.absent.push(path),
+            Err(_) => {}
+        }
+    }
+
+    /// The names that hold configuration and hooks in the git directory `git_dir`, and what an
+    /// earlier run moved aside in it (unless the walk `listed` it already) and in its `modules`.
+    fn git_dir_parts(&mut self, git_dir: &Path, listed: bool) {
+        if !listed {
+            let l = listing_of(git_dir);
+            self.note_quarantined(git_dir, l.iter().map(|(n, t)| (n, t)));
+        }
+        let modules = git_dir.join("modules");
+        let l = listing_of(&modules);
+        self.note_quarantined(&modules, l.iter().map(|(n, t)| (n, t)));
+        for part in PROTECTED_IN_GIT_DIRS {
+            self.check(git_dir.join(part.pattern), part.pattern != "config");
+        }
+    }
+
+    /// A git directory by its layout (`dir`): its configuration and hooks, and those of the
+    /// submodules and worktrees it holds; never its objects (git must write them).
+    fn git_dir(&mut self, root: &Path, dir: &Path, home: Option<&Path>) {
+        // What the config includes is config too (the same commands).
+        let code = super::git::config_code(dir, home);
+        for path in code.hooks.into_iter().chain(code.included) {
+            if path.starts_with(root) {
+                self.check(path, false);
+            }
+        }
+        for git_dir in super::git::git_dirs_of(dir) {
+            self.git_dir_parts(&git_dir, git_dir == dir);
+        }
+    }
+
+    /// A directory that is no git directory, `depth` below the root, with its `listing`.
+    fn plain_dir(
+        &mut self,
+        root: &Path,
+        dir: &Path,
+        depth: usize,
+        listing: &Listing,
+        home: Option<&Path>,
+    ) {
+        if depth == 0 {
+            // At the root every plain name is looked up: an absent one is a gap.
+            for p in PROTECTED.iter().filter(|p| !p.pattern.starts_with('*')) {
+                self.check(dir.join(p.pattern), true);
+            }
+        }
+        for (name, _) in listing {
+            let n = name.as_bytes();
+            if depth > 0 {
+                for p in super::names::patterns_starting_with(n) {
+                    self.check(dir.join(p.pattern), false);
+                }
+            }
+            if super::names::protected_name(&[n]).is_some_and(|p| p.pattern.starts_with('*')) {
+                self.check(dir.join(name), false);
+            }
+        }
+        // core.hooksPath in the repository's (read-only) config names where its hooks live;
+        // the files it includes are config too.
+        for hooks in super::git::hooks_dirs_behind(&dir.join(".git"), home)
+            .into_iter()
+            .filter(|h| h.starts_with(root))
+        {
+            self.check(hooks, depth == 0);
+        }
+        for inc in super::gitconfig::included_files(&dir.join(".git/config"), home) {
+            if inc.starts_with(root) {
+                self.check(inc, false);
+            }
+        }
+        // Every git directory of this repository: .git itself, each submodule's under
+        // .git/modules (at any depth: a submodule at lib/foo lives in .git/modules/lib/foo) and
+        // each linked worktree's. In each, the names that hold configuration and hooks are kept
+        // read-only.
+        for git_dir in super::git::git_dirs_of(&dir.join(".git")) {
+            self.git_dir_parts(&git_dir, false);
+        }
+        // A gitfile: the git directories it leads to may lie outside every writable tree
+        // (a linked worktree's, in its main repository); see linked_worktree.
+        if listing.iter().any(|(n, t)| n == ".git" && t.is_file()) {
+            self.worktrees.push(dir.to_path_buf());
+        }
+    }
 }
 
 /// The listing of a directory as (name, type), empty when it cannot be read.
-fn listing_of(dir: &Path) -> Vec<(std::ffi::OsString, std::fs::FileType)> {
+fn listing_of(dir: &Path) -> Listing {
     std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -73,31 +177,15 @@ fn listing_of(dir: &Path) -> Vec<(std::ffi::OsString, std::fs::FileType)> {
 pub fn find_protected(root: &Path) -> Protected {
     use std::os::unix::fs::MetadataExt;
     let mut out = Protected::default();
-    let check =
-        |path: PathBuf, out: &mut Protected, record_absent: bool| match std::fs::symlink_metadata(
-            &path,
-        ) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let target = std::fs::read_link(&path).unwrap_or_default();
-                out.present.push((path, false, Some(target)));
-            }
-            // A .git directory is the repository itself: its named parts are protected, not
-            // all of it (git must write objects, refs and the index). A .git file is protected.
-            Ok(m) if m.is_dir() && path.file_name().is_some_and(|n| n == ".git") => {}
-            Ok(m) => out.present.push((path, m.is_dir(), None)),
-            // A new .git is caught after the run by the check of what the command planted.
-            Err(_) if path.file_name().is_some_and(|n| n == ".git") => {}
-            Err(_) if record_absent => out.absent.push(path),
-            Err(_) => {}
-        };
     // The hooks directory the user's own git config names, for every repository, and those of
     // the repositories that hold this tree.
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut outside = super::gitconfig::global_hooks_dirs(home.as_deref());
+    let home = home.as_deref();
+    let mut outside = super::gitconfig::global_hooks_dirs(home);
     outside.extend(super::git::enclosing_repo_hooks_dirs(root));
     for hooks in outside {
         if hooks.starts_with(root) && hooks != root {
-            check(hooks, &mut out, false);
+            out.check(hooks, false);
         }
     }
     let device = std::fs::metadata(root).map(|m| m.dev()).ok();
@@ -108,99 +196,18 @@ pub fn find_protected(root: &Path) -> Protected {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
-        let listing: Vec<(std::ffi::OsString, std::fs::FileType)> = entries
+        let listing: Listing = entries
             .flatten()
             .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
             .collect();
         out.note_quarantined(&dir, listing.iter().map(|(n, t)| (n, t)));
         let has = |name: &str| listing.iter().any(|(n, _)| n == name);
-        // A git directory by its layout: its configuration and hooks, and those of the
-        // submodules and worktrees it holds; never its objects (git must write them).
         let named_git_root = depth == 0 && dir.file_name().is_some_and(|n| n == ".git");
         if named_git_root || super::git::is_git_layout(has) {
-            let home = std::env::var_os("HOME").map(PathBuf::from);
-            for hooks in super::gitconfig::repo_hooks_dirs(&dir, home.as_deref()) {
-                if hooks.starts_with(root) {
-                    check(hooks, &mut out, false);
-                }
-            }
-            // What the config includes is config too (the same commands).
-            for inc in super::gitconfig::included_files(&dir.join("config"), home.as_deref()) {
-                if inc.starts_with(root) {
-                    check(inc, &mut out, false);
-                }
-            }
-            for git_dir in super::git::git_dirs_of(&dir) {
-                if git_dir != dir {
-                    let l = listing_of(&git_dir);
-                    out.note_quarantined(&git_dir, l.iter().map(|(n, t)| (n, t)));
-                }
-                let modules = git_dir.join("modules");
-                let l = listing_of(&modules);
-                out.note_quarantined(&modules, l.iter().map(|(n, t)| (n, t)));
-                for part in PROTECTED_IN_GIT_DIRS {
-                    check(
-                        git_dir.join(part.pattern),
-                        &mut out,
-                        part.pattern != "config",
-                    );
-                }
-            }
+            out.git_dir(root, &dir, home);
             continue;
         }
-        if depth == 0 {
-            // At the root every plain name is looked up: an absent one is a gap.
-            for p in PROTECTED.iter().filter(|p| !p.pattern.starts_with('*')) {
-                check(dir.join(p.pattern), &mut out, true);
-            }
-        }
-        for (name, _) in &listing {
-            let n = name.as_bytes();
-            if depth > 0 {
-                for p in super::names::patterns_starting_with(n) {
-                    check(dir.join(p.pattern), &mut out, false);
-                }
-            }
-            if super::names::protected_name(&[n]).is_some_and(|p| p.pattern.starts_with('*')) {
-                check(dir.join(name), &mut out, false);
-            }
-        }
-        // core.hooksPath in the repository's (read-only) config names where its hooks live;
-        // the files it includes are config too.
-        for hooks in super::git::hooks_dirs(&dir)
-            .into_iter()
-            .filter(|h| h.starts_with(root))
-        {
-            check(hooks, &mut out, depth == 0);
-        }
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        for inc in super::gitconfig::included_files(&dir.join(".git/config"), home.as_deref()) {
-            if inc.starts_with(root) {
-                check(inc, &mut out, false);
-            }
-        }
-        // Every git directory of this repository: .git itself, each submodule's under
-        // .git/modules (at any depth: a submodule at lib/foo lives in .git/modules/lib/foo) and
-        // each linked worktree's. In each, the names that hold configuration and hooks are kept
-        // read-only.
-        for git_dir in super::git::git_dirs_of(&dir.join(".git")) {
-            for d in [git_dir.clone(), git_dir.join("modules")] {
-                let l = listing_of(&d);
-                out.note_quarantined(&d, l.iter().map(|(n, t)| (n, t)));
-            }
-            for part in PROTECTED_IN_GIT_DIRS {
-                check(
-                    git_dir.join(part.pattern),
-                    &mut out,
-                    part.pattern != "config",
-                );
-            }
-        }
-        // A gitfile: the git directories it leads to may lie outside every writable tree
-        // (a linked worktree's, in its main repository); see linked_worktree.
-        if listing.iter().any(|(n, t)| n == ".git" && t.is_file()) {
-            out.worktrees.push(dir.clone());
-        }
+        out.plain_dir(root, &dir, depth, &listing, home);
         if depth == SEARCH_DEPTH {
             continue;
         }
