@@ -595,6 +595,12 @@ fn repository_configs(snaps: &[&Snapshot], home: Option<&Path>) -> (Vec<PathBuf>
     (out, included)
 }
 
+/// Whether the entry at `kp` is the same before and after the run (it existed before).
+fn same_before(t: &Touched<'_>, kp: &[u8]) -> bool {
+    let (b, a) = (t.before.get(kp), t.after.get(kp));
+    b.is_some() && b == a
+}
+
 /// Whether `path` is one tool's configuration in `home`: a dot entry of HOME, or one entry of
 /// the shared containers (`.config/X`, `.cache/X`, `.local/share/X`, `.local/state/X`,
 /// `.local/lib/X`) — the unit moved aside when the run changed something there.
@@ -789,30 +795,58 @@ impl<'r> Finder<'r> {
                 return State::Unit;
             }
         }
+        if let Some(state) = self.listed_unit(&abs, exempt) {
+            return state;
+        }
+        let mut names: Vec<&[u8]> = self.root_names.iter().map(Vec::as_slice).collect();
+        if !kp.is_empty() {
+            names.extend(kp.split(|b| *b == 0));
+        }
+        if let Some(why) = self.link_why(t, kp, &abs, &names, exempt) {
+            self.unit(abs, why);
+            return State::Unit;
+        }
+        if let Some(p) = protected_name(&names) {
+            let kept_repository = p.pattern == ".git"
+                && t.after
+                    .get(kp)
+                    .is_some_and(|n| n.file_type == libc::S_IFDIR)
+                && same_before(t, kp);
+            if !kept_repository && !exempt {
+                self.unit(abs, format!("{}: {}", p.pattern, p.why));
+                return State::Unit;
+            }
+        }
+        self.layout_state(t, kp, abs, parent, exempt)
+    }
+
+    /// The unit the rules' own lists make of `abs` (the profile's paths, an agent's state, a
+    /// dot entry of HOME, the host's git's places, hooks directories, PATH), if any.
+    fn listed_unit(&mut self, abs: &Path, exempt: bool) -> Option<State> {
         if let Some(x) = self.rules.exact.iter().find(|x| **x == abs && !exempt) {
             let why = "a protected path of the profile (the agent's settings or code)";
             self.unit(x.clone(), why.into());
-            return State::Unit;
+            return Some(State::Unit);
         }
         if let Some(s) = (!exempt)
-            .then(|| crate::protect::agent_state::code_in(&self.rules.states, &abs))
+            .then(|| crate::protect::agent_state::code_in(&self.rules.states, abs))
             .flatten()
         {
             let why = crate::protect::agent_state::why_code(&s.dir);
-            self.unit(abs, why);
-            return State::Unit;
+            self.unit(abs.to_path_buf(), why);
+            return Some(State::Unit);
         }
         if !exempt
             && self
                 .rules
                 .home
                 .as_deref()
-                .is_some_and(|h| home_config(h, &abs))
+                .is_some_and(|h| home_config(h, abs))
         {
             let why = "a dot entry of your home directory: tools read their configuration, and \
                        often code, there";
-            self.unit(abs, why.into());
-            return State::Unit;
+            self.unit(abs.to_path_buf(), why.into());
+            return Some(State::Unit);
         }
         if let Some(p) = self
             .rules
@@ -820,13 +854,13 @@ impl<'r> Finder<'r> {
             .iter()
             .find(|p| p.path == abs && !exempt)
         {
-            self.unit(abs, p.why.clone());
-            return State::Unit;
+            self.unit(abs.to_path_buf(), p.why.clone());
+            return Some(State::Unit);
         }
-        if !exempt && self.rules.hooks_dirs.contains(&abs) {
+        if !exempt && self.rules.hooks_dirs.iter().any(|h| h == abs) {
             let why = "the directory core.hooksPath names: git runs the hooks there";
-            self.unit(abs, why.into());
-            return State::Unit;
+            self.unit(abs.to_path_buf(), why.into());
+            return Some(State::Unit);
         }
         if let Some(d) = abs
             .parent()
@@ -836,76 +870,75 @@ impl<'r> Finder<'r> {
                 "in {}, a directory on your PATH: it would shadow a command",
                 d.display()
             );
-            self.unit(abs, why);
-            return State::Unit;
+            self.unit(abs.to_path_buf(), why);
+            return Some(State::Unit);
         }
-        let mut names: Vec<&[u8]> = self.root_names.iter().map(Vec::as_slice).collect();
-        if !kp.is_empty() {
-            names.extend(kp.split(|b| *b == 0));
-        }
-        let same_before = |tree: &Tree<'_>| {
-            let (b, a) = (tree.get(kp), t.after.get(kp));
-            b.is_some() && b == a
-        };
+        None
+    }
+
+    /// Why a symlink the run created or retargeted at `kp` is a unit, if it is one.
+    fn link_why(
+        &self,
+        t: &Touched<'_>,
+        kp: &[u8],
+        abs: &Path,
+        names: &[&[u8]],
+        exempt: bool,
+    ) -> Option<String> {
         // A symlink the run created or retargeted on the way to a protected path: the path git,
         // the shell or the agent will follow is not the one the rules spell.
         let is_link = t
             .after
             .get(kp)
             .is_some_and(|n| n.file_type == libc::S_IFLNK);
-        if is_link && !exempt && !same_before(&t.before) {
+        if is_link && !exempt && !same_before(t, kp) {
             let leads = self
                 .rules
                 .exact
                 .iter()
                 .chain(&self.rules.hooks_dirs)
                 .chain(&self.rules.path_dirs)
-                .any(|r| r.starts_with(&abs));
+                .any(|r| r.starts_with(abs));
             if leads {
-                self.unit(
-                    abs,
+                return Some(
                     "a symlink on the way to a protected path (hooks, PATH, the agent's settings)"
                         .into(),
                 );
-                return State::Unit;
             }
             // Where it leads, read on the host: a git directory, something moved aside, or a
             // directory holding either is what a host tool told to use the link's path runs.
-            if let Some(why) = crate::protect::git::link_leads_to_code(&abs) {
-                self.unit(abs, why.into());
-                return State::Unit;
+            if let Some(why) = crate::protect::git::link_leads_to_code(abs) {
+                return Some(why.into());
             }
-            let outside = std::fs::canonicalize(&abs).is_ok_and(|target| {
+            let outside = std::fs::canonicalize(abs).is_ok_and(|target| {
                 target.is_dir() && !self.rules.roots.iter().any(|r| target.starts_with(r))
             });
             if outside {
                 let why = "a symlink to a directory outside the writable trees: what it leads to \
                            was not checked";
-                self.unit(abs, why.into());
-                return State::Unit;
+                return Some(why.into());
             }
-            if let Some(p) = protected_prefix(&names) {
-                self.unit(
-                    abs,
-                    format!(
-                        "a symlink where {} begins: it leads to a protected name elsewhere",
-                        p.pattern
-                    ),
-                );
-                return State::Unit;
+            if let Some(p) = protected_prefix(names) {
+                return Some(format!(
+                    "a symlink where {} begins: it leads to a protected name elsewhere",
+                    p.pattern
+                ));
             }
         }
-        if let Some(p) = protected_name(&names) {
-            let kept_repository = p.pattern == ".git"
-                && t.after
-                    .get(kp)
-                    .is_some_and(|n| n.file_type == libc::S_IFDIR)
-                && same_before(&t.before);
-            if !kept_repository && !exempt {
-                self.unit(abs, format!("{}: {}", p.pattern, p.why));
-                return State::Unit;
-            }
-        }
+        None
+    }
+
+    /// The state of `kp` by git's layout: a git directory kept, a submodule's under `modules`,
+    /// or a repository the run made.
+    fn layout_state(
+        &mut self,
+        t: &Touched<'_>,
+        kp: &[u8],
+        abs: PathBuf,
+        parent: Option<State>,
+        exempt: bool,
+    ) -> State {
+        let last: &[u8] = kp.rsplit(|b| *b == 0).next().unwrap_or_default();
         let layout = |tree: Tree<'_>| {
             is_git_layout(|n| {
                 let mut k = kp.to_vec();
@@ -920,11 +953,11 @@ impl<'r> Finder<'r> {
         // one that is not complete yet (`hooks`, `config`, no objects) is taken as it stands
         // by a later `git submodule add` or `update`, and is a repository once completed.
         if parent == Some(State::Modules) && !exempt {
-            if same_before(&t.before) && layout(t.before) {
+            if same_before(t, kp) && layout(t.before) {
                 if layout(t.after) {
                     return State::GitDir;
                 }
-            } else if same_before(&t.before)
+            } else if same_before(t, kp)
                 && t.after
                     .get(kp)
                     .is_some_and(|n| n.file_type == libc::S_IFDIR)
@@ -944,7 +977,7 @@ impl<'r> Finder<'r> {
             return State::Unit;
         }
         if layout(t.after) {
-            if same_before(&t.before) && layout(t.before) {
+            if same_before(t, kp) && layout(t.before) {
                 return State::GitDir;
             }
             self.unit(
