@@ -126,10 +126,23 @@ fn repository_places(
             why: "git's hooks directory".into(),
         });
     }
+    hook_places(&hook_dirs, worktree, home, read, out);
+}
+
+/// Where the hooks in `hook_dirs` lead: a hooks directory that is a symlink, hooks in it that
+/// are, and the work-tree scripts a hook runs.
+fn hook_places(
+    hook_dirs: &[PathBuf],
+    worktree: &Path,
+    home: Option<&Path>,
+    read: Reader<'_>,
+    out: &mut Vec<Place>,
+) {
     // A hooks directory that is a symlink, or hooks in it that are: git follows them to files
     // elsewhere, perhaps in the work tree.
     for dir in hook_dirs {
-        let real = crate::paths::real_path(&dir);
+        let dir = dir.as_path();
+        let real = crate::paths::real_path(dir);
         if real != dir {
             out.push(Place {
                 path: real.clone(),
