@@ -31,11 +31,13 @@ pub mod linux;
 pub mod macos;
 pub mod net;
 pub mod notice;
+pub mod paths;
 mod platform;
 pub mod policy;
 pub mod policy_file;
 pub mod prepare;
 pub mod probe;
+pub mod protect;
 #[cfg(target_os = "linux")]
 pub mod run_report;
 pub mod sandbox;

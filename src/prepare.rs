@@ -616,7 +616,7 @@ fn named_in_protected(paths: &[ProfilePathRule], home: Option<&Path>) -> Vec<Pro
         .collect();
     let mut out: Vec<ProfilePathRule> = Vec::new();
     for rule in paths.iter().filter(|p| p.protect) {
-        let Ok(text) = policy::gitconfig::read_small(&rule.path) else {
+        let Ok(text) = crate::protect::gitconfig::read_small(&rule.path) else {
             continue;
         };
         let separators = |c: char| c.is_whitespace() || "\"'`,;=()[]{}<>|&".contains(c);
@@ -654,8 +654,14 @@ fn agent_state_rules(
     prof: &policy::profile::Resolved,
     x: &Expansion,
     paths: &[ProfilePathRule],
-) -> Result<(Vec<policy::agent_state::StateDir>, Vec<ProfilePathRule>), JailError> {
-    use policy::agent_state::{self, StateDir};
+) -> Result<
+    (
+        Vec<crate::protect::agent_state::StateDir>,
+        Vec<ProfilePathRule>,
+    ),
+    JailError,
+> {
+    use crate::protect::agent_state::{self, StateDir};
     let mut states = Vec::new();
     let mut out: Vec<ProfilePathRule> = Vec::new();
     let writable: Vec<&PathBuf> = paths

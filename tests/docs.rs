@@ -26,11 +26,11 @@ fn docs() -> Vec<PathBuf> {
 /// The protected names with their reasons, as docs/protected-names.md shows them.
 fn protected_tables() -> String {
     let mut out = String::from("| protected name (any depth) | why: what runs it |\n|---|---|\n");
-    for p in jail::policy::PROTECTED {
+    for p in jail::protect::PROTECTED {
         out += &format!("| `{}` | {} |\n", p.pattern, p.why);
     }
     out += "\n| in every git directory | why |\n|---|---|\n";
-    for p in jail::policy::PROTECTED_IN_GIT_DIRS {
+    for p in jail::protect::PROTECTED_IN_GIT_DIRS {
         out += &format!("| `{}` | {} |\n", p.pattern, p.why);
     }
     out

@@ -1,5 +1,6 @@
 //! The shape of the library, checked on its sources: the Linux layer knows nothing of the
-//! command line, no two modules import each other, and lib.rs only declares and re-exports.
+//! command line, no two modules import each other, lib.rs only declares and re-exports, and only
+//! `protect` knows what is dangerous inside a writable tree.
 //! A module is a file (`a/b.rs` or `a/b/mod.rs` is `a::b`); an import is any `crate::` or
 //! `super::` path outside a `#[cfg(test)] mod tests` block. A parent's use of the children it
 //! declares (`mod http;` then `http::serve`) is its structure, not an import, and is not
@@ -182,4 +183,47 @@ fn lib_rs_only_declares_and_re_exports() {
             "lib.rs holds more than declarations: {line}"
         );
     }
+}
+
+/// What is dangerous inside a writable tree has one owner, `protect`: no other module holds a
+/// table of protected names or spells git's layout (what makes a git directory, where a gitfile
+/// leads, the key that moves its hooks); they ask `protect`.
+#[test]
+fn only_protect_holds_the_protected_names_and_git_layouts() {
+    let markers = [
+        "[protectedname]",
+        "protectedname {",
+        "fn is_git_layout",
+        "\"commondir\"",
+        "\"gitdir:\"",
+        "\"hookspath\"",
+    ];
+    let mut paths = Vec::new();
+    files(&src(), &mut paths);
+    let owner = src().join("protect");
+    let found = |p: &Path| -> Vec<&str> {
+        let text = code(p).to_lowercase();
+        markers
+            .iter()
+            .copied()
+            .filter(|m| text.contains(m))
+            .collect()
+    };
+    let bad: Vec<String> = paths
+        .iter()
+        .filter(|p| !p.starts_with(&owner))
+        .flat_map(|p| {
+            found(p)
+                .into_iter()
+                .map(move |m| format!("{}: {m}", p.display()))
+        })
+        .collect();
+    assert!(bad.is_empty(), "outside protect: {bad:?}");
+    // The check sees them where they are.
+    let held: BTreeSet<&str> = paths
+        .iter()
+        .filter(|p| p.starts_with(&owner))
+        .flat_map(|p| found(p))
+        .collect();
+    assert_eq!(held.len(), markers.len(), "protect holds only {held:?}");
 }

@@ -128,7 +128,7 @@ fn every_protected_name_is_moved_aside_when_created() {
         return;
     }
     let mut paths = Vec::new();
-    for p in jail::policy::PROTECTED {
+    for p in jail::protect::PROTECTED {
         let pattern = p.pattern.replace('*', "x");
         // .git/* entries need a repository: a new .git is itself moved aside whole.
         if pattern.starts_with(".git/") {

@@ -3,7 +3,7 @@
 //!
 //! One walk: a snapshot of every writable tree before the command starts, another after it ends
 //! ([`super::changes`]), and their comparison. Every change (created, modified, mode changed) is
-//! classified against the protected list ([`crate::policy::PROTECTED`]), by name at any depth,
+//! classified against the protected list ([`crate::protect::PROTECTED`]), by name at any depth,
 //! and against git's own test for a repository (`HEAD` with `objects/` and `refs/`, or a
 //! `commondir`), whatever the directory is called: a bare repository, a new `.git`, a submodule's
 //! git directory under `.git/modules`. What matches becomes a [`Unit`], the outermost entry to
@@ -21,9 +21,9 @@ use serde::{Deserialize, Serialize};
 use super::changes::{self, ChangeKind, Changes, Limits, Snapshot, Touched, Tree};
 use crate::byte_path::BytePath;
 use crate::error::JailError;
-use crate::policy::{
-    PROTECTED_IN_GIT_DIRS, Policy, is_git_layout, protected_name, protected_prefix,
-};
+use crate::policy::Policy;
+use crate::protect::git::is_git_layout;
+use crate::protect::{PROTECTED_IN_GIT_DIRS, protected_name, protected_prefix};
 
 /// At most this many units are collected; beyond, the result is incomplete (and the run fails).
 const MAX_UNITS: usize = 100_000;
@@ -74,16 +74,16 @@ pub struct Rules {
     /// the code) of every tool the user runs, far more than any list names.
     pub home: Option<PathBuf>,
     /// The places the host's git runs code from inside the writable trees (the one owner,
-    /// [`crate::policy::host_code`], shared with the copy-on-write flags): a change at or
+    /// [`crate::protect::host_code`], shared with the copy-on-write flags): a change at or
     /// beneath one moves it aside.
-    pub host_code: Vec<crate::policy::host_code::Place>,
+    pub host_code: Vec<crate::protect::host_code::Place>,
     /// The writable trees: a new symlink to a directory outside them leads the host's tools
     /// into what this check never walked (the host's /tmp, with --tmp host or without the
     /// mount view).
     pub roots: Vec<PathBuf>,
     /// The agents' state directories with the data named in them: anything else created or
-    /// changed there is code the agent's hooks may run ([`crate::policy::agent_state`]).
-    pub states: Vec<crate::policy::agent_state::StateDir>,
+    /// changed there is code the agent's hooks may run ([`crate::protect::agent_state`]).
+    pub states: Vec<crate::protect::agent_state::StateDir>,
     /// jail's own state (its stores of copy-on-write layers): hidden from the command, written
     /// by jail itself during the run, so never the command's plant. It is never moved aside,
     /// nor is a directory that holds it: such a unit is split into the entries beside it.
@@ -101,10 +101,10 @@ impl Rules {
             list.sort();
             list.dedup();
         }
-        let real: Vec<crate::policy::host_code::Place> = self
+        let real: Vec<crate::protect::host_code::Place> = self
             .host_code
             .iter()
-            .map(|p| crate::policy::host_code::Place {
+            .map(|p| crate::protect::host_code::Place {
                 path: crate::policy::real_path(&p.path),
                 why: p.why.clone(),
             })
@@ -131,17 +131,9 @@ impl Rules {
             .map(|h| crate::policy::real_path(&h));
         let mut exact = policy.profile_protected.clone();
         // The files the user's own git configs include, where the run could write them.
-        let xdg = std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| home.as_ref().map(|h| h.join(".config")));
-        let globals = home
-            .iter()
-            .map(|h| h.join(".gitconfig"))
-            .chain(xdg.map(|x| x.join("git/config")));
-        for g in globals {
+        for g in crate::protect::gitconfig::user_files(home.as_deref()) {
             exact.extend(
-                crate::policy::gitconfig::included_files(&g, home.as_deref())
+                crate::protect::gitconfig::included_files(&g, home.as_deref())
                     .into_iter()
                     .filter(|f| roots.iter().any(|r| f.starts_with(r))),
             );
@@ -149,10 +141,10 @@ impl Rules {
         let host_code = roots
             .iter()
             .flat_map(|r| {
-                crate::policy::host_code::places(
+                crate::protect::host_code::places(
                     r,
                     home.as_deref(),
-                    &crate::policy::host_code::host_reader,
+                    &crate::protect::host_code::host_reader,
                 )
             })
             .filter(|p| roots.iter().any(|r| p.path.starts_with(r)))
@@ -174,13 +166,13 @@ impl Rules {
             exempt: policy.writable_paths().map(Path::to_path_buf).collect(),
             exact,
             path_dirs,
-            hooks_dirs: crate::policy::gitconfig::global_hooks_dirs(home.as_deref())
+            hooks_dirs: crate::protect::gitconfig::global_hooks_dirs(home.as_deref())
                 .into_iter()
                 .map(|h| crate::policy::real_path(&h))
                 .chain(
                     roots
                         .iter()
-                        .flat_map(|r| crate::policy::enclosing_repo_hooks_dirs(r)),
+                        .flat_map(|r| crate::protect::git::enclosing_repo_hooks_dirs(r)),
                 )
                 .collect(),
         };
@@ -508,13 +500,13 @@ impl Watch {
                 host_code: record
                     .host_code
                     .into_iter()
-                    .map(|(path, why)| crate::policy::host_code::Place { path: path.0, why })
+                    .map(|(path, why)| crate::protect::host_code::Place { path: path.0, why })
                     .collect(),
                 roots: unbp(record.rule_roots),
                 states: record
                     .states
                     .into_iter()
-                    .map(|(dir, data)| crate::policy::agent_state::StateDir { dir: dir.0, data })
+                    .map(|(dir, data)| crate::protect::agent_state::StateDir { dir: dir.0, data })
                     .collect(),
                 own: unbp(record.own),
             },
@@ -548,10 +540,10 @@ impl Watch {
         for snap in [&self.baseline, &after] {
             for dotgit in snap.paths_named(".git").into_iter().take(10_000) {
                 rules.host_code.extend(
-                    crate::policy::host_code::nested_places(
+                    crate::protect::host_code::nested_places(
                         &dotgit,
                         home.as_deref(),
-                        &crate::policy::host_code::host_reader,
+                        &crate::protect::host_code::host_reader,
                     )
                     .into_iter()
                     .filter(|p| self.roots.iter().any(|r| p.path.starts_with(r))),
@@ -578,22 +570,22 @@ fn repository_configs(snaps: &[&Snapshot], home: Option<&Path>) -> (Vec<PathBuf>
     let mut read = 0;
     for snap in snaps {
         for config in snap.paths_named("config") {
-            let Some(dir) = config.parent() else { continue };
-            if read >= 10_000 || std::fs::symlink_metadata(dir.join("HEAD")).is_err() {
+            if read >= 10_000 {
                 continue;
             }
+            let Some(code) = crate::protect::git::config_code_of(&config, home) else {
+                continue;
+            };
             read += 1;
-            out.extend(crate::policy::gitconfig::repo_hooks_dirs(dir, home));
-            included.extend(crate::policy::gitconfig::included_files(&config, home));
+            out.extend(code.hooks);
+            included.extend(code.included);
         }
     }
     // Gitfiles (linked worktrees, submodules) lead to git directories that may be outside the
     // writable trees, whose hooks paths are resolved in the work trees inside them.
     for snap in snaps {
         for dotgit in snap.paths_named(".git").into_iter().take(10_000) {
-            for gitdir in crate::policy::git_dirs_behind(&dotgit) {
-                out.extend(crate::policy::gitconfig::repo_hooks_dirs(&gitdir, home));
-            }
+            out.extend(crate::protect::git::hooks_dirs_behind(&dotgit, home));
         }
     }
     for list in [&mut out, &mut included] {
@@ -601,6 +593,12 @@ fn repository_configs(snaps: &[&Snapshot], home: Option<&Path>) -> (Vec<PathBuf>
         list.dedup();
     }
     (out, included)
+}
+
+/// Whether the entry at `kp` is the same before and after the run (it existed before).
+fn same_before(t: &Touched<'_>, kp: &[u8]) -> bool {
+    let (b, a) = (t.before.get(kp), t.after.get(kp));
+    b.is_some() && b == a
 }
 
 /// Whether `path` is one tool's configuration in `home`: a dot entry of HOME, or one entry of
@@ -797,30 +795,58 @@ impl<'r> Finder<'r> {
                 return State::Unit;
             }
         }
+        if let Some(state) = self.listed_unit(&abs, exempt) {
+            return state;
+        }
+        let mut names: Vec<&[u8]> = self.root_names.iter().map(Vec::as_slice).collect();
+        if !kp.is_empty() {
+            names.extend(kp.split(|b| *b == 0));
+        }
+        if let Some(why) = self.link_why(t, kp, &abs, &names, exempt) {
+            self.unit(abs, why);
+            return State::Unit;
+        }
+        if let Some(p) = protected_name(&names) {
+            let kept_repository = p.pattern == ".git"
+                && t.after
+                    .get(kp)
+                    .is_some_and(|n| n.file_type == libc::S_IFDIR)
+                && same_before(t, kp);
+            if !kept_repository && !exempt {
+                self.unit(abs, format!("{}: {}", p.pattern, p.why));
+                return State::Unit;
+            }
+        }
+        self.layout_state(t, kp, abs, parent, exempt)
+    }
+
+    /// The unit the rules' own lists make of `abs` (the profile's paths, an agent's state, a
+    /// dot entry of HOME, the host's git's places, hooks directories, PATH), if any.
+    fn listed_unit(&mut self, abs: &Path, exempt: bool) -> Option<State> {
         if let Some(x) = self.rules.exact.iter().find(|x| **x == abs && !exempt) {
             let why = "a protected path of the profile (the agent's settings or code)";
             self.unit(x.clone(), why.into());
-            return State::Unit;
+            return Some(State::Unit);
         }
         if let Some(s) = (!exempt)
-            .then(|| crate::policy::agent_state::code_in(&self.rules.states, &abs))
+            .then(|| crate::protect::agent_state::code_in(&self.rules.states, abs))
             .flatten()
         {
-            let why = crate::policy::agent_state::why_code(&s.dir);
-            self.unit(abs, why);
-            return State::Unit;
+            let why = crate::protect::agent_state::why_code(&s.dir);
+            self.unit(abs.to_path_buf(), why);
+            return Some(State::Unit);
         }
         if !exempt
             && self
                 .rules
                 .home
                 .as_deref()
-                .is_some_and(|h| home_config(h, &abs))
+                .is_some_and(|h| home_config(h, abs))
         {
             let why = "a dot entry of your home directory: tools read their configuration, and \
                        often code, there";
-            self.unit(abs, why.into());
-            return State::Unit;
+            self.unit(abs.to_path_buf(), why.into());
+            return Some(State::Unit);
         }
         if let Some(p) = self
             .rules
@@ -828,13 +854,13 @@ impl<'r> Finder<'r> {
             .iter()
             .find(|p| p.path == abs && !exempt)
         {
-            self.unit(abs, p.why.clone());
-            return State::Unit;
+            self.unit(abs.to_path_buf(), p.why.clone());
+            return Some(State::Unit);
         }
-        if !exempt && self.rules.hooks_dirs.contains(&abs) {
+        if !exempt && self.rules.hooks_dirs.iter().any(|h| h == abs) {
             let why = "the directory core.hooksPath names: git runs the hooks there";
-            self.unit(abs, why.into());
-            return State::Unit;
+            self.unit(abs.to_path_buf(), why.into());
+            return Some(State::Unit);
         }
         if let Some(d) = abs
             .parent()
@@ -844,76 +870,75 @@ impl<'r> Finder<'r> {
                 "in {}, a directory on your PATH: it would shadow a command",
                 d.display()
             );
-            self.unit(abs, why);
-            return State::Unit;
+            self.unit(abs.to_path_buf(), why);
+            return Some(State::Unit);
         }
-        let mut names: Vec<&[u8]> = self.root_names.iter().map(Vec::as_slice).collect();
-        if !kp.is_empty() {
-            names.extend(kp.split(|b| *b == 0));
-        }
-        let same_before = |tree: &Tree<'_>| {
-            let (b, a) = (tree.get(kp), t.after.get(kp));
-            b.is_some() && b == a
-        };
+        None
+    }
+
+    /// Why a symlink the run created or retargeted at `kp` is a unit, if it is one.
+    fn link_why(
+        &self,
+        t: &Touched<'_>,
+        kp: &[u8],
+        abs: &Path,
+        names: &[&[u8]],
+        exempt: bool,
+    ) -> Option<String> {
         // A symlink the run created or retargeted on the way to a protected path: the path git,
         // the shell or the agent will follow is not the one the rules spell.
         let is_link = t
             .after
             .get(kp)
             .is_some_and(|n| n.file_type == libc::S_IFLNK);
-        if is_link && !exempt && !same_before(&t.before) {
+        if is_link && !exempt && !same_before(t, kp) {
             let leads = self
                 .rules
                 .exact
                 .iter()
                 .chain(&self.rules.hooks_dirs)
                 .chain(&self.rules.path_dirs)
-                .any(|r| r.starts_with(&abs));
+                .any(|r| r.starts_with(abs));
             if leads {
-                self.unit(
-                    abs,
+                return Some(
                     "a symlink on the way to a protected path (hooks, PATH, the agent's settings)"
                         .into(),
                 );
-                return State::Unit;
             }
             // Where it leads, read on the host: a git directory, something moved aside, or a
             // directory holding either is what a host tool told to use the link's path runs.
-            if let Some(why) = crate::policy::quarantined::link_leads_to_code(&abs) {
-                self.unit(abs, why.into());
-                return State::Unit;
+            if let Some(why) = crate::protect::git::link_leads_to_code(abs) {
+                return Some(why.into());
             }
-            let outside = std::fs::canonicalize(&abs).is_ok_and(|target| {
+            let outside = std::fs::canonicalize(abs).is_ok_and(|target| {
                 target.is_dir() && !self.rules.roots.iter().any(|r| target.starts_with(r))
             });
             if outside {
                 let why = "a symlink to a directory outside the writable trees: what it leads to \
                            was not checked";
-                self.unit(abs, why.into());
-                return State::Unit;
+                return Some(why.into());
             }
-            if let Some(p) = protected_prefix(&names) {
-                self.unit(
-                    abs,
-                    format!(
-                        "a symlink where {} begins: it leads to a protected name elsewhere",
-                        p.pattern
-                    ),
-                );
-                return State::Unit;
+            if let Some(p) = protected_prefix(names) {
+                return Some(format!(
+                    "a symlink where {} begins: it leads to a protected name elsewhere",
+                    p.pattern
+                ));
             }
         }
-        if let Some(p) = protected_name(&names) {
-            let kept_repository = p.pattern == ".git"
-                && t.after
-                    .get(kp)
-                    .is_some_and(|n| n.file_type == libc::S_IFDIR)
-                && same_before(&t.before);
-            if !kept_repository && !exempt {
-                self.unit(abs, format!("{}: {}", p.pattern, p.why));
-                return State::Unit;
-            }
-        }
+        None
+    }
+
+    /// The state of `kp` by git's layout: a git directory kept, a submodule's under `modules`,
+    /// or a repository the run made.
+    fn layout_state(
+        &mut self,
+        t: &Touched<'_>,
+        kp: &[u8],
+        abs: PathBuf,
+        parent: Option<State>,
+        exempt: bool,
+    ) -> State {
+        let last: &[u8] = kp.rsplit(|b| *b == 0).next().unwrap_or_default();
         let layout = |tree: Tree<'_>| {
             is_git_layout(|n| {
                 let mut k = kp.to_vec();
@@ -928,11 +953,11 @@ impl<'r> Finder<'r> {
         // one that is not complete yet (`hooks`, `config`, no objects) is taken as it stands
         // by a later `git submodule add` or `update`, and is a repository once completed.
         if parent == Some(State::Modules) && !exempt {
-            if same_before(&t.before) && layout(t.before) {
+            if same_before(t, kp) && layout(t.before) {
                 if layout(t.after) {
                     return State::GitDir;
                 }
-            } else if same_before(&t.before)
+            } else if same_before(t, kp)
                 && t.after
                     .get(kp)
                     .is_some_and(|n| n.file_type == libc::S_IFDIR)
@@ -952,7 +977,7 @@ impl<'r> Finder<'r> {
             return State::Unit;
         }
         if layout(t.after) {
-            if same_before(&t.before) && layout(t.before) {
+            if same_before(t, kp) && layout(t.before) {
                 return State::GitDir;
             }
             self.unit(
@@ -1199,7 +1224,7 @@ mod tests {
         t.w("st/projects/old.jsonl", "x");
         t.w("st/tmp/keep", "x");
         let mut r = rules(&t);
-        r.states = vec![crate::policy::agent_state::StateDir {
+        r.states = vec![crate::protect::agent_state::StateDir {
             dir: t.p("st"),
             data: ["projects", "tmp/arg0-linux", "*.sqlite*"]
                 .map(String::from)
@@ -1315,7 +1340,7 @@ mod tests {
         let roots = vec![t.0.clone()];
         let mut rules = rules(&t);
         rules.exact.push(t.p("state/settings.json"));
-        rules.host_code.push(crate::policy::host_code::Place {
+        rules.host_code.push(crate::protect::host_code::Place {
             path: t.p("run-me"),
             why: "runs".into(),
         });

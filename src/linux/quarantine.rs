@@ -12,7 +12,7 @@ use nix::fcntl::{OFlag, openat};
 use nix::sys::stat::Mode;
 
 use super::planted::Planted;
-use crate::policy::quarantined::MARK;
+use crate::protect::quarantined::MARK;
 use crate::text::say;
 
 /// Moves every unit aside and says so; false when one could not be moved, or when the search was

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use super::seatbelt::{DATA_VOLUME, DNS_SOCKET, Params, profile, quote, real_path};
 use super::{NotRunnable, child_env, find_command};
 use crate::policy::profile::{Catalog, EMBEDDED, Expansion, TmpOption};
-use crate::policy::{Access, Kind, Origin, PROTECTED, PathRule, Policy, TmpMode};
+use crate::policy::{Access, Kind, Origin, PathRule, Policy, TmpMode};
+use crate::protect::PROTECTED;
 
 const HOME: &str = "/Users/u";
 const CWD: &str = "/Users/u/repo";

@@ -204,7 +204,7 @@ impl HostLook for RealHost {
     }
 
     fn venv_home(&self, prefix: &Path) -> Option<PathBuf> {
-        let text = super::gitconfig::read_small(&prefix.join("pyvenv.cfg")).ok()?;
+        let text = crate::protect::gitconfig::read_small(&prefix.join("pyvenv.cfg")).ok()?;
         let home = text.lines().find_map(|l| {
             let (k, v) = l.split_once('=')?;
             (k.trim() == "home").then(|| PathBuf::from(v.trim()))

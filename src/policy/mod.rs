@@ -1,32 +1,20 @@
 //! The one policy every layer compiles: path rules, /tmp mode, required level and the command.
 //! Pure data and pure functions; no syscalls live here.
 
-pub mod agent_state;
 mod credfiles;
-mod defaults;
 pub mod duration;
 pub mod env;
-pub mod env_configs;
-pub mod gitconfig;
 pub mod homes;
-pub mod host_code;
 pub mod limits;
 pub mod profile;
-pub mod quarantined;
 mod resolve;
 mod secrets;
 pub mod settings;
 pub mod sockets;
 pub mod wildcard;
 
-pub use defaults::{
-    PROTECTED, PROTECTED_IN_GIT_DIRS, ProtectedName, is_git_layout, pattern_matches,
-    protected_name, protected_prefix,
-};
-pub use resolve::{
-    AgentLoginPath, CACHE_FLAG, COW_FLAG, PolicyInput, ProfilePathRule, absolute,
-    enclosing_repo_hooks_dirs, git_dirs_behind, real_path, resolve,
-};
+pub use crate::paths::{absolute, real_path};
+pub use resolve::{AgentLoginPath, CACHE_FLAG, COW_FLAG, PolicyInput, ProfilePathRule, resolve};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -153,7 +141,7 @@ pub struct Policy {
     pub guarded: Vec<(PathBuf, Vec<String>)>,
     /// The agents' state directories (real paths) with the data named in them: what the run
     /// creates or changes there outside the data is moved aside after it.
-    pub agent_states: Vec<agent_state::StateDir>,
+    pub agent_states: Vec<crate::protect::agent_state::StateDir>,
     /// The command's environment (names only when serialized).
     pub env: env::ChildEnv,
     #[serde(with = "crate::byte_path")]

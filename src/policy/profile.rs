@@ -77,7 +77,7 @@ struct PathsSection {
     /// An agent's state directory (also named in `rw`) and the data it writes there (names
     /// relative to it, `*` for any run of characters in one component): everything else in it
     /// is taken as code the agent's hooks and scripts may run, read-only where it exists and
-    /// moved aside after the run where it appears ([`super::agent_state`]).
+    /// moved aside after the run where it appears ([`crate::protect::agent_state`]).
     #[serde(default)]
     state: BTreeMap<String, Vec<String>>,
     #[serde(default)]

@@ -8,11 +8,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-use std::os::unix::ffi::OsStrExt;
-
-use super::defaults::{PROTECTED, PROTECTED_IN_GIT_DIRS};
 use super::{Access, Kind, Origin, PathRule, Policy, TmpMode};
 use crate::error::JailError;
+use crate::paths::{absolute, real_path};
+use crate::protect::PROTECTED_IN_GIT_DIRS;
+use crate::protect::git::{
+    LinkedWorktree, SHARED_GIT_PARTS, git_dirs_of, linked_worktree, submodule_git_dir,
+};
+use crate::protect::search::find_protected;
 
 /// Everything the resolver needs, already read from the command line and the environment.
 #[derive(Debug, Clone, Default)]
@@ -47,7 +50,7 @@ pub struct PolicyInput {
     /// The profiles' guarded JSON files, expanded (absolute), with their keys.
     pub guarded: Vec<(PathBuf, Vec<String>)>,
     /// The profiles' agent state directories, expanded (absolute), with their data patterns.
-    pub agent_states: Vec<super::agent_state::StateDir>,
+    pub agent_states: Vec<crate::protect::agent_state::StateDir>,
     /// Credential files the caller's environment names (variable, absolute path): hidden like
     /// the profile's credential stores, unless a flag names them.
     pub credential_files: Vec<(String, PathBuf)>,
@@ -223,7 +226,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
         agent_states: input
             .agent_states
             .iter()
-            .map(|s| super::agent_state::StateDir {
+            .map(|s| crate::protect::agent_state::StateDir {
                 dir: real_path(&s.dir),
                 data: s.data.clone(),
             })
@@ -613,7 +616,7 @@ fn add_flag_rules(user: &FlagRules, rules: &mut Rules) {
 }
 
 /// The tool configurations the command's and the caller's environments name
-/// ([`super::env_configs`]) inside a writable tree: read-only where they exist, and returned (present or not) to be moved aside
+/// ([`crate::protect::env_configs`]) inside a writable tree: read-only where they exist, and returned (present or not) to be moved aside
 /// after the run when the command creates or changes them; a missing one is a gap like a
 /// missing protected name. Not one a writable rule names itself or holds a writable rule
 /// (`--rw` said so), nor one in a copy-on-write tree (its writes never reach the host
@@ -635,9 +638,9 @@ fn protect_env_configs(
         .chain(&input.caller_env)
         .cloned()
         .collect();
-    let named = super::env_configs::named_configs(&vars, cwd)
+    let named = crate::protect::env_configs::named_configs(&vars, cwd)
         .into_iter()
-        .chain(super::env_configs::named_code(&vars, cwd));
+        .chain(crate::protect::env_configs::named_code(&vars, cwd));
     for (_, named) in named {
         let path = real_path(&named);
         let Some(root) = rules
@@ -915,92 +918,6 @@ fn protect_names(
     Ok((absent_protected, search_notes))
 }
 
-/// The git directories of a linked worktree, checked (see [`linked_worktree`]), all real paths.
-#[derive(Debug, PartialEq, Eq)]
-struct LinkedWorktree {
-    /// The worktree's own git directory, `<common>/worktrees/<name>`: index, HEAD, logs.
-    git_dir: PathBuf,
-    /// The main repository's git directory: objects and refs shared by all its worktrees.
-    common: PathBuf,
-}
-
-/// The parts of the main repository's git directory a linked worktree's git commands write:
-/// objects (add, commit), refs and their logs (commit, branch, checkout -b), packed-refs and
-/// reftable (the other ref stores). Not config, hooks or info: git reads those from the common
-/// directory for every worktree, and they are the ones that carry commands.
-const SHARED_GIT_PARTS: &[&str] = &["objects", "refs", "logs", "packed-refs", "reftable"];
-
-/// The linked worktree whose gitfile is `worktree/.git`, when everything agrees that it is one,
-/// read once before the run (the gitfile itself stays read-only, so the command cannot point it
-/// elsewhere): the gitfile's `gitdir:` line names a directory holding HEAD and a `commondir`
-/// file; that one names a git directory of which the first is `worktrees/<name>`; and that
-/// directory's `gitdir` file names this gitfile back (git writes it on `worktree add`, so a
-/// gitfile alone, which any writable tree can hold, never claims another repository's
-/// directories). Every path is canonicalized; anything else (a submodule's gitfile, whose git
-/// directory has no commondir; a missing or redirected part) is None, and nothing is opened.
-fn linked_worktree(worktree: &Path) -> Option<LinkedWorktree> {
-    let gitfile = worktree.join(".git");
-    // read_small opens with O_NOFOLLOW and takes regular files only.
-    let text = super::gitconfig::read_small(&gitfile).ok()?;
-    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
-    let git_dir = std::fs::canonicalize(absolute(worktree, Path::new(target))).ok()?;
-    let is_file = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
-    let is_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
-    if !is_file(&git_dir.join("HEAD")) || !is_file(&git_dir.join("commondir")) {
-        return None;
-    }
-    let common_line = super::gitconfig::read_small(&git_dir.join("commondir")).ok()?;
-    let common = std::fs::canonicalize(absolute(&git_dir, Path::new(common_line.trim()))).ok()?;
-    if git_dir.parent()? != common.join("worktrees")
-        || !is_file(&common.join("HEAD"))
-        || !is_dir(&common.join("objects"))
-        || !is_dir(&common.join("refs"))
-    {
-        return None;
-    }
-    let back = super::gitconfig::read_small(&git_dir.join("gitdir")).ok()?;
-    let back = std::fs::canonicalize(absolute(&git_dir, Path::new(back.trim()))).ok()?;
-    if back != std::fs::canonicalize(&gitfile).ok()? {
-        return None;
-    }
-    Some(LinkedWorktree { git_dir, common })
-}
-
-/// The git directory of the submodule checked out at `dir`, when everything agrees that it is
-/// one, read once before the run (the gitfile stays read-only): the gitfile's `gitdir:` line
-/// names a directory with HEAD, objects, refs and a config, and no commondir (that would make it
-/// a worktree's); it lies beneath the `modules` directory of a git directory (where `git
-/// submodule` puts it); and its `core.worktree` names `dir` back (git sets it there, so a
-/// gitfile alone, which any writable tree can hold, claims nothing). Real paths throughout.
-fn submodule_git_dir(dir: &Path) -> Option<PathBuf> {
-    let text = super::gitconfig::read_small(&dir.join(".git")).ok()?;
-    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
-    let git_dir = std::fs::canonicalize(absolute(dir, Path::new(target))).ok()?;
-    let lstat = |p: &Path| std::fs::symlink_metadata(p).ok();
-    let is_file = |p: &Path| lstat(p).is_some_and(|m| m.is_file());
-    let is_dir = |p: &Path| lstat(p).is_some_and(|m| m.is_dir());
-    let git_layout = |g: &Path| {
-        is_file(&g.join("HEAD")) && is_dir(&g.join("objects")) && is_dir(&g.join("refs"))
-    };
-    if !git_layout(&git_dir)
-        || !is_file(&git_dir.join("config"))
-        || lstat(&git_dir.join("commondir")).is_some()
-    {
-        return None;
-    }
-    let in_modules = git_dir.ancestors().skip(1).any(|a| {
-        a.file_name().is_some_and(|n| n == "modules") && a.parent().is_some_and(git_layout)
-    });
-    if !in_modules {
-        return None;
-    }
-    let config = super::gitconfig::read_small(&git_dir.join("config")).ok()?;
-    let entries = super::gitconfig::parse(&config);
-    let worktree = super::gitconfig::last(&entries, "core", "worktree")?;
-    let worktree = std::fs::canonicalize(absolute(&git_dir, Path::new(worktree))).ok()?;
-    (worktree == std::fs::canonicalize(dir).ok()?).then_some(git_dir)
-}
-
 /// A writable rule for the git directory of the submodule at `dir`, as its `.git` would have
 /// were it a directory: writable, but for the names that carry configuration and hooks, in it
 /// and in the git directories of the submodules nested in it. Not opened when one of those is
@@ -1168,321 +1085,6 @@ fn open_worktree_git_dirs(
     }
 }
 
-/// How deep below a writable root protected names are looked for, and how many directories at
-/// most: enough for `--rw ~/projects/org/repo`, bounded so that a huge or remote tree is never
-/// walked whole.
-const SEARCH_DEPTH: usize = 5;
-const SEARCH_DIRS: usize = 2000;
-/// Directories never searched: build output and dependencies, not projects.
-const SEARCH_SKIP: &[&str] = &[
-    ".git",
-    "node_modules",
-    "target",
-    "vendor",
-    ".venv",
-    "venv",
-    "__pycache__",
-    "dist",
-    "build",
-    ".cache",
-];
-
-#[derive(Default)]
-struct Protected {
-    /// (path, is a directory, symlink target if it is a symlink)
-    present: Vec<(PathBuf, bool, Option<PathBuf>)>,
-    absent: Vec<PathBuf>,
-    truncated: bool,
-    /// Directories whose `.git` is a file (a linked worktree's or a submodule's gitfile).
-    worktrees: Vec<PathBuf>,
-    /// Entries an earlier run's check moved aside (`NAME.jail-quarantine-*`, not symlinks),
-    /// with whether each is a directory: hidden from this run.
-    quarantined: Vec<(PathBuf, bool)>,
-}
-
-impl Protected {
-    /// The quarantined entries of a directory's listing ([`super::quarantined`]).
-    fn note_quarantined<'l>(
-        &mut self,
-        dir: &Path,
-        listing: impl Iterator<Item = (&'l std::ffi::OsString, &'l std::fs::FileType)>,
-    ) {
-        for (name, ft) in listing {
-            if !ft.is_symlink() && super::quarantined::is_quarantined_name(name) {
-                self.quarantined.push((dir.join(name), ft.is_dir()));
-            }
-        }
-    }
-}
-
-/// The listing of a directory as (name, type), empty when it cannot be read.
-fn listing_of(dir: &Path) -> Vec<(std::ffi::OsString, std::fs::FileType)> {
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
-        .collect()
-}
-
-/// Protected names under `root`, to keep read-only from the start: directly beneath it (absent
-/// ones recorded, as a gap), in nested projects down to SEARCH_DEPTH, and the parts of every git
-/// directory found there by its layout (`.git`, a bare repository, `root` itself). Matched on
-/// each directory's listing, so a directory costs one read whatever the length of the list.
-/// (Entries created or changed during the run, at any depth, are the after-run check's.)
-fn find_protected(root: &Path) -> Protected {
-    use std::os::unix::fs::MetadataExt;
-    let mut out = Protected::default();
-    let check =
-        |path: PathBuf, out: &mut Protected, record_absent: bool| match std::fs::symlink_metadata(
-            &path,
-        ) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let target = std::fs::read_link(&path).unwrap_or_default();
-                out.present.push((path, false, Some(target)));
-            }
-            // A .git directory is the repository itself: its named parts are protected, not
-            // all of it (git must write objects, refs and the index). A .git file is protected.
-            Ok(m) if m.is_dir() && path.file_name().is_some_and(|n| n == ".git") => {}
-            Ok(m) => out.present.push((path, m.is_dir(), None)),
-            // A new .git is caught after the run by the check of what the command planted.
-            Err(_) if path.file_name().is_some_and(|n| n == ".git") => {}
-            Err(_) if record_absent => out.absent.push(path),
-            Err(_) => {}
-        };
-    // The hooks directory the user's own git config names, for every repository, and those of
-    // the repositories that hold this tree.
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut outside = super::gitconfig::global_hooks_dirs(home.as_deref());
-    outside.extend(enclosing_repo_hooks_dirs(root));
-    for hooks in outside {
-        if hooks.starts_with(root) && hooks != root {
-            check(hooks, &mut out, false);
-        }
-    }
-    let device = std::fs::metadata(root).map(|m| m.dev()).ok();
-    let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0usize)]);
-    let mut visited = 0usize;
-    while let Some((dir, depth)) = queue.pop_front() {
-        visited += 1;
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let listing: Vec<(std::ffi::OsString, std::fs::FileType)> = entries
-            .flatten()
-            .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
-            .collect();
-        out.note_quarantined(&dir, listing.iter().map(|(n, t)| (n, t)));
-        let has = |name: &str| listing.iter().any(|(n, _)| n == name);
-        // A git directory by its layout: its configuration and hooks, and those of the
-        // submodules and worktrees it holds; never its objects (git must write them).
-        let named_git_root = depth == 0 && dir.file_name().is_some_and(|n| n == ".git");
-        if named_git_root || super::defaults::is_git_layout(has) {
-            let home = std::env::var_os("HOME").map(PathBuf::from);
-            for hooks in super::gitconfig::repo_hooks_dirs(&dir, home.as_deref()) {
-                if hooks.starts_with(root) {
-                    check(hooks, &mut out, false);
-                }
-            }
-            // What the config includes is config too (the same commands).
-            for inc in super::gitconfig::included_files(&dir.join("config"), home.as_deref()) {
-                if inc.starts_with(root) {
-                    check(inc, &mut out, false);
-                }
-            }
-            for git_dir in git_dirs_of(&dir) {
-                if git_dir != dir {
-                    let l = listing_of(&git_dir);
-                    out.note_quarantined(&git_dir, l.iter().map(|(n, t)| (n, t)));
-                }
-                let modules = git_dir.join("modules");
-                let l = listing_of(&modules);
-                out.note_quarantined(&modules, l.iter().map(|(n, t)| (n, t)));
-                for part in PROTECTED_IN_GIT_DIRS {
-                    check(
-                        git_dir.join(part.pattern),
-                        &mut out,
-                        part.pattern != "config",
-                    );
-                }
-            }
-            continue;
-        }
-        if depth == 0 {
-            // At the root every plain name is looked up: an absent one is a gap.
-            for p in PROTECTED.iter().filter(|p| !p.pattern.starts_with('*')) {
-                check(dir.join(p.pattern), &mut out, true);
-            }
-        }
-        for (name, _) in &listing {
-            let n = name.as_bytes();
-            if depth > 0 {
-                for p in super::defaults::patterns_starting_with(n) {
-                    check(dir.join(p.pattern), &mut out, false);
-                }
-            }
-            if super::defaults::protected_name(&[n]).is_some_and(|p| p.pattern.starts_with('*')) {
-                check(dir.join(name), &mut out, false);
-            }
-        }
-        // core.hooksPath in the repository's (read-only) config names where its hooks live;
-        // the files it includes are config too.
-        for hooks in hooks_dirs(&dir).into_iter().filter(|h| h.starts_with(root)) {
-            check(hooks, &mut out, depth == 0);
-        }
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        for inc in super::gitconfig::included_files(&dir.join(".git/config"), home.as_deref()) {
-            if inc.starts_with(root) {
-                check(inc, &mut out, false);
-            }
-        }
-        // Every git directory of this repository: .git itself, each submodule's under
-        // .git/modules (at any depth: a submodule at lib/foo lives in .git/modules/lib/foo) and
-        // each linked worktree's. In each, the names that hold configuration and hooks are kept
-        // read-only.
-        for git_dir in git_dirs_of(&dir.join(".git")) {
-            for d in [git_dir.clone(), git_dir.join("modules")] {
-                let l = listing_of(&d);
-                out.note_quarantined(&d, l.iter().map(|(n, t)| (n, t)));
-            }
-            for part in PROTECTED_IN_GIT_DIRS {
-                check(
-                    git_dir.join(part.pattern),
-                    &mut out,
-                    part.pattern != "config",
-                );
-            }
-        }
-        // A gitfile: the git directories it leads to may lie outside every writable tree
-        // (a linked worktree's, in its main repository); see linked_worktree.
-        if listing.iter().any(|(n, t)| n == ".git" && t.is_file()) {
-            out.worktrees.push(dir.clone());
-        }
-        if depth == SEARCH_DEPTH {
-            continue;
-        }
-        for (name, ft) in &listing {
-            let n = [name.as_bytes()];
-            // Nor into what an earlier run moved aside: it is hidden whole.
-            if SEARCH_SKIP.iter().any(|s| name == *s)
-                || super::defaults::protected_name(&n).is_some()
-                || super::quarantined::is_quarantined_name(name)
-            {
-                continue;
-            }
-            // Not through symlinks, not onto other filesystems (a network mount may hang).
-            if !ft.is_dir() {
-                continue;
-            }
-            let path = dir.join(name);
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue;
-            };
-            if Some(meta.dev()) != device {
-                continue;
-            }
-            if visited + queue.len() >= SEARCH_DIRS {
-                out.truncated = true;
-                return out;
-            }
-            queue.push_back((path, depth + 1));
-        }
-    }
-    out
-}
-
-/// A repository's git directories: `dotgit` itself (when it is a directory) and every directory
-/// holding a HEAD beneath its `modules` and `worktrees` (bounded: 256 directories).
-fn git_dirs_of(dotgit: &Path) -> Vec<PathBuf> {
-    if !std::fs::symlink_metadata(dotgit).is_ok_and(|m| m.is_dir()) {
-        return Vec::new();
-    }
-    let mut out = vec![dotgit.to_path_buf()];
-    let mut queue: Vec<PathBuf> = vec![dotgit.join("modules"), dotgit.join("worktrees")];
-    let mut seen = 0;
-    while let Some(dir) = queue.pop() {
-        seen += 1;
-        if seen > 256 {
-            break;
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            // What an earlier run moved aside is hidden whole, not a git directory to open.
-            if !entry.file_type().is_ok_and(|t| t.is_dir())
-                || super::quarantined::is_quarantined_name(&entry.file_name())
-            {
-                continue;
-            }
-            let path = entry.path();
-            if path.join("HEAD").is_file() {
-                // A git directory; its own submodules nest under its modules/.
-                queue.push(path.join("modules"));
-                out.push(path);
-            } else {
-                queue.push(path); // a path component of a submodule name (lib/foo)
-            }
-        }
-    }
-    out
-}
-
-/// The directories core.hooksPath names for the repository of the work tree `dir` (its own
-/// `.git/config` and the user's configs), read as git reads them.
-fn hooks_dirs(dir: &Path) -> Vec<PathBuf> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    git_dirs_behind(&dir.join(".git"))
-        .iter()
-        .flat_map(|g| super::gitconfig::repo_hooks_dirs(g, home.as_deref()))
-        .collect()
-}
-
-/// The git directories a `.git` entry leads to: itself when it is a directory; for a gitfile
-/// (linked worktree, submodule) the directory its `gitdir:` line names, and the main
-/// repository's when that one has a `commondir`.
-pub fn git_dirs_behind(dotgit: &Path) -> Vec<PathBuf> {
-    let Some(dir) = dotgit.parent() else {
-        return Vec::new();
-    };
-    let gitdir = match std::fs::symlink_metadata(dotgit) {
-        Ok(m) if m.is_dir() => dotgit.to_path_buf(),
-        Ok(m) if m.is_file() => {
-            let Some(target) = super::gitconfig::read_small(dotgit).ok().and_then(|t| {
-                t.trim()
-                    .strip_prefix("gitdir:")
-                    .map(|p| p.trim().to_string())
-            }) else {
-                return Vec::new();
-            };
-            super::absolute(dir, Path::new(&target))
-        }
-        _ => return Vec::new(),
-    };
-    let mut out = vec![gitdir.clone()];
-    if let Ok(common) = super::gitconfig::read_small(&gitdir.join("commondir")) {
-        out.push(super::absolute(&gitdir, Path::new(common.trim())));
-    }
-    out
-}
-
-/// The hooks directories of the repositories that hold `root` (`--rw repo/scripts`): their
-/// config is outside the writable tree, but the hooks they name may be inside it.
-pub fn enclosing_repo_hooks_dirs(root: &Path) -> Vec<PathBuf> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut out = Vec::new();
-    for dir in root.ancestors().skip(1) {
-        for gitdir in git_dirs_behind(&dir.join(".git")) {
-            out.extend(
-                super::gitconfig::repo_hooks_dirs(&gitdir, home.as_deref())
-                    .into_iter()
-                    .filter(|h| h.starts_with(root)),
-            );
-        }
-    }
-    out
-}
-
 fn refuse_view_owned(flag: &str, path: &Path) -> Result<(), JailError> {
     for owned in VIEW_OWNED {
         if path.starts_with(owned) {
@@ -1530,51 +1132,6 @@ fn checked_path(flag: &str, raw: &Path, base: &Path) -> Result<PathBuf, JailErro
         }
     }
     Ok(abs)
-}
-
-/// `path` with every symlink in it resolved: the longest prefix that exists, canonicalized, and
-/// the rest as written. Rules compare paths as strings, and the tools follow links: a HOME,
-/// PATH entry or hooks path spelled through a symlink must match the real tree it names.
-pub fn real_path(path: &Path) -> PathBuf {
-    let abs = absolute(Path::new("/"), path);
-    let mut rest = Vec::new();
-    let mut prefix = abs.as_path();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(prefix) {
-            let mut out = real;
-            for c in rest.iter().rev() {
-                out.push(c);
-            }
-            return out;
-        }
-        match (prefix.parent(), prefix.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                prefix = parent;
-            }
-            _ => return abs,
-        }
-    }
-}
-
-/// `path` made absolute against `base`, with `.` and `..` removed lexically.
-pub fn absolute(base: &Path, path: &Path) -> PathBuf {
-    let joined = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        base.join(path)
-    };
-    let mut out = PathBuf::from("/");
-    for comp in joined.components() {
-        match comp {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(c) => out.push(c),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
 }
 
 /// The path a default rule must act on: itself if it exists, the canonical target if it is a

@@ -10,14 +10,13 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use super::layer::{Entry, Node};
-use crate::policy::protected_name;
+use crate::protect::protected_at_or_above;
 
 /// One side of a file-level change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,9 +83,7 @@ pub fn executable(mode: u32) -> bool {
 
 /// Why a new directory must be looked at before it reaches the host: a protected name.
 pub fn dir_flags(path: &Path) -> Vec<String> {
-    let names: Vec<&[u8]> = path.iter().map(|c| c.as_bytes()).collect();
-    (1..=names.len())
-        .find_map(|i| protected_name(&names[..i]))
+    protected_at_or_above(path)
         .map(|p| vec![format!("protected name {} ({})", p.pattern, p.why)])
         .unwrap_or_default()
 }

@@ -63,7 +63,7 @@ pub fn layer_head(upper_git: &Path, host_git: &Path) -> Option<String> {
     // link or a FIFO. The host's are read as they are.
     let read = |p: PathBuf| {
         if p.starts_with(upper_git) {
-            crate::policy::gitconfig::read_small(&p)
+            crate::protect::gitconfig::read_small(&p)
         } else {
             fs::read_to_string(&p)
         }

@@ -3,9 +3,9 @@
 //! layer's names alone.
 //!
 //! A change is flagged when:
-//! - its path is, or is inside, a protected name ([`crate::policy::PROTECTED`]) at any depth, a
+//! - its path is, or is inside, a protected name ([`crate::protect::PROTECTED`]) at any depth, a
 //!   `.git` directory, or a git repository (git's own test of a layout);
-//! - it is at or beneath a place the host's git runs code from ([`crate::policy::host_code`]:
+//! - it is at or beneath a place the host's git runs code from ([`crate::protect::host_code`]:
 //!   `core.hooksPath`, included config files, paths config values name, where symlinked hooks
 //!   lead), read both from the host and from the tree as the apply would leave it;
 //! - it is where a protected name that is a symlink leads (`.vscode -> config/vscode`, in the
@@ -27,8 +27,9 @@ use std::process::Command;
 use super::changes::{Item, SideKind, executable};
 use super::layer::{Entry, MAX_ENTRIES, Node};
 use super::view::{Kind, Resolved, View};
-use crate::policy::host_code::{self, Place};
-use crate::policy::{is_git_layout, protected_name, protected_prefix};
+use crate::protect::git::is_git_layout;
+use crate::protect::host_code::{self, Place};
+use crate::protect::{protected_at_or_above, protected_name, protected_prefix};
 
 /// What the start commit holds, by path relative to the root: (git mode, object id).
 type Tracked = HashMap<PathBuf, (String, String)>;
@@ -103,7 +104,7 @@ impl<'a> Judge<'a> {
                 .iter()
                 .filter(|e| {
                     matches!(e.node, Node::File { .. })
-                        && protected(&e.path).is_some()
+                        && protected_at_or_above(&e.path).is_some()
                         && !prose(&e.path)
                 })
                 .map(|e| e.path.clone()),
@@ -199,7 +200,7 @@ impl<'a> Judge<'a> {
         }
         let names: Vec<&[u8]> = it.path.iter().map(|c| c.as_bytes()).collect();
         let host_use = |out: &mut Vec<String>, verb: &str| {
-            if let Some(p) = protected(&it.path) {
+            if let Some(p) = protected_at_or_above(&it.path) {
                 out.push(format!("{verb}protected name {} ({})", p.pattern, p.why));
             }
             if let Some(p) = host_code::place_of(&self.places, &self.root.join(&it.path)) {
@@ -316,7 +317,7 @@ impl<'a> Judge<'a> {
                     // tool that updates CHANGELOG.md, a server that publishes public/x) reaches
                     // what the host runs or keeps secret.
                     let lands = self.root.join(&to);
-                    if protected(&to).is_some()
+                    if protected_at_or_above(&to).is_some()
                         || to.iter().any(|c| c == ".git")
                         || host_code::place_of(&self.places, &lands).is_some()
                     {
@@ -517,12 +518,6 @@ fn prose(path: &Path) -> bool {
         })
 }
 
-/// The protected name `path` is, or is inside.
-fn protected(path: &Path) -> Option<&'static crate::policy::ProtectedName> {
-    let names: Vec<&[u8]> = path.iter().map(|c| c.as_bytes()).collect();
-    (1..=names.len()).find_map(|i| protected_name(&names[..i]))
-}
-
 /// The files that the protected `files` name (each read as the apply would leave it), and the
 /// files those name, two steps deep: places, since the tool that reads the protected file runs
 /// them. Only what is not a directory counts (a settings file names many directories).
@@ -537,7 +532,7 @@ fn named_by(
     let mut queue: Vec<(PathBuf, String, usize)> = files
         .iter()
         .filter_map(|f| {
-            protected(f).map(|p| (f.clone(), format!("{} ({})", f.display(), p.why), 0))
+            protected_at_or_above(f).map(|p| (f.clone(), format!("{} ({})", f.display(), p.why), 0))
         })
         .collect();
     let mut reads = 0;

@@ -403,6 +403,14 @@ pub fn protected_name(names: &[&[u8]]) -> Option<&'static ProtectedName> {
         .map(|(_, p)| *p)
 }
 
+/// The protected entry that `path` (relative, components in order) is, or is inside: the first
+/// of its leading parts that is one.
+pub fn protected_at_or_above(path: &std::path::Path) -> Option<&'static ProtectedName> {
+    use std::os::unix::ffi::OsStrExt;
+    let names: Vec<&[u8]> = path.iter().map(|c| c.as_bytes()).collect();
+    (1..=names.len()).find_map(|i| protected_name(&names[..i]))
+}
+
 /// The multi-component entry whose first components the last components of `names` are
 /// (`app/.cargo` for `.cargo/config.toml`): a symlink there leads to a protected name that the
 /// path itself does not spell.
@@ -423,12 +431,6 @@ pub fn protected_prefix(names: &[&[u8]]) -> Option<&'static ProtectedName> {
 /// `.cargo/config`).
 pub fn patterns_starting_with(name: &[u8]) -> &'static [&'static ProtectedName] {
     index().by_first.get(name).map_or(&[], Vec::as_slice)
-}
-
-/// The files that make a directory a git directory for git (`is_git_directory`): a HEAD and
-/// either objects/ and refs/, or a commondir naming where they are.
-pub fn is_git_layout(has: impl Fn(&str) -> bool) -> bool {
-    has("HEAD") && ((has("objects") && has("refs")) || has("commondir"))
 }
 
 #[cfg(test)]
@@ -466,14 +468,5 @@ mod tests {
         for p in PROTECTED {
             assert!(seen.insert(p.pattern), "{} listed twice", p.pattern);
         }
-    }
-
-    #[test]
-    fn git_layout_is_head_with_objects_and_refs_or_commondir() {
-        let has = |set: &'static [&'static str]| move |n: &str| set.contains(&n);
-        assert!(is_git_layout(has(&["HEAD", "objects", "refs", "config"])));
-        assert!(is_git_layout(has(&["HEAD", "commondir"])));
-        assert!(!is_git_layout(has(&["objects", "refs", "config"])));
-        assert!(!is_git_layout(has(&["HEAD", "objects"])));
     }
 }

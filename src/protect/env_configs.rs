@@ -93,7 +93,7 @@ pub fn named_configs(vars: &[(OsString, OsString)], cwd: &Path) -> Vec<(String, 
                 continue;
             }
             let p = Path::new(std::ffi::OsStr::from_bytes(part));
-            out.push((name.to_string(), super::absolute(cwd, p)));
+            out.push((name.to_string(), crate::paths::absolute(cwd, p)));
         }
         if out.len() > 256 {
             break;
@@ -208,7 +208,7 @@ pub fn named_code(vars: &[(OsString, OsString)], cwd: &Path) -> Vec<(String, Pat
             if part.is_empty() {
                 continue;
             }
-            let dir = super::absolute(cwd, Path::new(std::ffi::OsStr::from_bytes(part)));
+            let dir = crate::paths::absolute(cwd, Path::new(std::ffi::OsStr::from_bytes(part)));
             let mut paths: Vec<PathBuf> = entries
                 .iter()
                 .map(|e| if *e == "." { dir.clone() } else { dir.join(e) })

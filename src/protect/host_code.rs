@@ -41,7 +41,7 @@ const MAX_DEPTH: usize = 3;
 pub fn places(tree: &Path, home: Option<&Path>, read: Reader<'_>) -> Vec<Place> {
     let mut out = Vec::new();
     for dir in tree.ancestors() {
-        for gitdir in super::git_dirs_behind(&dir.join(".git")) {
+        for gitdir in super::git::git_dirs_behind(&dir.join(".git")) {
             repository_places(&gitdir, dir, home, read, &mut out);
         }
     }
@@ -58,7 +58,7 @@ pub fn nested_places(dotgit: &Path, home: Option<&Path>, read: Reader<'_>) -> Ve
     let Some(worktree) = dotgit.parent() else {
         return out;
     };
-    for gitdir in super::git_dirs_behind(dotgit) {
+    for gitdir in super::git::git_dirs_behind(dotgit) {
         repository_places(&gitdir, worktree, home, read, &mut out);
     }
     out
@@ -126,10 +126,23 @@ fn repository_places(
             why: "git's hooks directory".into(),
         });
     }
+    hook_places(&hook_dirs, worktree, home, read, out);
+}
+
+/// Where the hooks in `hook_dirs` lead: a hooks directory that is a symlink, hooks in it that
+/// are, and the work-tree scripts a hook runs.
+fn hook_places(
+    hook_dirs: &[PathBuf],
+    worktree: &Path,
+    home: Option<&Path>,
+    read: Reader<'_>,
+    out: &mut Vec<Place>,
+) {
     // A hooks directory that is a symlink, or hooks in it that are: git follows them to files
     // elsewhere, perhaps in the work tree.
     for dir in hook_dirs {
-        let real = super::real_path(&dir);
+        let dir = dir.as_path();
+        let real = crate::paths::real_path(dir);
         if real != dir {
             out.push(Place {
                 path: real.clone(),
@@ -224,7 +237,7 @@ pub fn script_paths(text: &str, bases: &[&Path], home: Option<&Path>) -> Vec<Pat
                 }
                 None => gitconfig::expand(w, base, home),
             };
-            let Some(named) = named.map(|p| super::absolute(Path::new("/"), &p)) else {
+            let Some(named) = named.map(|p| crate::paths::absolute(Path::new("/"), &p)) else {
                 continue;
             };
             // A word that names the tree itself or a directory in it (`prettier --write ./`,

@@ -184,7 +184,7 @@ pub fn expand(value: &str, base: &Path, home: Option<&Path>) -> Option<PathBuf> 
         Some(rest) => home?.join(rest),
         None => PathBuf::from(value),
     };
-    Some(super::absolute(base, &p))
+    Some(crate::paths::absolute(base, &p))
 }
 
 /// The raw `core.hooksPath` values of a config file and the files it includes (two levels
@@ -249,13 +249,22 @@ pub fn repo_hooks_dirs(gitdir: &Path, home: Option<&Path>) -> Vec<PathBuf> {
     out
 }
 
-/// The user's own git config files: the system's, the XDG one and `~/.gitconfig`.
+/// The git config files that apply to every repository: the system's, the XDG one and
+/// `~/.gitconfig`.
 pub fn global_files(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = vec![PathBuf::from("/etc/gitconfig")];
+    files.extend(user_files(home));
+    files
+}
+
+/// The user's own git config files (those a writable home can hold): the XDG one and
+/// `~/.gitconfig`.
+pub fn user_files(home: Option<&Path>) -> Vec<PathBuf> {
     let xdg = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| home.map(|h| h.join(".config")));
-    let mut files: Vec<PathBuf> = vec![PathBuf::from("/etc/gitconfig")];
+    let mut files: Vec<PathBuf> = Vec::new();
     files.extend(xdg.map(|x| x.join("git/config")));
     files.extend(home.map(|h| h.join(".gitconfig")));
     files
