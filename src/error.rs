@@ -29,7 +29,55 @@ pub enum JailError {
         path: PathBuf,
         reason: String,
     },
-    /// A flag, rule or profile is malformed, or asks for what cannot be done here.
+    /// `--profile` (or [`crate::Jail::profile`]) names a profile the catalog does not hold.
+    #[error(
+        "unknown profile '{}' ({})",
+        crate::text::printable(name),
+        known_text(known)
+    )]
+    UnknownProfile {
+        /// The name asked for, as given.
+        name: String,
+        /// The profiles there are; empty where the text points at `jail profile list` instead.
+        known: Vec<String>,
+    },
+    /// A profile is malformed (its file does not parse, it extends what is not there) or asks for
+    /// what cannot be done (a relative path, a writable home).
+    #[error(
+        "profile {profile}{}: {reason}",
+        location.as_ref().map(|l| format!(" ({l})")).unwrap_or_default()
+    )]
+    BadProfile {
+        profile: String,
+        /// Where in its file (`FILE` or `FILE:LINE:COL`), when known.
+        location: Option<String>,
+        reason: String,
+    },
+    /// A flag's value (or the library's setting of the same name) cannot be parsed or used.
+    #[error("{message}")]
+    BadFlag {
+        /// The command-line flag, e.g. `--net`, `--limit`, `--keep-fd`.
+        flag: String,
+        /// The value, or the part of it, that was refused.
+        value: String,
+        /// The whole text, naming the flag, the value and the fix.
+        message: String,
+    },
+    /// The command to run is missing, or cannot be handed to `execve` (a NUL byte).
+    #[error("{reason}")]
+    BadCommand { reason: String },
+    /// Something asked for that this system, this version or this way of running does not do
+    /// (a Linux-only flag on macOS, [`crate::Jail::run`] in a threaded process).
+    #[error("{what}: {reason}")]
+    Unsupported { what: String, reason: String },
+    /// A hand-back command (`jail diff`, `apply`, ...) names no run, or more than one.
+    #[error("run {id}: {reason}")]
+    UnknownRun { id: String, reason: String },
+    /// A hand-back command names a run that cannot be handled now (still running, interrupted
+    /// and never reviewed, changed since it was reviewed).
+    #[error("run {id}: {reason}")]
+    RunRefused { id: String, reason: String },
+    /// Input malformed in a way none of the kinds above names.
     #[error("{0}")]
     BadInput(String),
     /// `--require` asked for a level this system cannot reach.
@@ -55,6 +103,14 @@ pub enum JailError {
     /// (killed, or it could not start).
     #[error("the jail process ended without an outcome: {0}")]
     Lost(String),
+}
+
+/// The tail of [`JailError::UnknownProfile`]'s text.
+fn known_text(known: &[String]) -> String {
+    match known.is_empty() {
+        true => "see jail profile list".to_string(),
+        false => format!("known: {}", known.join(", ")),
+    }
 }
 
 impl JailError {
@@ -83,6 +139,41 @@ impl JailError {
         JailError::BadPath {
             flag: flag.to_string(),
             path: path.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// A flag's value refused: `message` is the whole text.
+    pub fn bad_flag(flag: &str, value: impl Into<String>, message: impl Into<String>) -> Self {
+        JailError::BadFlag {
+            flag: flag.to_string(),
+            value: value.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A profile refused, with where in its file when known.
+    pub fn bad_profile(
+        profile: impl Into<String>,
+        location: Option<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        JailError::BadProfile {
+            profile: profile.into(),
+            location,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn bad_command(reason: impl Into<String>) -> Self {
+        JailError::BadCommand {
+            reason: reason.into(),
+        }
+    }
+
+    pub fn unsupported(what: impl Into<String>, reason: impl Into<String>) -> Self {
+        JailError::Unsupported {
+            what: what.into(),
             reason: reason.into(),
         }
     }
@@ -122,6 +213,35 @@ pub(crate) enum WireError {
         path: PathBuf,
         reason: String,
     },
+    UnknownProfile {
+        name: String,
+        known: Vec<String>,
+    },
+    BadProfile {
+        profile: String,
+        location: Option<String>,
+        reason: String,
+    },
+    BadFlag {
+        flag: String,
+        value: String,
+        message: String,
+    },
+    BadCommand {
+        reason: String,
+    },
+    Unsupported {
+        what: String,
+        reason: String,
+    },
+    UnknownRun {
+        id: String,
+        reason: String,
+    },
+    RunRefused {
+        id: String,
+        reason: String,
+    },
     BadInput {
         message: String,
     },
@@ -151,6 +271,43 @@ impl From<&JailError> for WireError {
             JailError::BadPath { flag, path, reason } => WireError::BadPath {
                 flag: flag.clone(),
                 path: path.clone(),
+                reason: reason.clone(),
+            },
+            JailError::UnknownProfile { name, known } => WireError::UnknownProfile {
+                name: name.clone(),
+                known: known.clone(),
+            },
+            JailError::BadProfile {
+                profile,
+                location,
+                reason,
+            } => WireError::BadProfile {
+                profile: profile.clone(),
+                location: location.clone(),
+                reason: reason.clone(),
+            },
+            JailError::BadFlag {
+                flag,
+                value,
+                message,
+            } => WireError::BadFlag {
+                flag: flag.clone(),
+                value: value.clone(),
+                message: message.clone(),
+            },
+            JailError::BadCommand { reason } => WireError::BadCommand {
+                reason: reason.clone(),
+            },
+            JailError::Unsupported { what, reason } => WireError::Unsupported {
+                what: what.clone(),
+                reason: reason.clone(),
+            },
+            JailError::UnknownRun { id, reason } => WireError::UnknownRun {
+                id: id.clone(),
+                reason: reason.clone(),
+            },
+            JailError::RunRefused { id, reason } => WireError::RunRefused {
+                id: id.clone(),
                 reason: reason.clone(),
             },
             JailError::BadInput(message) => WireError::BadInput {
@@ -191,6 +348,29 @@ impl From<WireError> for JailError {
         };
         match w {
             WireError::BadPath { flag, path, reason } => JailError::BadPath { flag, path, reason },
+            WireError::UnknownProfile { name, known } => JailError::UnknownProfile { name, known },
+            WireError::BadProfile {
+                profile,
+                location,
+                reason,
+            } => JailError::BadProfile {
+                profile,
+                location,
+                reason,
+            },
+            WireError::BadFlag {
+                flag,
+                value,
+                message,
+            } => JailError::BadFlag {
+                flag,
+                value,
+                message,
+            },
+            WireError::BadCommand { reason } => JailError::BadCommand { reason },
+            WireError::Unsupported { what, reason } => JailError::Unsupported { what, reason },
+            WireError::UnknownRun { id, reason } => JailError::UnknownRun { id, reason },
+            WireError::RunRefused { id, reason } => JailError::RunRefused { id, reason },
             WireError::BadInput { message } => JailError::BadInput(message),
             WireError::LevelNotMet { required, missing } => {
                 JailError::LevelNotMet { required, missing }
@@ -228,6 +408,27 @@ mod tests {
         let cases = [
             JailError::bad_path("--rw", "/x", "does not exist"),
             JailError::BadInput("--net bogus: unknown rule".into()),
+            JailError::UnknownProfile {
+                name: "nosuch".into(),
+                known: vec!["default".into(), "claude".into()],
+            },
+            JailError::UnknownProfile {
+                name: "nosuch".into(),
+                known: vec![],
+            },
+            JailError::bad_profile("p", Some("/x/p.toml:2:7".into()), "unknown field `x`"),
+            JailError::bad_profile("p", None, "path 'rel' is not absolute"),
+            JailError::bad_flag("--net", "bogus", "--net bogus: unknown form"),
+            JailError::bad_command("no command given"),
+            JailError::unsupported("--limit memory", "not enforced on macOS in this version"),
+            JailError::UnknownRun {
+                id: "ab12".into(),
+                reason: "no such run in /s (see `jail runs`)".into(),
+            },
+            JailError::RunRefused {
+                id: "ab12".into(),
+                reason: "still running (pid 7); stop it first".into(),
+            },
             JailError::LevelNotMet {
                 required: "full".into(),
                 missing: "landlock".into(),
@@ -248,11 +449,60 @@ mod tests {
             let back: JailError = serde_json::from_str::<WireError>(&text).unwrap().into();
             assert_eq!(back.to_string(), e.to_string(), "{text}");
             assert_eq!(back.raw_os_error(), e.raw_os_error(), "{text}");
+            // Every field, not only the text.
+            assert_eq!(WireError::from(&back), WireError::from(&e), "{text}");
             assert_eq!(
                 std::mem::discriminant(&back),
                 std::mem::discriminant(&e),
                 "{text}"
             );
+        }
+    }
+
+    #[test]
+    fn the_typed_kinds_keep_the_texts_users_read() {
+        let cases = [
+            (
+                JailError::UnknownProfile {
+                    name: "no\u{1b}such".into(),
+                    known: vec!["claude".into(), "default".into()],
+                },
+                "unknown profile 'no\\u{1b}such' (known: claude, default)",
+            ),
+            (
+                JailError::UnknownProfile {
+                    name: "nosuch".into(),
+                    known: vec![],
+                },
+                "unknown profile 'nosuch' (see jail profile list)",
+            ),
+            (
+                JailError::bad_profile(
+                    "rel",
+                    Some("/p/rel.toml:3:1".into()),
+                    "path 'x' is not absolute",
+                ),
+                "profile rel (/p/rel.toml:3:1): path 'x' is not absolute",
+            ),
+            (
+                JailError::bad_profile("rel", None, "net --net x: unknown form"),
+                "profile rel: net --net x: unknown form",
+            ),
+            (
+                JailError::unsupported("copy-on-write runs", "Linux only in this version"),
+                "copy-on-write runs: Linux only in this version",
+            ),
+            (
+                JailError::UnknownRun {
+                    id: "zz".into(),
+                    reason: "not a run id".into(),
+                },
+                "run zz: not a run id",
+            ),
+        ];
+        for (e, text) in cases {
+            assert_eq!(e.to_string(), text);
+            assert_eq!(e.exit_code(), EXIT_JAIL_ERROR);
         }
     }
 }

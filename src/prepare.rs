@@ -147,16 +147,15 @@ pub fn policy(req: &RunSettings, create_missing: bool) -> Result<Policy, JailErr
     for p in &prof.paths {
         let expanded = x
             .expand(&p.template)
-            .map_err(|e| JailError::BadInput(format!("profile {}: {e}", p.profile)))?;
+            .map_err(|e| JailError::bad_profile(&p.profile, None, e))?;
         let Some(path) = expanded else { continue };
         let path = PathBuf::from(path);
         if !path.is_absolute() {
-            return Err(JailError::BadInput(format!(
-                "profile {} ({}): path '{}' is not absolute",
-                p.profile,
-                cat.locate(&p.profile, &p.template),
-                path.display()
-            )));
+            return Err(JailError::bad_profile(
+                &p.profile,
+                Some(cat.locate(&p.profile, &p.template)),
+                format!("path '{}' is not absolute", path.display()),
+            ));
         }
         if p.cache {
             // A cache that does not exist yet has nothing to protect: skipped.
@@ -233,24 +232,21 @@ pub fn policy(req: &RunSettings, create_missing: bool) -> Result<Policy, JailErr
     for g in &prof.guards {
         let expanded = x
             .expand(&g.template)
-            .map_err(|e| JailError::BadInput(format!("profile {}: {e}", g.profile)))?;
+            .map_err(|e| JailError::bad_profile(&g.profile, None, e))?;
         if let Some(path) = expanded.map(PathBuf::from).filter(|p| p.is_absolute()) {
             guarded.push((path, g.keys.clone()));
         }
     }
     // The environment first: the credential files its variables name are hidden too.
-    let flags =
-        EnvFlags::from_args(&req.env, &req.env_deny, req.env_clear).map_err(JailError::BadInput)?;
+    let flags = EnvFlags::from_args(&req.env, &req.env_deny, req.env_clear)?;
     let caller: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let env = child_env(&caller, &prof.env, &flags, &x)
-        .map_err(|e| JailError::BadInput(format!("profile {}: {e}", prof.name)))?;
+        .map_err(|e| JailError::bad_profile(&prof.name, None, e))?;
     // The flags over the profile's options, from here on.
     let s = req.over(&prof.options, &prof.name)?;
-    let net = net::NetPolicy::parse(&s.net).map_err(|e| {
-        JailError::BadInput(match req.net.is_empty() {
-            true => format!("profile {}: net {e}", prof.name),
-            false => e.to_string(),
-        })
+    let net = net::NetPolicy::parse(&s.net).map_err(|e| match req.net.is_empty() {
+        true => JailError::bad_profile(&prof.name, None, format!("net {e}")),
+        false => e.into(),
     })?;
     let mut env = env;
     let secrets = secret_rules(req, &prof, &net, &caller)?;
@@ -260,7 +256,7 @@ pub fn policy(req: &RunSettings, create_missing: bool) -> Result<Policy, JailErr
         base_dir: base_dir.clone(),
         limits: prof
             .limits
-            .merged(policy::limits::Limits::from_flags(&req.limits).map_err(JailError::BadInput)?),
+            .merged(policy::limits::Limits::from_flags(&req.limits)?),
         net,
         secrets,
         home: home.clone(),
@@ -401,36 +397,38 @@ fn secret_rules(
             .iter()
             .any(|(k, v)| k.as_os_str() == name && !v.is_empty())
     };
-    let allow = net::AllowList::from_policy(net).map_err(|e| JailError::BadInput(e.to_string()))?;
+    let allow = net::AllowList::from_policy(net)?;
     let mut rules: Vec<SecretRule> = Vec::new();
     for spec in &req.secrets {
-        let (name, hosts) = parse_flag(spec).map_err(JailError::BadInput)?;
+        let (name, hosts) =
+            parse_flag(spec).map_err(|m| JailError::bad_flag("--secret", spec, m))?;
         let flag = format!("--secret {}", crate::text::printable(spec));
+        let bad = |message: String| JailError::bad_flag("--secret", spec, message);
         let hosts = match hosts.or_else(|| prof.secrets.get(&name).map(|s| s.hosts.clone())) {
             Some(h) => h,
             None => {
-                return Err(JailError::BadInput(format!(
+                return Err(bad(format!(
                     "{flag}: no hosts: name them (--secret {name}@api.example.com), or use a \
                      profile whose [secrets] declares {name}"
                 )));
             }
         };
         let Some(allow) = &allow else {
-            return Err(JailError::BadInput(format!(
+            return Err(bad(format!(
                 "{flag}: needs the proxy (--net allow=HOSTS), which adds the value on the way \
                  out; this run's network is {}",
                 net.summary()
             )));
         };
         if !is_set(&name) {
-            return Err(JailError::BadInput(format!(
+            return Err(bad(format!(
                 "{flag}: {name} is not set (or empty) in jail's environment, where its value is \
                  read"
             )));
         }
         for h in &hosts {
             if allow.check_name(h).is_err() {
-                return Err(JailError::BadInput(format!(
+                return Err(bad(format!(
                     "{flag}: {h} is not on the allow list: add it (--net allow={h})"
                 )));
             }
@@ -518,15 +516,17 @@ fn check_request(req: &RunSettings) -> Result<(), JailError> {
     // `jail -- ''` (an unset variable in a script): no program to look up, and "command not
     // found" would name nothing.
     if req.command.first().is_some_and(|c| c.is_empty()) {
-        return Err(JailError::BadInput(
-            "the command is empty: name a program after `--`, e.g. jail -- ls -la".into(),
+        return Err(JailError::bad_command(
+            "the command is empty: name a program after `--`, e.g. jail -- ls -la",
         ));
     }
     if let Some(t) = req.timeout {
         if t.is_zero() || t.as_secs_f64() > 1.0e9 {
-            return Err(JailError::BadInput(format!(
-                "timeout {t:?}: must be a positive duration of at most 1e9 s"
-            )));
+            return Err(JailError::bad_flag(
+                "--timeout",
+                format!("{t:?}"),
+                format!("timeout {t:?}: must be a positive duration of at most 1e9 s"),
+            ));
         }
     }
     Ok(())
@@ -561,7 +561,7 @@ fn agent_logins(
         for template in &agent.login {
             let expanded = x
                 .expand(template)
-                .map_err(|e| JailError::BadInput(format!("profile agent {}: {e}", agent.name)))?;
+                .map_err(|e| JailError::bad_profile(format!("agent {}", agent.name), None, e))?;
             let Some(path) = expanded.map(PathBuf::from).filter(|p| p.is_absolute()) else {
                 continue;
             };
@@ -670,7 +670,7 @@ fn agent_state_rules(
         .map(|p| &p.path)
         .collect();
     for st in &prof.states {
-        let bad = |why: String| JailError::BadInput(format!("profile {}: {why}", st.profile));
+        let bad = |why: String| JailError::bad_profile(&st.profile, None, why);
         let Some(dir) = x.expand(&st.template).map_err(&bad)? else {
             continue;
         };

@@ -12,7 +12,7 @@ use crate::policy::Policy;
 /// Runs `policy.command` as a plain child and returns the exit code for jail to exit with.
 pub fn run(policy: &Policy) -> Result<i32, JailError> {
     let Some(name) = policy.command.first() else {
-        return Err(JailError::BadInput("no command given".into()));
+        return Err(JailError::bad_command("no command given"));
     };
     let mut cmd = Command::new(name);
     cmd.args(&policy.command[1..])

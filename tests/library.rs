@@ -84,6 +84,106 @@ fn errors_are_typed_before_the_spawn_and_across_the_control_socket() {
     assert!(matches!(err, JailError::LevelNotMet { .. }), "{err}");
 }
 
+/// A caller tells an unknown profile from a bad flag by the error's kind and reads the name or
+/// the flag from its fields: from `policy()` and `dry_run()` in this process, from `spawn()`, and
+/// from a jail process that found it (the kind and its fields cross the control socket).
+#[test]
+fn a_caller_tells_the_kinds_apart_by_their_data() {
+    if !full_level_or_skip("a_caller_tells_the_kinds_apart_by_their_data") {
+        return;
+    }
+    let fx = Fixture::new(users()[0], "lib-kinds");
+    let unknown = |e: &JailError| {
+        matches!(e, JailError::UnknownProfile { name, known }
+            if name == "no-such-profile" && known.iter().any(|k| k == "default"))
+    };
+    let bad_net = |e: &JailError| matches!(e, JailError::BadFlag { flag, value, .. } if flag == "--net" && value == "bogus");
+    let nosuch = || agent(&fx, "true").profile("no-such-profile");
+    let bogus = || agent(&fx, "true").net("bogus");
+    for (what, e) in [
+        ("policy()", nosuch().policy().err()),
+        ("dry_run()", nosuch().dry_run().err()),
+        ("spawn()", nosuch().spawn().err()),
+    ] {
+        let e = e.unwrap_or_else(|| panic!("{what}: accepted an unknown profile"));
+        assert!(unknown(&e), "{what}: {e:?}");
+        assert_eq!(e.to_string(), {
+            let known = match &e {
+                JailError::UnknownProfile { known, .. } => known.join(", "),
+                _ => unreachable!(),
+            };
+            format!("unknown profile 'no-such-profile' (known: {known})")
+        });
+    }
+    for (what, e) in [
+        ("policy()", bogus().policy().err()),
+        ("dry_run()", bogus().dry_run().err()),
+        ("spawn()", bogus().spawn().err()),
+    ] {
+        let e = e.unwrap_or_else(|| panic!("{what}: accepted --net bogus"));
+        assert!(bad_net(&e), "{what}: {e:?}");
+        assert!(e.to_string().starts_with("--net bogus: "), "{e}");
+    }
+
+    // Found by the jail process only: this process knows the profile and has the secret's
+    // value, the jail process (started through a wrapper) has neither.
+    let config = fx.scratch.join("config");
+    let profiles = config.join("jail/profiles");
+    std::fs::create_dir_all(&profiles).unwrap();
+    std::fs::write(profiles.join("lib-kinds-only-here.toml"), "").unwrap();
+    let empty = fx.scratch.join("empty-config");
+    std::fs::create_dir_all(&empty).unwrap();
+    let secret = "JAIL_LIB_KINDS_SECRET";
+    let wrapper = fx.scratch.join("jail-elsewhere");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec env -u {secret} XDG_CONFIG_HOME={} {} \"$@\"\n",
+            empty.display(),
+            jail_bin().display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // SAFETY: nextest runs this test in a process of its own; no other thread reads the
+    // environment now.
+    unsafe {
+        std::env::set_var("XDG_CONFIG_HOME", &config);
+        std::env::set_var(secret, "value");
+    }
+    let elsewhere = || agent(&fx, "true").program(&wrapper);
+    let profile = elsewhere().profile("lib-kinds-only-here").spawn();
+    let secret_run = elsewhere()
+        .net("allow=example.org")
+        .secret(format!("{secret}@example.org"))
+        .spawn();
+    unsafe {
+        std::env::remove_var("XDG_CONFIG_HOME");
+        std::env::remove_var(secret);
+    }
+    let e = profile
+        .unwrap()
+        .wait()
+        .expect_err("unknown in the jail process");
+    assert!(
+        matches!(&e, JailError::UnknownProfile { name, known }
+            if name == "lib-kinds-only-here" && !known.is_empty()
+                && !known.iter().any(|k| k == name)),
+        "{e:?}"
+    );
+    let e = secret_run
+        .unwrap()
+        .wait()
+        .expect_err("unset in the jail process");
+    assert!(
+        matches!(&e, JailError::BadFlag { flag, value, message }
+            if flag == "--secret" && value.starts_with(secret)
+                && message.contains("is not set")),
+        "{e:?}"
+    );
+}
+
 #[test]
 fn a_stop_or_a_dropped_child_takes_the_whole_tree() {
     if !full_level_or_skip("a_stop_or_a_dropped_child_takes_the_whole_tree") {
@@ -223,7 +323,7 @@ fn values_the_command_line_would_take_for_flags_reach_the_jail_process() {
         ("an empty --cwd", agent(&fx, "true").cwd("")),
     ] {
         match jail.spawn() {
-            Err(JailError::BadInput(_) | JailError::BadPath { .. }) => {}
+            Err(JailError::BadFlag { .. } | JailError::BadPath { .. }) => {}
             Err(e) => panic!("{what}: refused as {e:?}"),
             Ok(child) => panic!("{what}: spawned, then {:?}", child.wait()),
         }
@@ -293,7 +393,7 @@ fn a_kept_descriptor_not_open_in_the_caller_is_refused() {
                 .stdout(std::process::Stdio::piped())
                 .spawn();
             match spawned {
-                Err(JailError::BadInput(_)) => {}
+                Err(JailError::BadFlag { ref flag, .. }) if flag == "--keep-fd" => {}
                 Err(e) => panic!("keep_fd({free}): refused as {e:?}"),
                 Ok(mut child) => {
                     let mut out = String::new();
@@ -412,7 +512,11 @@ fn a_secret_reaches_the_jail_process() {
         .secret(format!("{name}@example.org"))
         .spawn();
     match spawned {
-        Err(JailError::BadInput(why)) if why.contains(name) => {}
+        Err(JailError::BadFlag {
+            flag,
+            value,
+            message,
+        }) if flag == "--secret" && value.starts_with(name) && message.contains(name) => {}
         Err(e) => panic!("refused as {e:?}"),
         Ok(child) => panic!("spawned, then {:?}", child.wait()),
     }

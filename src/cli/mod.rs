@@ -169,7 +169,10 @@ fn run(args: &RunArgs) -> Result<i32, JailError> {
     let control = control_fd
         .map(control::Sender::take)
         .transpose()
-        .map_err(|e| JailError::BadInput(format!("--control-fd {e}")))?;
+        .map_err(|e| {
+            let fd = control_fd.map(|f| f.to_string()).unwrap_or_default();
+            JailError::bad_flag("--control-fd", fd, format!("--control-fd {e}"))
+        })?;
     let result = jail.run();
     if let Some(sender) = control {
         sender.send(&result);

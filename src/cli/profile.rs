@@ -39,7 +39,11 @@ pub fn profile_command(command: ProfileCommand) -> Result<i32, JailError> {
             json,
         } => {
             let entry = cat.entries.get(&name).ok_or_else(|| {
-                JailError::BadInput(format!("unknown profile '{name}' (see jail profile list)"))
+                // The name only: the text points at `jail profile list`.
+                JailError::UnknownProfile {
+                    name: name.clone(),
+                    known: Vec::new(),
+                }
             })?;
             let r = cat.resolve(&name)?;
             match (resolved, json) {
@@ -69,19 +73,18 @@ pub fn profile_command(command: ProfileCommand) -> Result<i32, JailError> {
 /// out here.
 fn check(mut cat: profile::Catalog, file: &std::path::Path) -> Result<i32, JailError> {
     let shown = crate::text::printable(&file.display().to_string());
+    let bad = |reason: String| JailError::bad_path("profile check", file, reason);
     let name = file
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let text = std::fs::read(file)
-        .map_err(|e| JailError::BadInput(format!("profile check {shown}: {e}")))?;
-    let text = String::from_utf8(text)
-        .map_err(|_| JailError::BadInput(format!("profile check {shown}: is not UTF-8 text")))?;
+    let text = std::fs::read(file).map_err(|e| bad(e.to_string()))?;
+    let text = String::from_utf8(text).map_err(|_| bad("is not UTF-8 text".into()))?;
     if !profile::valid_name(&name) {
-        return Err(JailError::BadInput(format!(
-            "profile check {shown}: the file name makes the profile's name, which must be \
-             letters, digits, '-' or '_'"
-        )));
+        return Err(bad(
+            "the file name makes the profile's name, which must be letters, digits, '-' or '_'"
+                .into(),
+        ));
     }
     let shadows = cat.entries.contains_key(&name);
     cat.entries.insert(

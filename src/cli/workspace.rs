@@ -6,8 +6,9 @@ use crate::error::JailError;
 
 #[cfg(not(target_os = "linux"))]
 pub fn workspace_command(_: WorkspaceCommand) -> Result<i32, JailError> {
-    Err(JailError::BadInput(
-        "copy-on-write runs: Linux only in this version".into(),
+    Err(JailError::unsupported(
+        "copy-on-write runs",
+        "Linux only in this version",
     ))
 }
 

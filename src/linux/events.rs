@@ -68,12 +68,20 @@ pub fn target(spec: &std::ffi::OsStr) -> Result<Target, JailError> {
             .filter(|fd| *fd > 2)
             .map(Target::Fd)
             .ok_or_else(|| {
-                JailError::BadInput(format!(
-                    "--events {}: fd:N takes a descriptor number above 2",
-                    crate::text::path_text(Path::new(spec))
-                ))
+                JailError::bad_flag(
+                    "--events",
+                    String::from_utf8_lossy(spec.as_bytes()),
+                    format!(
+                        "--events {}: fd:N takes a descriptor number above 2",
+                        crate::text::path_text(Path::new(spec))
+                    ),
+                )
             }),
-        None if spec.is_empty() => Err(JailError::BadInput("--events: give a file or fd:N".into())),
+        None if spec.is_empty() => Err(JailError::bad_flag(
+            "--events",
+            "",
+            "--events: give a file or fd:N",
+        )),
         None => Ok(Target::File(PathBuf::from(spec))),
     }
 }
@@ -447,7 +455,13 @@ fn open_file(path: &Path) -> Result<Out, JailError> {
 /// caller made them (they belong to the description both share); only the writer thread ever
 /// waits on it.
 fn open_fd(fd: i32) -> Result<Out, JailError> {
-    let bad = |why: &str| JailError::BadInput(format!("--events fd:{fd}: {why}"));
+    let bad = |why: &str| {
+        JailError::bad_flag(
+            "--events",
+            format!("fd:{fd}"),
+            format!("--events fd:{fd}: {why}"),
+        )
+    };
     if !super::privileges::fd_is_open(fd) {
         return Err(bad("not an open descriptor"));
     }

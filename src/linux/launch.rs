@@ -487,15 +487,21 @@ fn announce(policy: &Policy, options: &RunSettings, plan: &RunPlan) {
 fn check_descriptors(policy: &Policy, options: &RunSettings) -> Result<(), JailError> {
     for fd in &policy.keep_fds {
         if !super::privileges::fd_is_open(*fd) {
-            return Err(JailError::BadInput(format!(
-                "--keep-fd {fd}: not an open descriptor"
-            )));
+            return Err(JailError::bad_flag(
+                "--keep-fd",
+                fd.to_string(),
+                format!("--keep-fd {fd}: not an open descriptor"),
+            ));
         }
         let control = options.control_fd;
         if control.is_some_and(|c| c == *fd || crate::sandbox::control::same_file(c, *fd)) {
-            return Err(JailError::BadInput(format!(
-                "--keep-fd {fd}: is the control socket (--control-fd), which the command never gets"
-            )));
+            return Err(JailError::bad_flag(
+                "--keep-fd",
+                fd.to_string(),
+                format!(
+                    "--keep-fd {fd}: is the control socket (--control-fd), which the command never gets"
+                ),
+            ));
         }
         let events = options
             .events
@@ -508,14 +514,22 @@ fn check_descriptors(policy: &Policy, options: &RunSettings) -> Result<(), JailE
             None => false,
         };
         if same {
-            return Err(JailError::BadInput(format!(
-                "--keep-fd {fd}: is the event stream (--events), which the command never gets: \
+            return Err(JailError::bad_flag(
+                "--keep-fd",
+                fd.to_string(),
+                format!(
+                    "--keep-fd {fd}: is the event stream (--events), which the command never gets: \
                  it could forge the run's events"
-            )));
+                ),
+            ));
         }
         if let Some(why) = super::unix_connect::kept_descriptor_risk(*fd, policy.allow_unix_sockets)
         {
-            return Err(JailError::BadInput(format!("--keep-fd {fd}: {why}")));
+            return Err(JailError::bad_flag(
+                "--keep-fd",
+                fd.to_string(),
+                format!("--keep-fd {fd}: {why}"),
+            ));
         }
     }
     Ok(())

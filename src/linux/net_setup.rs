@@ -232,8 +232,7 @@ pub struct NetRuntime {
 
 impl NetRuntime {
     pub fn new(policy: &Policy) -> Result<NetRuntime, JailError> {
-        let allow = net::AllowList::from_policy(&policy.net)
-            .map_err(|e| JailError::BadInput(e.to_string()))?;
+        let allow = net::AllowList::from_policy(&policy.net).map_err(JailError::from)?;
         let interception = match (&allow, policy.secrets.is_empty()) {
             (Some(_), false) => Some(Arc::new(interception(policy)?)),
             _ => None,
@@ -320,7 +319,7 @@ fn interception(policy: &Policy) -> Result<net::proxy::Interception, JailError> 
     for rule in &policy.secrets {
         let value = std::env::var_os(&rule.name).unwrap_or_default();
         let secret = net::secrets::Secret::new(rule, value.as_bytes().to_vec())
-            .map_err(|e| JailError::BadInput(format!("--secret {e}")))?;
+            .map_err(|e| JailError::bad_flag("--secret", &rule.name, format!("--secret {e}")))?;
         injection.secrets.push(secret);
     }
     net::proxy::Interception::new(injection).map_err(|e| JailError::layer("network", "--secret", e))

@@ -394,14 +394,18 @@ impl Watch {
         let baseline = changes::snapshot(&roots, &limits);
         if baseline.truncated() {
             let names: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
-            return Err(JailError::BadInput(format!(
-                "--rw {}: more than {} entries or {} levels deep; jail could not check it whole \
+            return Err(JailError::bad_flag(
+                "--rw",
+                names.join(" "),
+                format!(
+                    "--rw {}: more than {} entries or {} levels deep; jail could not check it whole \
                  afterwards for files that run code on the host (hooks, configs, repositories); \
                  make a smaller directory writable",
-                names.join(" "),
-                limits.max_entries,
-                limits.max_depth
-            )));
+                    names.join(" "),
+                    limits.max_entries,
+                    limits.max_depth
+                ),
+            ));
         }
         // Nothing writable to watch (--ro runs): no rules to gather.
         let rules = if roots.is_empty() {

@@ -580,7 +580,7 @@ fn c_argv(command: &[OsString]) -> Result<Vec<CString>, JailError> {
         .iter()
         .map(|a| {
             CString::new(a.as_bytes())
-                .map_err(|_| JailError::BadInput("the command contains a NUL byte".into()))
+                .map_err(|_| JailError::bad_command("the command contains a NUL byte"))
         })
         .collect()
 }

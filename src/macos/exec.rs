@@ -44,7 +44,7 @@ const LAYER: &str = "seatbelt";
 /// `JAIL_POLICY`.
 pub fn run(policy: &Policy, policy_json: &str) -> Result<i32, JailError> {
     let Some(name) = policy.command.first() else {
-        return Err(JailError::BadInput("no command given".into()));
+        return Err(JailError::bad_command("no command given"));
     };
     if !Path::new(SANDBOX_EXEC).is_file() {
         return Err(JailError::layer(

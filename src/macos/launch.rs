@@ -22,28 +22,29 @@ struct Plans {
 /// What the command line refuses on macOS in this version.
 fn refuse_unsupported(policy: &Policy, args: &RunSettings) -> Result<(), JailError> {
     if args.recording() || args.control_fd.is_some() {
-        return Err(JailError::BadInput(
-            "--report, --summary and --control-fd: Linux only in this version".into(),
+        return Err(JailError::unsupported(
+            "--report, --summary and --control-fd",
+            "Linux only in this version",
         ));
     }
     if !policy.cow.is_empty() || args.patch.is_some() || args.events.is_some() {
-        return Err(JailError::BadInput(
-            "--cow, --patch and --events: Linux only in this version (the layer is an overlay in the jail's \
-             user namespace); use --rw"
-                .into(),
+        return Err(JailError::unsupported(
+            "--cow, --patch and --events",
+            "Linux only in this version (the layer is an overlay in the jail's user namespace); \
+             use --rw",
         ));
     }
     if policy.net != crate::net::NetPolicy::Host {
-        return Err(JailError::BadInput(format!(
-            "--net {}: only `host` on macOS in this version (Seatbelt network rules are not \
-             generated yet)",
-            policy.net.summary()
-        )));
+        return Err(JailError::unsupported(
+            format!("--net {}", policy.net.summary()),
+            "only `host` on macOS in this version (Seatbelt network rules are not generated yet)",
+        ));
     }
     if let Some(name) = policy.limits.first_set() {
-        return Err(JailError::BadInput(format!(
-            "--limit {name}: resource limits are not enforced on macOS in this version"
-        )));
+        return Err(JailError::unsupported(
+            format!("--limit {name}"),
+            "resource limits are not enforced on macOS in this version",
+        ));
     }
     Ok(())
 }

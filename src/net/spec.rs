@@ -54,6 +54,17 @@ pub enum NetSpecError {
     Conflict { first: String, second: String },
 }
 
+/// A `--net` value refused: the value at fault (the later one of a conflict) as the error's data.
+impl From<NetSpecError> for crate::JailError {
+    fn from(e: NetSpecError) -> crate::JailError {
+        let value = match &e {
+            NetSpecError::Invalid { value, .. } | NetSpecError::Unknown { value } => value.clone(),
+            NetSpecError::Conflict { second, .. } => second.clone(),
+        };
+        crate::JailError::bad_flag("--net", value, e.to_string())
+    }
+}
+
 impl NetSpecError {
     fn invalid(value: &str, reason: impl Into<String>) -> Self {
         NetSpecError::Invalid {

@@ -27,7 +27,14 @@ pub struct EnvFlags {
 
 impl EnvFlags {
     /// Splits `--env` values into names to keep and pairs to set.
-    pub fn from_args(env: &[String], deny: &[String], clear: bool) -> Result<EnvFlags, String> {
+    pub fn from_args(
+        env: &[String],
+        deny: &[String],
+        clear: bool,
+    ) -> Result<EnvFlags, crate::JailError> {
+        let bad = |flag: &str, value: &str, message: String| {
+            crate::JailError::bad_flag(flag, value, message)
+        };
         let mut flags = EnvFlags {
             clear,
             deny: deny.to_vec(),
@@ -36,19 +43,22 @@ impl EnvFlags {
         for item in env {
             match item.split_once('=') {
                 Some((k, v)) => {
-                    check_name(k)?;
+                    // The name only: the value may be a secret.
+                    check_name(k).map_err(|m| bad("--env", k, m))?;
                     flags.set.push((k.to_string(), v.to_string()));
                 }
                 None => {
-                    check_name(item)?;
+                    check_name(item).map_err(|m| bad("--env", item, m))?;
                     flags.keep.push(item.clone());
                 }
             }
         }
         for p in deny {
             if p.is_empty() || p.contains('=') {
-                return Err(format!(
-                    "--env-deny '{p}': expected a name or a pattern like '*_TOKEN'"
+                return Err(bad(
+                    "--env-deny",
+                    p,
+                    format!("--env-deny '{p}': expected a name or a pattern like '*_TOKEN'"),
                 ));
             }
         }

@@ -78,19 +78,20 @@ impl Limits {
     }
 
     /// Parses `--limit` values: each `NAME=VALUE`, several per flag separated by commas.
-    pub fn from_flags(flags: &[String]) -> Result<Limits, String> {
+    pub fn from_flags(flags: &[String]) -> Result<Limits, crate::JailError> {
         let mut out = Limits::default();
         for flag in flags {
             for item in flag.split(',').map(str::trim) {
+                let bad = |message: String| crate::JailError::bad_flag("--limit", item, message);
                 let (name, value) = item.split_once('=').ok_or_else(|| {
-                    format!(
+                    bad(format!(
                         "--limit '{item}': expected NAME=VALUE with NAME one of {} (e.g. \
                          --limit procs=512,tmp=2G)",
                         NAMES.join(", ")
-                    )
+                    ))
                 })?;
                 out.set(name.trim(), value.trim())
-                    .map_err(|e| format!("--limit {item}: {e}"))?;
+                    .map_err(|e| bad(format!("--limit {item}: {e}")))?;
             }
         }
         Ok(out)
@@ -300,6 +301,11 @@ mod tests {
             ("layer=100K", &["layer=100K", "too small"]),
         ] {
             let e = Limits::from_flags(&[flag.into()]).unwrap_err();
+            assert!(
+                matches!(&e, crate::JailError::BadFlag { flag: f, value, .. } if f == "--limit" && value == flag),
+                "{e:?}"
+            );
+            let e = e.to_string();
             for n in needles {
                 assert!(e.contains(n), "{flag}: {e} lacks {n}");
             }

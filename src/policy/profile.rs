@@ -390,13 +390,13 @@ impl Catalog {
 
     /// `name` with everything it extends merged in.
     pub fn resolve(&self, name: &str) -> Result<Resolved, JailError> {
-        let entry = self.entries.get(name).ok_or_else(|| {
-            JailError::BadInput(format!(
-                "unknown profile '{}' (known: {})",
-                crate::text::printable(name),
-                self.entries.keys().cloned().collect::<Vec<_>>().join(", "),
-            ))
-        })?;
+        let entry = self
+            .entries
+            .get(name)
+            .ok_or_else(|| JailError::UnknownProfile {
+                name: name.to_string(),
+                known: self.entries.keys().cloned().collect(),
+            })?;
         let mut order = Vec::new();
         let mut parsed = BTreeMap::new();
         self.visit(entry, &mut Vec::new(), &mut order, &mut parsed)?;
@@ -513,7 +513,7 @@ impl Catalog {
         for parent in &file.extends {
             let pname = parent.get_ref();
             let (line, col) = line_col(&entry.text, parent.span().start);
-            let at = format!("profile {} ({}:{line}:{col})", entry.name, entry.source);
+            let at = Some(format!("{}:{line}:{col}", entry.source));
             // A user file that shadows an embedded profile may build on it by its own name.
             let base = (pname == &entry.name && entry.shadows_embedded)
                 .then(|| EMBEDDED.iter().find(|(n, _)| n == pname))
@@ -532,13 +532,18 @@ impl Catalog {
             if stack.contains(pname) {
                 let mut cycle = stack.clone();
                 cycle.push(pname.clone());
-                return Err(JailError::BadInput(format!(
-                    "{at}: extends cycle {}",
-                    cycle.join(" -> ")
-                )));
+                return Err(JailError::bad_profile(
+                    &entry.name,
+                    at,
+                    format!("extends cycle {}", cycle.join(" -> ")),
+                ));
             }
             let parent_entry = self.entries.get(pname).ok_or_else(|| {
-                JailError::BadInput(format!("{at}: extends unknown profile '{pname}'"))
+                JailError::bad_profile(
+                    &entry.name,
+                    at.clone(),
+                    format!("extends unknown profile '{pname}'"),
+                )
             })?;
             self.visit(parent_entry, stack, order, parsed)?;
         }
@@ -575,10 +580,11 @@ pub fn valid_name(name: &str) -> bool {
 
 fn parse(entry: &Entry) -> Result<ProfileFile, JailError> {
     if let Some(why) = &entry.unreadable {
-        return Err(JailError::BadInput(format!(
-            "profile {} ({}): {why}",
-            entry.name, entry.source
-        )));
+        return Err(JailError::bad_profile(
+            &entry.name,
+            Some(entry.source.to_string()),
+            why,
+        ));
     }
     let mut file = toml::from_str::<ProfileFile>(&entry.text).map_err(|e| {
         let (line, col) = e
@@ -586,14 +592,11 @@ fn parse(entry: &Entry) -> Result<ProfileFile, JailError> {
             .map(|s| line_col(&entry.text, s.start))
             .unwrap_or((0, 0));
         let message = e.message().trim().replace('\n', " ");
-        JailError::BadInput(format!(
-            "profile {} ({}:{line}:{col}): {message}",
-            entry.name, entry.source
-        ))
+        let at = format!("{}:{line}:{col}", entry.source);
+        JailError::bad_profile(&entry.name, Some(at), message)
     })?;
-    file.parsed_limits = Limits::from_table(&file.limits).map_err(|e| {
-        JailError::BadInput(format!("profile {} ({}): {e}", entry.name, entry.source))
-    })?;
+    file.parsed_limits = Limits::from_table(&file.limits)
+        .map_err(|e| JailError::bad_profile(&entry.name, Some(entry.source.to_string()), e))?;
     for (name, hosts) in &file.secrets {
         let checked = crate::net::secrets::check_name(name).and_then(|()| {
             if hosts.is_empty() {
@@ -604,12 +607,11 @@ fn parse(entry: &Entry) -> Result<ProfileFile, JailError> {
                 .try_for_each(|h| crate::net::secrets::check_host(h))
         });
         checked.map_err(|why| {
-            JailError::BadInput(format!(
-                "profile {} ({}): [secrets] {}: {why}",
-                entry.name,
-                entry.source,
-                crate::text::printable(name)
-            ))
+            JailError::bad_profile(
+                &entry.name,
+                Some(entry.source.to_string()),
+                format!("[secrets] {}: {why}", crate::text::printable(name)),
+            )
         })?;
     }
     Ok(file)

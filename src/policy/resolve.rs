@@ -143,8 +143,8 @@ type Rules = BTreeMap<PathBuf, PathRule>;
 /// under every writable path; last the policy is assembled and checked as a whole.
 pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     if input.settings.command.is_empty() {
-        return Err(JailError::BadInput(
-            "no command given: usage is jail [OPTIONS] -- CMD [ARGS...]".into(),
+        return Err(JailError::bad_command(
+            "no command given: usage is jail [OPTIONS] -- CMD [ARGS...]",
         ));
     }
     let user = flag_rules(input)?;
@@ -319,9 +319,11 @@ fn check_whole(policy: &Policy, cwd_given: bool) -> Result<(), JailError> {
     }
     for fd in &policy.keep_fds {
         if *fd < 3 {
-            return Err(JailError::BadInput(format!(
-                "--keep-fd {fd}: descriptors 0, 1 and 2 are always kept; name 3 or higher"
-            )));
+            return Err(JailError::bad_flag(
+                "--keep-fd",
+                fd.to_string(),
+                format!("--keep-fd {fd}: descriptors 0, 1 and 2 are always kept; name 3 or higher"),
+            ));
         }
     }
     Ok(())
@@ -441,11 +443,11 @@ fn add_profile_rules(
         .collect();
     for rule in &input.profile_paths {
         if !rule.path.is_absolute() {
-            return Err(JailError::BadInput(format!(
-                "profile {}: path '{}' is not absolute",
-                rule.profile,
-                rule.path.display()
-            )));
+            return Err(JailError::bad_profile(
+                &rule.profile,
+                None,
+                format!("path '{}' is not absolute", rule.path.display()),
+            ));
         }
         let Some(path) = existing_target(&rule.path, listed) else {
             if rule.access == Access::Rw {
@@ -460,11 +462,14 @@ fn add_profile_rules(
             if rule.access == Access::Hide {
                 continue; // already invisible: /tmp is private
             }
-            return Err(JailError::BadInput(format!(
-                "profile {}: {} is in /tmp, which is a private tmpfs in the jail",
-                rule.profile,
-                path.display()
-            )));
+            return Err(JailError::bad_profile(
+                &rule.profile,
+                None,
+                format!(
+                    "{} is in /tmp, which is a private tmpfs in the jail",
+                    path.display()
+                ),
+            ));
         }
         if rule.access != Access::Hide {
             refuse_view_owned(&format!("profile {}", rule.profile), &path)?;
@@ -472,13 +477,16 @@ fn add_profile_rules(
         let too_wide =
             path == Path::new("/") || input.home.as_deref().is_some_and(|h| h.starts_with(&path));
         if rule.access == Access::Rw && too_wide && !user.contains_key(&path) {
-            return Err(JailError::BadInput(format!(
-                "profile {}: refusing to make {} writable (it is / or holds your home \
-                 directory, with every dotfile in it); run from the project's directory, or \
-                 name it with --rw if you mean it",
-                rule.profile,
-                path.display()
-            )));
+            return Err(JailError::bad_profile(
+                &rule.profile,
+                None,
+                format!(
+                    "refusing to make {} writable (it is / or holds your home directory, with \
+                     every dotfile in it); run from the project's directory, or name it with \
+                     --rw if you mean it",
+                    path.display()
+                ),
+            ));
         }
         if user
             .keys()

@@ -223,8 +223,7 @@ impl RunSettings {
     /// the settings name wins, what they leave at its default is the profile's. The one place
     /// the two meet.
     pub fn over(&self, profile: &ProfileOptions, name: &str) -> Result<RunSettings, JailError> {
-        let bad =
-            |what: &str, e: String| JailError::BadInput(format!("profile {name}: {what} {e}"));
+        let bad = |what: &str, e: String| JailError::bad_profile(name, None, format!("{what} {e}"));
         let mut s = self.clone();
         s.tmp = s.tmp.or(profile.tmp);
         s.require = s.require.or(profile.require);

@@ -108,19 +108,25 @@ impl Child {
         stdio: Stdios,
     ) -> Result<Child, JailError> {
         if settings.keep_fds.contains(&CONTROL_FD) {
-            return Err(JailError::BadInput(format!(
-                "keep_fd {CONTROL_FD}: a spawned jail holds its control socket there; pass the \
-                 descriptor under another number"
-            )));
+            return Err(JailError::bad_flag(
+                "--keep-fd",
+                CONTROL_FD.to_string(),
+                format!(
+                    "keep_fd {CONTROL_FD}: a spawned jail holds its control socket there; pass \
+                     the descriptor under another number"
+                ),
+            ));
         }
         // A number not open here would be where the socket pair lands, and the command would be
         // handed jail's end of the control socket under it.
         for fd in &settings.keep_fds {
             // SAFETY: F_GETFD only queries the descriptor table.
             if unsafe { libc::fcntl(*fd, libc::F_GETFD) } < 0 {
-                return Err(JailError::BadInput(format!(
-                    "keep_fd {fd}: not an open descriptor in this process"
-                )));
+                return Err(JailError::bad_flag(
+                    "--keep-fd",
+                    fd.to_string(),
+                    format!("keep_fd {fd}: not an open descriptor in this process"),
+                ));
             }
         }
         let pair = UnixStream::pair()
@@ -335,7 +341,13 @@ fn arguments(settings_fd: i32, command: &[OsString]) -> Vec<OsString> {
 /// `flags` are the other run flags given with `--settings-fd`: none may be.
 pub(crate) fn read_settings(fd: i32, flags: &RunSettings) -> Result<RunSettings, JailError> {
     use std::os::fd::{FromRawFd, OwnedFd};
-    let bad = |why: String| JailError::BadInput(format!("--settings-fd {fd}: {why}"));
+    let bad = |why: String| {
+        JailError::bad_flag(
+            "--settings-fd",
+            fd.to_string(),
+            format!("--settings-fd {fd}: {why}"),
+        )
+    };
     let bare = RunSettings {
         profile: flags.profile.clone(),
         command: flags.command.clone(),

@@ -313,10 +313,13 @@ fn refuse_threads() -> Result<(), JailError> {
         .map(|d| d.count())
         .unwrap_or(1);
     if threads > 1 {
-        return Err(JailError::BadInput(format!(
-            "Jail::run: this process has {threads} threads; the supervisor needs a process of \
-             its own (use Jail::spawn)"
-        )));
+        return Err(JailError::unsupported(
+            "Jail::run",
+            format!(
+                "this process has {threads} threads; the supervisor needs a process of its own \
+                 (use Jail::spawn)"
+            ),
+        ));
     }
     Ok(())
 }

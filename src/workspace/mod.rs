@@ -394,10 +394,13 @@ pub fn apply_run(
     sel: &apply::Selection,
 ) -> Result<ApplyOutcome, ApplyRefused> {
     if run.record.state == RunState::Running && !run.interrupted() {
-        return Err(ApplyRefused::Error(JailError::BadInput(format!(
-            "run {}: still running (pid {}); apply it when it has finished",
-            run.record.id, run.record.pid
-        ))));
+        return Err(ApplyRefused::Error(JailError::RunRefused {
+            id: run.record.id.clone(),
+            reason: format!(
+                "still running (pid {}); apply it when it has finished",
+                run.record.pid
+            ),
+        }));
     }
     recover(store, run).map_err(ApplyRefused::Error)?;
     let _locks = lock_all(store, run).map_err(ApplyRefused::Error)?;
@@ -576,10 +579,10 @@ pub enum ApplyRefused {
 /// Removes `run` and its layers, under the roots' locks (an apply in progress finishes first).
 pub fn discard(store: &Store, run: &Run) -> Result<(), JailError> {
     if run.record.state == RunState::Running && !run.interrupted() {
-        return Err(JailError::BadInput(format!(
-            "run {}: still running (pid {}); stop it first",
-            run.record.id, run.record.pid
-        )));
+        return Err(JailError::RunRefused {
+            id: run.record.id.clone(),
+            reason: format!("still running (pid {}); stop it first", run.record.pid),
+        });
     }
     recover(store, run)?;
     let _locks = lock_all(store, run)?;

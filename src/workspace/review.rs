@@ -279,11 +279,14 @@ pub fn hold(run: &Run, changes: &mut [RootChanges]) -> Result<Option<Pinned>, Ja
     let id = &run.record.id;
     let Some(recorded) = read_record(run) else {
         if may_change(run) {
-            return Err(JailError::BadInput(format!(
-                "run {id}: interrupted (its jail was killed) and never reviewed: processes of it \
-                 may still write its layer; review it first (jail diff {id}), then apply what it \
-                 showed"
-            )));
+            return Err(JailError::RunRefused {
+                id: id.clone(),
+                reason: format!(
+                    "interrupted (its jail was killed) and never reviewed: processes of it may \
+                     still write its layer; review it first (jail diff {id}), then apply what it \
+                     showed"
+                ),
+            });
         }
         return Ok(None);
     };
@@ -291,10 +294,13 @@ pub fn hold(run: &Run, changes: &mut [RootChanges]) -> Result<Option<Pinned>, Ja
     let now = all_elements(changes)
         .map_err(|e| JailError::bad_path("apply", &run.dir, format!("reading the layer: {e}")))?;
     if hex(&digest(&now)) != recorded.digest {
-        return Err(JailError::BadInput(format!(
-            "run {id}: its changes changed since `jail diff` showed them; nothing was applied; \
-             review it again (jail diff {id})"
-        )));
+        return Err(JailError::RunRefused {
+            id: id.clone(),
+            reason: format!(
+                "its changes changed since `jail diff` showed them; nothing was applied; review \
+                 it again (jail diff {id})"
+            ),
+        });
     }
     Ok(pinned)
 }

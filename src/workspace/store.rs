@@ -115,10 +115,10 @@ impl Store {
                     .map(|h| h.join(".local/state"))
             })
             .ok_or_else(|| {
-                JailError::BadInput(
-                    "--cow: no state directory for the layers: set XDG_STATE_HOME (or HOME) to an \
-                     absolute path"
-                        .into(),
+                JailError::unsupported(
+                    "--cow",
+                    "no state directory for the layers: set XDG_STATE_HOME (or HOME) to an \
+                     absolute path",
                 )
             })?;
         // The base as a real path (a home spelled through a symlink is still where the hide
@@ -289,10 +289,14 @@ impl Store {
 
     /// The run whose id starts with `prefix` (unique), or an error naming the choices.
     pub fn find(&self, prefix: &str) -> Result<Run, JailError> {
+        let unknown = |reason: String| JailError::UnknownRun {
+            id: prefix.to_string(),
+            reason,
+        };
         if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(JailError::BadInput(format!(
-                "run {prefix}: not a run id (hexadecimal, as `jail runs` lists them)"
-            )));
+            return Err(unknown(
+                "not a run id (hexadecimal, as `jail runs` lists them)".into(),
+            ));
         }
         let found: Vec<Run> = self
             .list()?
@@ -301,12 +305,12 @@ impl Store {
             .collect();
         match found.len() {
             1 => Ok(found.into_iter().next().expect("one")),
-            0 => Err(JailError::BadInput(format!(
-                "run {prefix}: no such run in {} (see `jail runs`)",
+            0 => Err(unknown(format!(
+                "no such run in {} (see `jail runs`)",
                 self.runs_dir().display()
             ))),
-            _ => Err(JailError::BadInput(format!(
-                "run {prefix}: ambiguous ({}); give more of the id",
+            _ => Err(unknown(format!(
+                "ambiguous ({}); give more of the id",
                 found
                     .iter()
                     .map(|r| r.record.id.as_str())
