@@ -168,25 +168,12 @@ fn validity(params: &mut CertificateParams) {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
     let day = |offset: i64| {
-        let (y, m, d) = civil_from_days(now / 86_400 + offset);
-        rcgen::date_time_ymd(y, m, d)
+        let (y, m, d) = crate::run_report::civil_from_days(now / 86_400 + offset);
+        // Years of certificates fit i32, months and days u8 (they come from the calendar).
+        rcgen::date_time_ymd(y as i32, m as u8, d as u8)
     };
     params.not_before = day(-1);
     params.not_after = day(397);
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i32, u8, u8) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u8;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
-    let y = (yoe + era * 400 + i64::from(m <= 2)) as i32;
-    (y, m, d)
 }
 
 #[cfg(test)]
@@ -202,10 +189,11 @@ mod tests {
 
     #[test]
     fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
-        assert_eq!(civil_from_days(20_790), (2026, 12, 3));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        let civil = crate::run_report::civil_from_days;
+        assert_eq!(civil(0), (1970, 1, 1));
+        assert_eq!(civil(19_782), (2024, 2, 29));
+        assert_eq!(civil(20_790), (2026, 12, 3));
+        assert_eq!(civil(-1), (1969, 12, 31));
     }
 
     #[test]
