@@ -21,6 +21,8 @@
 //! ```
 
 pub mod byte_path;
+#[cfg(target_os = "linux")]
+pub mod changes;
 pub mod claims;
 pub mod cli;
 pub mod command;
@@ -42,6 +44,8 @@ pub mod protect;
 pub mod run_report;
 pub mod sandbox;
 pub mod status;
+#[cfg(target_os = "linux")]
+pub mod sys;
 pub mod text;
 pub mod timing;
 // Used where no sandbox exists; unit-tested everywhere.

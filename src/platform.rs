@@ -9,7 +9,7 @@ use crate::sandbox::outcome::Outcome;
 /// Runs `policy` confined as this system allows, in this process.
 pub fn launch(policy: &Policy, options: &RunSettings) -> Result<Outcome, JailError> {
     #[cfg(target_os = "linux")]
-    return crate::linux::launch::launch(policy, options);
+    return crate::linux::run::launch::launch(policy, options);
     #[cfg(target_os = "macos")]
     return crate::macos::launch::launch(policy, options);
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
@@ -19,7 +19,7 @@ pub fn launch(policy: &Policy, options: &RunSettings) -> Result<Outcome, JailErr
 /// What a run of `policy` would get here, every layer's plan included (`--dry-run`).
 pub fn dry_run(policy: &Policy, options: &RunSettings) -> Result<String, JailError> {
     #[cfg(target_os = "linux")]
-    return crate::linux::launch::dry_run(policy, options);
+    return crate::linux::run::launch::dry_run(policy, options);
     #[cfg(target_os = "macos")]
     return crate::macos::launch::dry_run(policy, options);
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]

@@ -149,13 +149,10 @@ pub(crate) fn policy_path() -> Option<String> {
     let env = std::env::var("JAIL_POLICY").ok().filter(|p| !p.is_empty());
     #[cfg(target_os = "linux")]
     {
-        if let Some(p) = env
-            .as_deref()
-            .filter(|p| crate::linux::sys::is_sealed_memfd(p))
-        {
+        if let Some(p) = env.as_deref().filter(|p| crate::sys::is_sealed_memfd(p)) {
             return Some(p.to_string());
         }
-        let fixed = crate::linux::mounts::POLICY_FILE;
+        let fixed = crate::linux::layers::mounts::POLICY_FILE;
         if std::path::Path::new(fixed).exists() {
             return Some(fixed.to_string());
         }

@@ -134,6 +134,11 @@ fn name(m: &[String]) -> String {
     m.join("::")
 }
 
+/// `"linux::run"` as a module path.
+fn path(m: &str) -> Vec<String> {
+    m.split("::").map(String::from).collect()
+}
+
 #[test]
 fn the_linux_layer_imports_nothing_from_the_command_line() {
     let g = graph();
@@ -149,8 +154,8 @@ fn the_linux_layer_imports_nothing_from_the_command_line() {
         .collect();
     assert!(bad.is_empty(), "platform layers import the CLI: {bad:?}");
     // The check sees imports at all: launch does import the supervisor.
-    let launch = &g.edges[&vec!["linux".to_string(), "launch".to_string()]];
-    assert!(launch.contains(&vec!["linux".to_string(), "supervisor".to_string()]));
+    let launch = &g.edges[&path("linux::run::launch")];
+    assert!(launch.contains(&path("linux::run::supervisor")));
 }
 
 #[test]

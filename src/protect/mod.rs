@@ -1,6 +1,6 @@
 //! What is dangerous inside a writable tree: the one owner of that question, asked before a run
 //! (what the policy keeps read-only or hides, what it opens for git), after it (what the
-//! command planted, [`crate::linux::planted`]) and by a copy-on-write hand-back's flags
+//! command planted, [`crate::linux::after::planted`]) and by a copy-on-write hand-back's flags
 //! ([`crate::workspace`]).
 //!
 //! A file is dangerous when something on the host runs it, or loads it as code or as settings

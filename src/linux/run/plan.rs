@@ -21,10 +21,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::net_setup::{NetPlan, net_plan};
-use super::{landlock, limits, mounts, seccomp};
 use crate::enforcement::{self, Layers, Level};
 use crate::error::JailError;
+use crate::linux::layers::net_setup::{NetPlan, net_plan};
+use crate::linux::layers::{landlock, limits, mounts, seccomp};
 use crate::net::{self, NetPolicy};
 use crate::policy::Policy;
 use crate::probe::Features;

@@ -23,7 +23,7 @@
 //!   SIGKILL at the hard limit).
 //! - A tmpfs without size= takes up to half of RAM, and without nr_inodes= half of RAM's pages
 //!   in inodes, whose kernel memory no size= counts.
-//! - A copy-on-write layer is bounded too (`layer`): see [`crate::linux::layer_bound`] for how
+//! - A copy-on-write layer is bounded too (`layer`): see [`crate::linux::layers::layer_bound`] for how
 //!   and why each kind of layer is held to its size.
 
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -165,7 +165,7 @@ impl Host {
             host.cgroup_detail = Some("disabled by JAIL_TEST_DISABLE".into());
             return host;
         }
-        let read = |p: &str| super::mountinfo::text(&std::fs::read(p).unwrap_or_default());
+        let read = |p: &str| crate::linux::mountinfo::text(&std::fs::read(p).unwrap_or_default());
         let own = read("/proc/self/cgroup");
         let mounts = read("/proc/self/mountinfo");
         host.pids = find_home("pids", &own, &mounts);
@@ -703,7 +703,7 @@ impl LimitsPlan {
                 if *optional && !path.exists() {
                     continue;
                 }
-                super::sys::write_file(&path.to_string_lossy(), value)
+                crate::sys::write_file(&path.to_string_lossy(), value)
                     .map_err(|e| fail(&format!("write {file}={value} in"), e))?;
             }
             let procs = procs.map_err(|e| fail("open cgroup.procs of", e))?;
@@ -898,7 +898,7 @@ fn sweep_left_behind(parent: &Path) {
 
 /// Removes the cgroup `dir` if no supervisor holds its lock (true when it is gone); with `kill`,
 /// the processes left in it are killed first (a run whose supervisor is known dead).
-pub(super) fn remove_unowned(dir: &Path, kill: bool) -> bool {
+pub(in crate::linux) fn remove_unowned(dir: &Path, kill: bool) -> bool {
     use std::os::unix::fs::OpenOptionsExt;
     let Ok(file) = std::fs::OpenOptions::new()
         .read(true)
@@ -1049,7 +1049,7 @@ fn remove_cgroup(dir: &Path) -> std::io::Result<()> {
     }
     loop {
         // cgroup.kill (v2, Linux 5.14) kills every process in it at once; otherwise one by one.
-        if super::sys::write_file(&dir.join("cgroup.kill").to_string_lossy(), "1").is_err() {
+        if crate::sys::write_file(&dir.join("cgroup.kill").to_string_lossy(), "1").is_err() {
             let pids = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
             for pid in pids.lines().filter_map(|p| p.trim().parse::<i32>().ok()) {
                 // SAFETY: kill sends a signal; nothing else.

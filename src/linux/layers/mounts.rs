@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use nix::mount::{MsFlags, mount};
 use serde::Serialize;
 
-use super::sys;
 use crate::error::JailError;
 use crate::policy::{Access, Kind, Origin, PathRule, Policy, TmpMode, depth};
+use crate::sys;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "op", content = "path")]
