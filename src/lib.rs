@@ -28,6 +28,7 @@ pub mod cli;
 pub mod command;
 pub mod enforcement;
 pub mod error;
+pub mod limits_report;
 #[cfg(target_os = "linux")]
 pub mod linux;
 pub mod macos;

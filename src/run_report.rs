@@ -44,7 +44,7 @@ pub struct RunReport {
     pub outcome: Outcome,
     pub resources: Resources,
     /// Each resource bound and how it held; what the cgroups counted.
-    pub limits: crate::linux::layers::limits::LimitsReport,
+    pub limits: crate::limits_report::LimitsReport,
     pub network: Network,
     pub changes: ChangesSection,
     pub denials: DenialsSection,
@@ -211,7 +211,7 @@ pub struct Facts<'a> {
     pub ended: SystemTime,
     pub end: EndFacts,
     pub resources: Resources,
-    pub limits: crate::linux::layers::limits::LimitsReport,
+    pub limits: crate::limits_report::LimitsReport,
     /// Allowed and refused counts, the decisions kept, and how many were not.
     pub decisions: Option<(u64, u64, Vec<Decision>, u64)>,
     pub roots: Vec<PathBuf>,

@@ -181,17 +181,7 @@ impl Rules {
     }
 }
 
-/// The writable trees that are watched: every writable path but the private /tmp and /dev/shm
-/// (they vanish with the run), /tmp when it is the host's (the whole machine's), and the
-/// copy-on-write roots (their writes land in a layer, read from the layer itself afterwards).
-pub fn roots(policy: &Policy) -> Vec<PathBuf> {
-    policy
-        .writable_paths()
-        .filter(|p| *p != Path::new("/tmp") && *p != Path::new("/dev/shm"))
-        .filter(|p| !policy.cow.iter().chain(&policy.caches).any(|c| c == p))
-        .map(Path::to_path_buf)
-        .collect()
-}
+pub use crate::protect::watched_roots as roots;
 
 /// jail's own state directories in the policy (hidden by it whatever the flags).
 pub fn own_state(policy: &Policy) -> Vec<PathBuf> {

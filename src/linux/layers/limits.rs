@@ -33,6 +33,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::JailError;
+pub use crate::limits_report::{Enforcement, LimitsReport, Reached, ReportedBound};
 use crate::policy::limits::{Limit, Limits, size_text};
 use crate::policy::{Policy, TmpMode};
 
@@ -54,23 +55,6 @@ pub const DEFAULT_LAYER_MAX: u64 = 4 << 30;
 /// memory that size= does not count. 4G of /tmp holds 512Ki files, more than a large
 /// node_modules has.
 const BYTES_PER_INODE: u64 = 8 << 10;
-
-/// How one bound is held.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Enforcement {
-    /// For the whole tree, by a cgroup made for the run.
-    Cgroup,
-    /// For each process, by a resource limit (inherited by every descendant).
-    Rlimit,
-    /// By the size of jail's own tmpfs.
-    Tmpfs,
-    /// By the supervisor, which watches the disk use and stops the run past the bound, with
-    /// RLIMIT_FSIZE holding each file to it.
-    Watch,
-    /// Not bounded by jail.
-    None,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Bound {
@@ -953,17 +937,6 @@ fn rlimit_name(r: RlimitResource) -> &'static str {
     }
 }
 
-/// What the run's cgroups counted, read before they are removed: how often the tree met its
-/// bounds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct Reached {
-    /// Forks and clones refused at pids.max (pids.events `max`).
-    pub procs_refused: Option<u64>,
-    /// Processes the OOM killer ended at the memory bound (memory.events or, v1,
-    /// memory.oom_control `oom_kill`).
-    pub oom_kills: Option<u64>,
-}
-
 impl Prepared {
     /// The cgroups' counters now (None for what no cgroup of the run counts).
     pub fn reached(&self) -> Reached {
@@ -986,40 +959,20 @@ impl Prepared {
     }
 }
 
-/// The run report's `limits`: each bound as held, and what the cgroups counted.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct LimitsReport {
-    pub procs: ReportedBound,
-    pub memory: ReportedBound,
-    pub tmp: ReportedBound,
-    pub shm: ReportedBound,
-    pub cpu: ReportedBound,
-    pub layer: ReportedBound,
-    #[serde(flatten)]
-    pub reached: Reached,
-}
-
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct ReportedBound {
-    pub value: Option<u64>,
-    pub enforced_by: Enforcement,
-}
-
-impl LimitsReport {
-    pub fn new(plan: &LimitsPlan, reached: Reached) -> LimitsReport {
-        let b = |b: &Bound| ReportedBound {
-            value: b.value,
-            enforced_by: b.enforced_by.clone(),
-        };
-        LimitsReport {
-            procs: b(&plan.procs),
-            memory: b(&plan.memory),
-            tmp: b(&plan.tmp),
-            shm: b(&plan.shm),
-            cpu: b(&plan.cpu),
-            layer: b(&plan.layer),
-            reached,
-        }
+/// The run report's `limits` for a run under `plan`.
+pub fn report(plan: &LimitsPlan, reached: Reached) -> LimitsReport {
+    let b = |b: &Bound| ReportedBound {
+        value: b.value,
+        enforced_by: b.enforced_by.clone(),
+    };
+    LimitsReport {
+        procs: b(&plan.procs),
+        memory: b(&plan.memory),
+        tmp: b(&plan.tmp),
+        shm: b(&plan.shm),
+        cpu: b(&plan.cpu),
+        layer: b(&plan.layer),
+        reached,
     }
 }
 

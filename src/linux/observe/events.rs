@@ -253,7 +253,7 @@ enum WatchPhase {
     Idle,
     /// The layers are on tmpfs mounts init hands over with the view (host roots, where the
     /// mounts arrive): watched once the command exists, what they hold by then reported.
-    Deferred(Vec<PathBuf>, crate::linux::layers::layer_bound::Mounts),
+    Deferred(Vec<PathBuf>, crate::linux::layers::Mounts),
     Ready(Watcher),
     Running(JoinHandle<Tally>, OwnedFd),
     Done(Tally),
@@ -325,11 +325,7 @@ impl Events {
 
     /// As [`Events::prepare`], for overlay layers on tmpfs mounts that arrive in `mounts` (one
     /// per root, in order) once the view is built.
-    pub fn prepare_on_tmpfs(
-        &mut self,
-        roots: &[PathBuf],
-        mounts: crate::linux::layers::layer_bound::Mounts,
-    ) {
+    pub fn prepare_on_tmpfs(&mut self, roots: &[PathBuf], mounts: crate::linux::layers::Mounts) {
         self.roots = roots.to_vec();
         *lock(&self.watch) = WatchPhase::Deferred(roots.to_vec(), mounts);
     }
@@ -372,7 +368,7 @@ impl Events {
             if let WatchPhase::Deferred(roots, mounts) = &*phase {
                 let uppers: Vec<PathBuf> = lock(mounts)
                     .iter()
-                    .map(crate::linux::layers::layer_bound::upper_of)
+                    .map(crate::linux::layers::upper_of)
                     .collect();
                 let layers: Vec<(PathBuf, PathBuf)> = roots.iter().cloned().zip(uppers).collect();
                 *phase = match Watcher::catching_up(&layers, &sink) {
@@ -452,7 +448,7 @@ fn open_file(path: &Path) -> Result<Out, JailError> {
 /// waits on it.
 fn open_fd(fd: i32) -> Result<Out, JailError> {
     let bad = |why: &str| JailError::BadInput(format!("--events fd:{fd}: {why}"));
-    if !crate::linux::layers::privileges::fd_is_open(fd) {
+    if !crate::linux::layers::fd_is_open(fd) {
         return Err(bad("not an open descriptor"));
     }
     // SAFETY: fstat on a descriptor checked to be open, into a zeroed stat.

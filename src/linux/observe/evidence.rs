@@ -22,7 +22,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::claims::{Check, Claims, Finding};
-use crate::linux::layers::mounts::POLICY_FILE;
+use crate::policy_file::POLICY_FILE;
 use crate::sys::is_sealed_memfd;
 
 /// nsfs inode numbers of the initial namespaces (include/uapi/linux/nsfs.h). The initial mount

@@ -14,7 +14,7 @@ use super::audit::{self, AuditReader, AuditStream};
 use crate::changes::Changes;
 use crate::enforcement::Layers;
 use crate::error::JailError;
-use crate::linux::layers::net_setup::NetRuntime;
+use crate::linux::layers::NetRuntime;
 use crate::linux::run::plan::RunPlan;
 use crate::linux::run::run_state::RunState;
 use crate::linux::run::supervisor::{CommandStarted, RunEnd};
@@ -121,10 +121,7 @@ impl Recorder {
             ended: self.started,
             end: EndFacts::JailError(killed.into()),
             resources: Resources::default(),
-            limits: crate::linux::layers::limits::LimitsReport::new(
-                &run.plan.limits,
-                Default::default(),
-            ),
+            limits: crate::linux::layers::limits_report(&run.plan.limits, Default::default()),
             decisions: None,
             roots: Vec::new(),
             changes: Err(format!("{killed}; not compared")),
@@ -233,10 +230,7 @@ impl Recorder {
             ended: SystemTime::now(),
             end,
             resources,
-            limits: crate::linux::layers::limits::LimitsReport::new(
-                &run.plan.limits,
-                run.limits_reached,
-            ),
+            limits: crate::linux::layers::limits_report(&run.plan.limits, run.limits_reached),
             decisions: net.proxy.as_ref().map(|p| {
                 (
                     p.decisions.allowed(),
