@@ -43,6 +43,7 @@ pub mod probe;
 pub mod protect;
 #[cfg(target_os = "linux")]
 pub mod run_report;
+pub mod run_semantics;
 pub mod sandbox;
 pub mod status;
 #[cfg(target_os = "linux")]

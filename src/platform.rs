@@ -28,8 +28,8 @@ pub fn dry_run(policy: &Policy, options: &RunSettings) -> Result<String, JailErr
 
 /// Finishes the runs whose supervisor was killed (their journal says what is left to do).
 /// Only Linux runs keep a journal.
+#[cfg(target_os = "linux")]
 pub fn finish_dead_runs() {
-    #[cfg(target_os = "linux")]
     crate::linux::run::journal::finish_dead_runs();
 }
 

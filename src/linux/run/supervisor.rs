@@ -84,8 +84,7 @@ fn read_end(status: &OwnedFd, end: &mut RunEnd) {
     }
 }
 
-/// Time between SIGTERM and SIGKILL when `--timeout` expires.
-const KILL_GRACE: Duration = Duration::from_secs(2);
+use crate::run_semantics::KILL_GRACE;
 
 /// Told the command's host pid once it exists (before it execs).
 pub type CommandStarted = Box<dyn Fn(i32)>;
