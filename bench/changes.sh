@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures what `--report` costs: a baseline snapshot of a 100,000-file tree, a second snapshot
-# after the run and the comparison (src/linux/changes/). A report, not a test.
+# after the run and the comparison (src/changes/). A report, not a test.
 #
 #   bench/changes.sh                 the changes_bench example: per-step times, warm cache (and
 #                                    a cold-cache run when root can drop the page cache)

@@ -3,7 +3,7 @@
 //!
 //! Usage: changes_bench DIR [THREADS]   (THREADS 0 or absent: automatic)
 //!
-//! The snapshot walks with Linux syscalls (`jail::linux::changes`): elsewhere the example only
+//! The snapshot walks with Linux syscalls (`jail::changes`): elsewhere the example only
 //! says so, so that `--all-targets` builds on every system.
 
 #[cfg(target_os = "linux")]
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 #[cfg(target_os = "linux")]
-use jail::linux::changes::{Limits, compare, snapshot};
+use jail::changes::{Limits, compare, snapshot};
 
 #[cfg(not(target_os = "linux"))]
 fn main() {

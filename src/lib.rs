@@ -21,11 +21,14 @@
 //! ```
 
 pub mod byte_path;
+#[cfg(target_os = "linux")]
+pub mod changes;
 pub mod claims;
 pub mod cli;
 pub mod command;
 pub mod enforcement;
 pub mod error;
+pub mod limits_report;
 #[cfg(target_os = "linux")]
 pub mod linux;
 pub mod macos;
@@ -40,8 +43,11 @@ pub mod probe;
 pub mod protect;
 #[cfg(target_os = "linux")]
 pub mod run_report;
+pub mod run_semantics;
 pub mod sandbox;
 pub mod status;
+#[cfg(target_os = "linux")]
+pub mod sys;
 pub mod text;
 pub mod timing;
 // Used where no sandbox exists; unit-tested everywhere.

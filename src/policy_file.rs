@@ -140,6 +140,10 @@ impl PolicyFile {
     }
 }
 
+/// The resolved policy as JSON, for `jail status` and orchestrators (JAIL_POLICY): with the
+/// mount view, on jail's /dev tmpfs, which is sealed read-only.
+pub const POLICY_FILE: &str = "/dev/jail/policy.json";
+
 /// Where the policy file is: the mount view's fixed place when there is one (JAIL_POLICY can be
 /// changed by anyone), else JAIL_POLICY (a sealed memfd without the mount view). A jail inside
 /// another without a mount view of its own sees the outer one's fixed file, but its own policy
@@ -149,13 +153,10 @@ pub(crate) fn policy_path() -> Option<String> {
     let env = std::env::var("JAIL_POLICY").ok().filter(|p| !p.is_empty());
     #[cfg(target_os = "linux")]
     {
-        if let Some(p) = env
-            .as_deref()
-            .filter(|p| crate::linux::sys::is_sealed_memfd(p))
-        {
+        if let Some(p) = env.as_deref().filter(|p| crate::sys::is_sealed_memfd(p)) {
             return Some(p.to_string());
         }
-        let fixed = crate::linux::mounts::POLICY_FILE;
+        let fixed = POLICY_FILE;
         if std::path::Path::new(fixed).exists() {
             return Some(fixed.to_string());
         }

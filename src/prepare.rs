@@ -292,7 +292,7 @@ pub fn policy(req: &RunSettings, create_missing: bool) -> Result<Policy, JailErr
 #[cfg(target_os = "linux")]
 fn journal_needs_store(policy: &Policy) -> bool {
     use crate::workspace::store::Store;
-    !crate::linux::planted::roots(policy).is_empty()
+    !crate::protect::watched_roots(policy).is_empty()
         && Store::locate().is_ok_and(|s| std::fs::symlink_metadata(s.root()).is_err())
 }
 

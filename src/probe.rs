@@ -58,8 +58,8 @@ pub fn detect(try_userns: bool) -> Features {
 #[cfg(target_os = "linux")]
 fn kernel_layers() -> (u32, bool) {
     (
-        crate::linux::sys::landlock_abi(),
-        crate::linux::sys::seccomp_filters_supported(),
+        crate::sys::landlock_abi(),
+        crate::sys::seccomp_filters_supported(),
     )
 }
 

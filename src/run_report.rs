@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::changes::{ChangeKind, Changes};
 use crate::enforcement::{Layers, Level};
-use crate::linux::changes::{ChangeKind, Changes};
 use crate::net::Decision;
 use crate::policy::Policy;
 use crate::probe::Features;
@@ -44,7 +44,7 @@ pub struct RunReport {
     pub outcome: Outcome,
     pub resources: Resources,
     /// Each resource bound and how it held; what the cgroups counted.
-    pub limits: crate::linux::limits::LimitsReport,
+    pub limits: crate::limits_report::LimitsReport,
     pub network: Network,
     pub changes: ChangesSection,
     pub denials: DenialsSection,
@@ -139,7 +139,7 @@ pub struct ChangesSection {
     pub mode_changed: usize,
     /// The list is incomplete: a limit was hit.
     pub truncated: bool,
-    pub items: Vec<crate::linux::changes::Change>,
+    pub items: Vec<crate::changes::Change>,
     #[serde(with = "crate::byte_path::vec")]
     pub unreadable: Vec<PathBuf>,
     /// Recently written files that could not be hashed: their content may have changed unseen.
@@ -211,7 +211,7 @@ pub struct Facts<'a> {
     pub ended: SystemTime,
     pub end: EndFacts,
     pub resources: Resources,
-    pub limits: crate::linux::limits::LimitsReport,
+    pub limits: crate::limits_report::LimitsReport,
     /// Allowed and refused counts, the decisions kept, and how many were not.
     pub decisions: Option<(u64, u64, Vec<Decision>, u64)>,
     pub roots: Vec<PathBuf>,

@@ -91,7 +91,7 @@ fn gather(path: &str, file: Option<&PolicyFile>) -> Vec<Check> {
 fn gather(path: &str, file: Option<&PolicyFile>) -> Vec<Check> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let claims = file.map(|f| crate::claims::Claims::of(f, home));
-    crate::linux::evidence::gather(path, claims.as_ref())
+    crate::platform::evidence(path, claims.as_ref())
 }
 
 /// Runs the checks; prints the verdict; returns 0 when confinement is confirmed, 2 when it is

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_TIMEOUT, JailError};
 use crate::policy::Policy;
+use crate::run_semantics;
 
 /// Runs `policy.command` as a plain child and returns the exit code for jail to exit with.
 pub fn run(policy: &Policy) -> Result<i32, JailError> {
@@ -17,9 +18,15 @@ pub fn run(policy: &Policy) -> Result<i32, JailError> {
     let mut cmd = Command::new(name);
     cmd.args(&policy.command[1..])
         .env_clear()
-        .envs(policy.env.vars.iter().map(|(k, v)| (k, v)))
-        .env("JAIL", "1")
-        .env("JAIL_PROFILE", &policy.profile)
+        .envs(
+            policy
+                .env
+                .vars
+                .iter()
+                .filter(|(k, _)| !run_semantics::is_jail_var(k))
+                .map(|(k, v)| (k, v)),
+        )
+        .envs(run_semantics::jail_vars(&policy.profile, None))
         .current_dir(&policy.cwd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -44,12 +51,40 @@ pub fn run(policy: &Policy) -> Result<i32, JailError> {
                 .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)));
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            let _ = child.kill();
-            let _ = child.wait();
+            end_with_grace(&mut child)?;
             return Ok(EXIT_TIMEOUT);
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The timeout as on every platform: SIGTERM (and SIGCONT, since a stopped command would never
+/// see it), then SIGKILL once the grace ends.
+fn end_with_grace(child: &mut std::process::Child) -> Result<(), JailError> {
+    tracing::info!(
+        "timeout: sending SIGTERM, SIGKILL in {:?}",
+        run_semantics::KILL_GRACE
+    );
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: kill(2) on our own child, not yet reaped (try_wait saw it run).
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+        libc::kill(pid, libc::SIGCONT);
+    }
+    let grace = Instant::now() + run_semantics::KILL_GRACE;
+    while Instant::now() < grace {
+        if child
+            .try_wait()
+            .map_err(|e| JailError::io("waiting for the command", e))?
+            .is_some()
+        {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Ok(())
 }
 
 /// Where jail has no sandbox: refuse, unless the caller accepts running unconfined.
@@ -103,6 +138,36 @@ mod tests {
         let mut p = policy(&["sleep", "5"]);
         p.timeout = Some(Duration::from_millis(100));
         assert_eq!(run(&p).unwrap(), EXIT_TIMEOUT);
+    }
+
+    #[test]
+    fn a_timeout_sends_sigterm_and_waits_the_grace() {
+        let dir = std::env::temp_dir().join(format!("jail-unconfined-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        let script = format!(
+            "trap 'echo term > {}; kill $!; exit 0' TERM; sleep 5 & wait",
+            dir.display()
+        );
+        let mut p = policy(&["sh", "-c", &script]);
+        p.timeout = Some(Duration::from_millis(300));
+        assert_eq!(run(&p).unwrap(), EXIT_TIMEOUT);
+        let said = std::fs::read_to_string(&dir);
+        let _ = std::fs::remove_file(&dir);
+        assert_eq!(said.expect("the command saw SIGTERM").trim(), "term");
+    }
+
+    #[test]
+    fn a_caller_s_jail_policy_is_not_passed_on() {
+        let mut p = policy(&[
+            "sh",
+            "-c",
+            "test -z \"${JAIL_POLICY+set}\" && test \"$JAIL\" = 1",
+        ]);
+        p.env
+            .vars
+            .push(("JAIL_POLICY".into(), "/forged/policy.json".into()));
+        p.env.vars.push(("JAIL".into(), "0".into()));
+        assert_eq!(run(&p).unwrap(), 0);
     }
 
     #[test]

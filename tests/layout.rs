@@ -1,6 +1,8 @@
 //! The shape of the library, checked on its sources: the Linux layer knows nothing of the
-//! command line, no two modules import each other, lib.rs only declares and re-exports, and only
-//! `protect` knows what is dangerous inside a writable tree.
+//! command line, no two modules import each other, lib.rs only declares and re-exports, only
+//! `protect` knows what is dangerous inside a writable tree, only `platform` picks Linux or
+//! macOS, nothing the platforms use imports them back, and outside the layers and the run no
+//! module reaches into a layer.
 //! A module is a file (`a/b.rs` or `a/b/mod.rs` is `a::b`); an import is any `crate::` or
 //! `super::` path outside a `#[cfg(test)] mod tests` block. A parent's use of the children it
 //! declares (`mod http;` then `http::serve`) is its structure, not an import, and is not
@@ -134,6 +136,11 @@ fn name(m: &[String]) -> String {
     m.join("::")
 }
 
+/// `"linux::run"` as a module path.
+fn path(m: &str) -> Vec<String> {
+    m.split("::").map(String::from).collect()
+}
+
 #[test]
 fn the_linux_layer_imports_nothing_from_the_command_line() {
     let g = graph();
@@ -149,8 +156,8 @@ fn the_linux_layer_imports_nothing_from_the_command_line() {
         .collect();
     assert!(bad.is_empty(), "platform layers import the CLI: {bad:?}");
     // The check sees imports at all: launch does import the supervisor.
-    let launch = &g.edges[&vec!["linux".to_string(), "launch".to_string()]];
-    assert!(launch.contains(&vec!["linux".to_string(), "supervisor".to_string()]));
+    let launch = &g.edges[&path("linux::run::launch")];
+    assert!(launch.contains(&path("linux::run::supervisor")));
 }
 
 #[test]
@@ -226,4 +233,103 @@ fn only_protect_holds_the_protected_names_and_git_layouts() {
         .flat_map(|p| found(p))
         .collect();
     assert_eq!(held.len(), markers.len(), "protect holds only {held:?}");
+}
+
+fn under(m: &[String], prefix: &str) -> bool {
+    m.starts_with(&path(prefix))
+}
+
+fn is_platform_code(m: &[String]) -> bool {
+    under(m, "linux") || under(m, "macos")
+}
+
+/// Only `platform` picks Linux or macOS: no other module outside them imports either.
+#[test]
+fn only_platform_imports_linux_and_macos() {
+    let g = graph();
+    let bad: Vec<String> = g
+        .edges
+        .iter()
+        .filter(|(m, _)| !is_platform_code(m) && **m != path("platform"))
+        .flat_map(|(m, to)| {
+            to.iter()
+                .filter(|t| is_platform_code(t))
+                .map(move |t| format!("{} -> {}", name(m), name(t)))
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "only platform may import linux or macos: {bad:?}"
+    );
+    // The check sees imports at all: platform does import the Linux launch.
+    assert!(g.edges[&path("platform")].contains(&path("linux::run::launch")));
+}
+
+/// Nothing imports upward into linux (or macos): no module they use, directly or through
+/// others, imports them or `platform` back. A shared type lives in a module below both.
+#[test]
+fn nothing_imports_upward_into_linux_or_macos() {
+    let g = graph();
+    let mut used: BTreeSet<Vec<String>> = BTreeSet::new();
+    let mut todo: Vec<Vec<String>> = g
+        .edges
+        .iter()
+        .filter(|(m, _)| is_platform_code(m))
+        .flat_map(|(_, to)| to.iter().cloned())
+        .filter(|t| !is_platform_code(t))
+        .collect();
+    while let Some(m) = todo.pop() {
+        if used.insert(m.clone()) {
+            todo.extend(g.edges.get(&m).into_iter().flatten().cloned());
+        }
+    }
+    let bad: Vec<String> = used
+        .iter()
+        .filter(|m| !is_platform_code(m))
+        .flat_map(|m| {
+            g.edges[m]
+                .iter()
+                .filter(|t| is_platform_code(t) || **t == path("platform"))
+                .map(move |t| format!("{} -> {}", name(m), name(t)))
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "used by a platform, importing one back: {bad:?}"
+    );
+    // The check sees what Linux uses: the report, the store, the probe, the policy file.
+    for m in [
+        "run_report",
+        "workspace::store",
+        "probe",
+        "policy_file",
+        "changes",
+    ] {
+        assert!(used.contains(&path(m)), "{m} not seen as used by linux");
+    }
+}
+
+/// No module outside the layers reads a layer's internals: a layer (`linux::layers::X`) is
+/// imported by the other layers and by the run that compiles and applies them; every other
+/// module uses only what `linux/layers/mod.rs` re-exports.
+#[test]
+fn only_the_run_reaches_into_a_layer() {
+    let g = graph();
+    let layer = |t: &[String]| under(t, "linux::layers") && t.len() > 2;
+    let bad: Vec<String> = g
+        .edges
+        .iter()
+        .filter(|(m, _)| !under(m, "linux::layers") && !under(m, "linux::run"))
+        .flat_map(|(m, to)| {
+            to.iter()
+                .filter(|t| layer(t))
+                .map(move |t| format!("{} -> {}", name(m), name(t)))
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "a layer's internals read outside the run: {bad:?}"
+    );
+    // The check sees layers imported: the supervisor applies seccomp.
+    assert!(g.edges[&path("linux::run::supervisor")].contains(&path("linux::layers::seccomp")));
 }

@@ -44,7 +44,7 @@ pub fn run_cli() -> i32 {
         Some(Command::Status { json }) => {
             // Outside a jail, runs whose supervisor was killed are finished first.
             #[cfg(target_os = "linux")]
-            crate::linux::journal::finish_dead_runs();
+            crate::platform::finish_dead_runs();
             Ok(status::status(json))
         }
         Some(Command::Notice { profile }) => print_notice(profile),

@@ -5,8 +5,6 @@ use serde::Serialize;
 
 use crate::enforcement::{self, Layers};
 use crate::error::JailError;
-#[cfg(target_os = "linux")]
-use crate::linux;
 use crate::policy::Policy;
 use crate::probe::{self, Features};
 
@@ -58,11 +56,10 @@ struct LimitsProbe {
 
 #[cfg(target_os = "linux")]
 fn limits_probe(layers: &Layers) -> Option<LimitsProbe> {
-    let host = linux::limits::Host::detect();
     // As a run with a copy-on-write root would be, so that its layer's bound is shown too.
     let mut policy = Policy::probe_default();
     policy.cow = vec![std::path::PathBuf::from("/")];
-    let plan = linux::limits::compile(&policy, &host, layers.mount).ok()?;
+    let plan = crate::platform::limits_plan(&policy, layers.mount)?;
     Some(LimitsProbe {
         json: serde_json::to_value(&plan).expect("serializable"),
         summary: plan.summary(),
@@ -86,14 +83,14 @@ fn extras_text(f: &Features) -> String {
         (false, false) => "host only",
     };
     #[cfg(target_os = "linux")]
-    let denials = match linux::audit::open(f.landlock_abi) {
-        Ok(_) => "yes (Landlock audit records)".to_string(),
+    let denials = match crate::platform::denials_readable(f.landlock_abi) {
+        Ok(()) => "yes (Landlock audit records)".to_string(),
         Err(why) => format!("no: {why}"),
     };
     #[cfg(not(target_os = "linux"))]
     let denials = "no (Linux only)".to_string();
     #[cfg(target_os = "linux")]
-    let unix = match (f.seccomp, linux::unix_connect::available()) {
+    let unix = match (f.seccomp, crate::platform::unix_mediation_available()) {
         (true, Ok(())) => "refused; when allowed, every connect mediated by the supervisor".into(),
         (true, Err(why)) => format!("refused; allowing them fails to start: {why}"),
         (false, _) => "not confined (no seccomp)".to_string(),

@@ -18,7 +18,7 @@ pub fn workspace_command(cmd: WorkspaceCommand) -> Result<i32, JailError> {
     use crate::workspace::{self, ApplyRefused, apply::Selection, review, store::Store, survivors};
     let store = Store::locate()?;
     // Runs whose supervisor was killed are finished first (their planted files moved aside).
-    crate::linux::journal::finish_dead_runs();
+    crate::platform::finish_dead_runs();
     match cmd {
         WorkspaceCommand::Runs { json } => {
             let runs = store.list()?;

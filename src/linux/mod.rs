@@ -1,34 +1,17 @@
-//! The Linux enforcement layers, one module each. Each exposes `compile` (pure, unit-tested) and
-//! `apply` (the only place with syscalls).
+//! Linux: the policy enforced by layers the kernel offers, in four folders by job.
+//!
+//! - [`layers`]: one module per enforcement layer, each `compile` (pure, unit-tested) and
+//!   `apply` (the only place with syscalls).
+//! - [`run`]: the run itself: the launch, the one pure plan, the supervisor and init, the
+//!   journal of what is left to do after the command ends.
+//! - [`after`]: what is checked once the command ended (what it planted, moved aside).
+//! - [`observe`]: what is watched and told: the audit records, the event stream, the run
+//!   report's facts, and `jail status`'s evidence.
+//!
+//! Only `platform` imports this module (tests/layout.rs).
 
-pub mod audit;
-pub mod bpf_tree;
-pub mod changes;
-pub mod cow_run;
-pub mod ended_by;
-pub mod events;
-pub mod evidence;
-pub mod forward;
-pub mod journal;
-pub mod landlock;
-pub mod launch;
-pub mod layer_bound;
-pub mod limits;
-pub mod listen_check;
+pub mod after;
+pub mod layers;
 pub mod mountinfo;
-pub mod mounts;
-pub mod net_setup;
-pub mod plan;
-pub mod planted;
-pub mod privileges;
-pub mod protected_writes;
-pub mod quarantine;
-pub mod recorder;
-pub mod rights;
-pub mod run_state;
-pub mod seccomp;
-pub mod supervisor;
-pub mod sys;
-pub mod unix_connect;
-pub mod unix_diag;
-pub mod view;
+pub mod observe;
+pub mod run;

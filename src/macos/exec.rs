@@ -31,8 +31,7 @@ use crate::policy::Policy;
 /// and every agent sandbox on macOS use).
 pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
 
-/// Time between SIGTERM and SIGKILL when `--timeout` expires (as on Linux).
-const KILL_GRACE: Duration = Duration::from_secs(2);
+use crate::run_semantics::KILL_GRACE;
 
 /// How often the child is polled while a timeout runs.
 const POLL: Duration = Duration::from_millis(50);

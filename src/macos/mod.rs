@@ -35,10 +35,7 @@ pub fn child_env(
 ) -> Vec<(OsString, OsString)> {
     let mut out: Vec<(OsString, OsString)> = Vec::new();
     for (k, v) in &policy.env.vars {
-        if ["JAIL", "JAIL_PROFILE", "JAIL_POLICY", "TMPDIR"]
-            .iter()
-            .any(|n| k.as_os_str() == *n)
-        {
+        if crate::run_semantics::is_jail_var(k) || k == "TMPDIR" {
             continue;
         }
         let value = match policy.tmp {
@@ -47,11 +44,10 @@ pub fn child_env(
         };
         out.push((k.clone(), value));
     }
-    out.push(("JAIL".into(), "1".into()));
-    out.push(("JAIL_PROFILE".into(), policy.profile.clone().into()));
-    if let Some(file) = policy_file {
-        out.push(("JAIL_POLICY".into(), file.into()));
-    }
+    out.extend(crate::run_semantics::jail_vars(
+        &policy.profile,
+        policy_file.map(Path::as_os_str),
+    ));
     out.push(("TMPDIR".into(), tmp_dir.into()));
     out
 }

@@ -379,7 +379,7 @@ impl Journal {
             rel
         };
         let c = CString::new(path.as_os_str().as_bytes())?;
-        crate::linux::sys::openat2_path(
+        crate::sys::openat2_path(
             self.root_fd.as_raw_fd(),
             &c,
             libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,

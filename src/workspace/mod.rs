@@ -591,8 +591,8 @@ pub fn discard(store: &Store, run: &Run) -> Result<(), JailError> {
 
 /// The change sets as the run report lists changes (`--report`): each file, symlink and
 /// directory the run changed under a copy-on-write root, read from the layer like the patch.
-pub fn report_items(changes: &[RootChanges]) -> Vec<crate::linux::changes::Change> {
-    use crate::linux::changes::{Change, ChangeKind, FileType};
+pub fn report_items(changes: &[RootChanges]) -> Vec<crate::changes::Change> {
+    use crate::changes::{Change, ChangeKind, FileType};
     let file_type = |s: &changes::Side| match s.kind {
         changes::SideKind::File => FileType::File,
         changes::SideKind::Symlink(_) => FileType::Symlink,

@@ -148,7 +148,7 @@ impl Store {
     }
 
     /// The journals of live runs and of runs whose supervisor was killed
-    /// ([`crate::linux::journal`]).
+    /// ([`crate::linux::run::journal`]).
     pub fn journal_dir(&self) -> PathBuf {
         self.root.join("journal")
     }

@@ -861,7 +861,7 @@ impl AuditOn {
         }
         with_audit_holders(|was, holders| {
             if holders.is_empty() {
-                *was = jail::linux::audit::set_enabled_for_tests(true)
+                *was = jail::linux::observe::audit::set_enabled_for_tests(true)
                     .expect("enable kernel audit as root");
             }
             holders.push(std::process::id());
@@ -879,7 +879,7 @@ impl Drop for AuditOn {
         with_audit_holders(|was, holders| {
             holders.retain(|&p| p != std::process::id());
             if holders.is_empty() && !*was {
-                let _ = jail::linux::audit::set_enabled_for_tests(false);
+                let _ = jail::linux::observe::audit::set_enabled_for_tests(false);
             }
         });
     }
@@ -891,7 +891,8 @@ pub fn audit_state() -> (bool, usize) {
     let mut out = (false, 0);
     with_audit_holders(|_, holders| {
         out = (
-            jail::linux::audit::enabled_for_tests().expect("read the audit status as root"),
+            jail::linux::observe::audit::enabled_for_tests()
+                .expect("read the audit status as root"),
             holders.len(),
         )
     });

@@ -325,23 +325,23 @@ mod tests {
 /// here and the collector's.
 #[cfg(test)]
 pub(super) mod samples {
-    pub(in crate::linux::audit) const ACCESS_MAKE_REG: &str = r#"audit(1796051860.336:97): domain=1ef4c3257 blockers=fs.make_reg path="/tmp/llx" dev="vda" ino=10010814"#;
-    pub(in crate::linux::audit) const DOMAIN_ALLOCATED: &str = r#"audit(1796051860.336:97): domain=1ef4c3257 status=allocated mode=enforcing pid=21469 uid=0 exe="/var/tmp/auditexp/ll" comm="ll""#;
-    pub(in crate::linux::audit) const SYSCALL_SH: &str = r#"audit(1796051860.336:97): arch=c000003e syscall=257 success=no exit=-13 a0=ffffff9c a1=5635abbaea70 a2=241 a3=1b6 items=0 ppid=21445 pid=21469 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm="sh" exe="/usr/bin/dash" key=(null)"#;
-    pub(in crate::linux::audit) const EOE: &str = "audit(1796051860.336:97): ";
-    pub(in crate::linux::audit) const ACCESS_AGAIN: &str = r#"audit(1796051860.336:98): domain=1ef4c3257 blockers=fs.make_reg path="/tmp/llx" dev="vda" ino=10010814"#;
-    pub(in crate::linux::audit) const SYSCALL_AGAIN: &str = r#"audit(1796051860.336:98): arch=c000003e syscall=257 success=no exit=-13 a0=ffffff9c a1=5635abbaea70 a2=241 a3=1b6 items=0 ppid=21445 pid=21469 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm="sh" exe="/usr/bin/dash" key=(null)"#;
-    pub(in crate::linux::audit) const EOE_AGAIN: &str = "audit(1796051860.336:98): ";
-    pub(in crate::linux::audit) const DEALLOCATED: &str =
+    pub(in crate::linux::observe::audit) const ACCESS_MAKE_REG: &str = r#"audit(1796051860.336:97): domain=1ef4c3257 blockers=fs.make_reg path="/tmp/llx" dev="vda" ino=10010814"#;
+    pub(in crate::linux::observe::audit) const DOMAIN_ALLOCATED: &str = r#"audit(1796051860.336:97): domain=1ef4c3257 status=allocated mode=enforcing pid=21469 uid=0 exe="/var/tmp/auditexp/ll" comm="ll""#;
+    pub(in crate::linux::observe::audit) const SYSCALL_SH: &str = r#"audit(1796051860.336:97): arch=c000003e syscall=257 success=no exit=-13 a0=ffffff9c a1=5635abbaea70 a2=241 a3=1b6 items=0 ppid=21445 pid=21469 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm="sh" exe="/usr/bin/dash" key=(null)"#;
+    pub(in crate::linux::observe::audit) const EOE: &str = "audit(1796051860.336:97): ";
+    pub(in crate::linux::observe::audit) const ACCESS_AGAIN: &str = r#"audit(1796051860.336:98): domain=1ef4c3257 blockers=fs.make_reg path="/tmp/llx" dev="vda" ino=10010814"#;
+    pub(in crate::linux::observe::audit) const SYSCALL_AGAIN: &str = r#"audit(1796051860.336:98): arch=c000003e syscall=257 success=no exit=-13 a0=ffffff9c a1=5635abbaea70 a2=241 a3=1b6 items=0 ppid=21445 pid=21469 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm="sh" exe="/usr/bin/dash" key=(null)"#;
+    pub(in crate::linux::observe::audit) const EOE_AGAIN: &str = "audit(1796051860.336:98): ";
+    pub(in crate::linux::observe::audit) const DEALLOCATED: &str =
         "audit(1796051860.388:99): domain=1ef4c3257 status=deallocated denials=2";
-    pub(in crate::linux::audit) const ACCESS_HEX_PATH: &str = "audit(1796051898.132:113): domain=1ef4c328f blockers=fs.write_file path=2F746D702F6C6C782F64206920722F657820697374 dev=\"vda\" ino=10010873";
-    pub(in crate::linux::audit) const SYSCALL_HEX: &str = "audit(1796051924.940:302): arch=c000003e syscall=257 success=no exit=-13 a0=ffffff9c a1=7fe39781e390 a2=80441 a3=1b6 items=0 ppid=23111 pid=23187 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=70792074686F6E exe=2F7661722F746D702F61756469746578702F70792074686F6E key=(null)";
-    pub(in crate::linux::audit) const SYSCALL_HEX_COMM_QUOTE: &str = "audit(1796051924.920:301): arch=c000003e syscall=257 success=no exit=-13 a0=ffffff9c a1=7f389f8d6cf0 a2=80241 a3=1b6 items=0 ppid=23111 pid=23185 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=6120622263 exe=\"/usr/bin/python3.11\" key=(null)";
-    pub(in crate::linux::audit) const ACCESS_BIND: &str = "audit(1796051924.988:304): domain=1ef4c32cb blockers=net.bind_tcp saddr=127.0.0.1 src=4567";
-    pub(in crate::linux::audit) const ACCESS_CONNECT: &str =
+    pub(in crate::linux::observe::audit) const ACCESS_HEX_PATH: &str = "audit(1796051898.132:113): domain=1ef4c328f blockers=fs.write_file path=2F746D702F6C6C782F64206920722F657820697374 dev=\"vda\" ino=10010873";
+    pub(in crate::linux::observe::audit) const SYSCALL_HEX: &str = "audit(1796051924.940:302): arch=c000003e syscall=257 success=no exit=-13 a0=ffffff9c a1=7fe39781e390 a2=80441 a3=1b6 items=0 ppid=23111 pid=23187 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=70792074686F6E exe=2F7661722F746D702F61756469746578702F70792074686F6E key=(null)";
+    pub(in crate::linux::observe::audit) const SYSCALL_HEX_COMM_QUOTE: &str = "audit(1796051924.920:301): arch=c000003e syscall=257 success=no exit=-13 a0=ffffff9c a1=7f389f8d6cf0 a2=80241 a3=1b6 items=0 ppid=23111 pid=23185 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm=6120622263 exe=\"/usr/bin/python3.11\" key=(null)";
+    pub(in crate::linux::observe::audit) const ACCESS_BIND: &str = "audit(1796051924.988:304): domain=1ef4c32cb blockers=net.bind_tcp saddr=127.0.0.1 src=4567";
+    pub(in crate::linux::observe::audit) const ACCESS_CONNECT: &str =
         "audit(1796051924.988:305): domain=1ef4c32cb blockers=net.connect_tcp daddr=::1 dest=22";
-    pub(in crate::linux::audit) const ACCESS_SIGNAL: &str = r#"audit(1796051925.012:307): domain=1ef4c32ce blockers=scope.signal opid=23190 ocomm="sleep""#;
-    pub(in crate::linux::audit) const ACCESS_ABSTRACT: &str = "audit(1796051979.072:328): domain=1ef4c3347 blockers=scope.abstract_unix_socket path=00616273206E616D65";
-    pub(in crate::linux::audit) const ACCESS_RENAME: &str = r#"audit(1796051898.452:290): domain=1ef4c32a5 blockers=fs.write_file,fs.read_dir,fs.remove_dir,fs.remove_file,fs.make_char,fs.make_dir,fs.make_reg,fs.make_sock,fs.make_fifo,fs.make_block,fs.make_sym,fs.refer,fs.truncate path="/tmp/llx" dev="vda" ino=10010814"#;
-    pub(in crate::linux::audit) const LISTENER: &str = r#"audit(1796051924.444:300): pid=23121 uid=0 auid=4294967295 tty=(none) ses=4294967295 comm="listen" exe="/var/tmp/auditexp/listen" nl-mcgrp=1 op=connect res=1"#;
+    pub(in crate::linux::observe::audit) const ACCESS_SIGNAL: &str = r#"audit(1796051925.012:307): domain=1ef4c32ce blockers=scope.signal opid=23190 ocomm="sleep""#;
+    pub(in crate::linux::observe::audit) const ACCESS_ABSTRACT: &str = "audit(1796051979.072:328): domain=1ef4c3347 blockers=scope.abstract_unix_socket path=00616273206E616D65";
+    pub(in crate::linux::observe::audit) const ACCESS_RENAME: &str = r#"audit(1796051898.452:290): domain=1ef4c32a5 blockers=fs.write_file,fs.read_dir,fs.remove_dir,fs.remove_file,fs.make_char,fs.make_dir,fs.make_reg,fs.make_sock,fs.make_fifo,fs.make_block,fs.make_sym,fs.refer,fs.truncate path="/tmp/llx" dev="vda" ino=10010814"#;
+    pub(in crate::linux::observe::audit) const LISTENER: &str = r#"audit(1796051924.444:300): pid=23121 uid=0 auid=4294967295 tty=(none) ses=4294967295 comm="listen" exe="/var/tmp/auditexp/listen" nl-mcgrp=1 op=connect res=1"#;
 }

@@ -291,7 +291,7 @@ mod tests {
         };
         use std::ffi::CString;
 
-        let abi = crate::linux::sys::landlock_abi();
+        let abi = crate::sys::landlock_abi();
         // SAFETY: geteuid cannot fail.
         if unsafe { libc::geteuid() } != 0 {
             eprintln!("skipped: reading audit records needs root");

@@ -7,10 +7,10 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use super::layer_bound::{self, Mounts, Watch};
-use super::limits::{Bound, Enforcement};
+use crate::changes::Change;
 use crate::error::JailError;
-use crate::linux::changes::Change;
+use crate::linux::layers::layer_bound::{self, Mounts, Watch};
+use crate::linux::layers::limits::{Bound, Enforcement};
 use crate::policy::{Access, Policy};
 use crate::workspace::{self, store::LayerKind, store::Run, store::RunState, store::Store};
 
@@ -113,7 +113,7 @@ fn refuse_submounts(root: &Path) -> Result<(), JailError> {
     let Ok(info) = std::fs::read("/proc/self/mountinfo") else {
         return Ok(());
     };
-    for super::mountinfo::Mount { point, .. } in super::mountinfo::mounts(&info) {
+    for crate::linux::mountinfo::Mount { point, .. } in crate::linux::mountinfo::mounts(&info) {
         if point != root && point.starts_with(root) {
             return Err(JailError::bad_path(
                 "--cow",

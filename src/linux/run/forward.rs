@@ -55,7 +55,7 @@ pub fn to_group(command: Pid, sig: Signal) {
             }
         }
         Ok(pgid) => {
-            let members = super::sys::descendants_in_group(getpid().as_raw(), pgid.as_raw());
+            let members = crate::sys::descendants_in_group(getpid().as_raw(), pgid.as_raw());
             // The listing may miss the command itself (its stat unreadable for a moment).
             if !members.contains(&command.as_raw()) {
                 let _ = kill(command, sig);

@@ -39,8 +39,8 @@ use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use serde_json::{Value, json};
 
 use super::audit::{Denial, DenialListener};
-use super::supervisor::CommandStarted;
 use crate::error::JailError;
+use crate::linux::run::supervisor::CommandStarted;
 use crate::policy::Policy;
 use crate::workspace::store::LayerKind;
 
@@ -261,7 +261,7 @@ enum WatchPhase {
     Idle,
     /// The layers are on tmpfs mounts init hands over with the view (host roots, where the
     /// mounts arrive): watched once the command exists, what they hold by then reported.
-    Deferred(Vec<PathBuf>, super::layer_bound::Mounts),
+    Deferred(Vec<PathBuf>, crate::linux::layers::Mounts),
     Ready(Watcher),
     Running(JoinHandle<Tally>, OwnedFd),
     Done(Tally),
@@ -333,7 +333,7 @@ impl Events {
 
     /// As [`Events::prepare`], for overlay layers on tmpfs mounts that arrive in `mounts` (one
     /// per root, in order) once the view is built.
-    pub fn prepare_on_tmpfs(&mut self, roots: &[PathBuf], mounts: super::layer_bound::Mounts) {
+    pub fn prepare_on_tmpfs(&mut self, roots: &[PathBuf], mounts: crate::linux::layers::Mounts) {
         self.roots = roots.to_vec();
         *lock(&self.watch) = WatchPhase::Deferred(roots.to_vec(), mounts);
     }
@@ -355,7 +355,7 @@ impl Events {
     }
 
     /// When the command exists: the `start` event, saying whether the denials are reported
-    /// (the plan's [`super::plan::RunPlan::denials_reported`]), and the watcher's thread.
+    /// (the plan's [`crate::linux::run::plan::RunPlan::denials_reported`]), and the watcher's thread.
     pub fn command_started(&self, denials: Result<(), String>) -> Option<CommandStarted> {
         let sink = self.sink.clone()?;
         let watch = Arc::clone(&self.watch);
@@ -376,7 +376,7 @@ impl Events {
             if let WatchPhase::Deferred(roots, mounts) = &*phase {
                 let uppers: Vec<PathBuf> = lock(mounts)
                     .iter()
-                    .map(super::layer_bound::upper_of)
+                    .map(crate::linux::layers::upper_of)
                     .collect();
                 let layers: Vec<(PathBuf, PathBuf)> = roots.iter().cloned().zip(uppers).collect();
                 *phase = match Watcher::catching_up(&layers, &sink) {
@@ -462,7 +462,7 @@ fn open_fd(fd: i32) -> Result<Out, JailError> {
             format!("--events fd:{fd}: {why}"),
         )
     };
-    if !super::privileges::fd_is_open(fd) {
+    if !crate::linux::layers::fd_is_open(fd) {
         return Err(bad("not an open descriptor"));
     }
     // SAFETY: fstat on a descriptor checked to be open, into a zeroed stat.

@@ -45,14 +45,14 @@ pub fn close_inherited_fds(keep: &[i32]) -> Result<(), JailError> {
     let mut first = 3u32;
     for k in keep {
         if k > first {
-            crate::linux::sys::cloexec_range(first, k - 1).map_err(|e| err("close_range", e))?;
+            crate::sys::cloexec_range(first, k - 1).map_err(|e| err("close_range", e))?;
         }
         if k >= first {
             clear_cloexec(k as i32)?;
             first = k + 1;
         }
     }
-    crate::linux::sys::cloexec_range(first, u32::MAX).map_err(|e| err("close_range", e))
+    crate::sys::cloexec_range(first, u32::MAX).map_err(|e| err("close_range", e))
 }
 
 fn clear_cloexec(fd: i32) -> Result<(), JailError> {

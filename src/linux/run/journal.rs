@@ -34,9 +34,9 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::changes as snapshot;
-use super::planted::Watch;
 use crate::byte_path::BytePath;
+use crate::changes as snapshot;
+use crate::linux::after::planted::Watch;
 use crate::policy::{Access, Policy};
 use crate::run_report::RunReport;
 use crate::text::{printable, say};
@@ -284,7 +284,7 @@ fn finish(dir: &Path) {
     // The tree first: nothing of it may write while the trees are compared.
     let mut removed = 0;
     for cg in &attempt.cgroups {
-        if super::limits::remove_unowned(&cg.0, true) {
+        if crate::linux::layers::limits::remove_unowned(&cg.0, true) {
             removed += 1;
         } else {
             left.push(format!("cgroup {} not removed", cg.0.display()));
@@ -299,7 +299,7 @@ fn finish(dir: &Path) {
         let (changes, planted) = w.finish();
         snapshot::set_hash_key(saved);
         let moved = planted.units.len() + planted.guards.len();
-        if super::quarantine::move_aside_all(&planted, attempt.submounts_writable) {
+        if crate::linux::after::quarantine::move_aside_all(&planted, attempt.submounts_writable) {
             done.push(format!(
                 "checked its writable trees ({moved} planted {} moved aside)",
                 if moved == 1 { "entry" } else { "entries" }

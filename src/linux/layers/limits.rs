@@ -23,7 +23,7 @@
 //!   SIGKILL at the hard limit).
 //! - A tmpfs without size= takes up to half of RAM, and without nr_inodes= half of RAM's pages
 //!   in inodes, whose kernel memory no size= counts.
-//! - A copy-on-write layer is bounded too (`layer`): see [`crate::linux::layer_bound`] for how
+//! - A copy-on-write layer is bounded too (`layer`): see [`crate::linux::layers::layer_bound`] for how
 //!   and why each kind of layer is held to its size.
 
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -33,6 +33,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::JailError;
+pub use crate::limits_report::{Enforcement, LimitsReport, Reached, ReportedBound};
 use crate::policy::limits::{Limit, Limits, size_text};
 use crate::policy::{Policy, TmpMode};
 
@@ -54,23 +55,6 @@ pub const DEFAULT_LAYER_MAX: u64 = 4 << 30;
 /// memory that size= does not count. 4G of /tmp holds 512Ki files, more than a large
 /// node_modules has.
 const BYTES_PER_INODE: u64 = 8 << 10;
-
-/// How one bound is held.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Enforcement {
-    /// For the whole tree, by a cgroup made for the run.
-    Cgroup,
-    /// For each process, by a resource limit (inherited by every descendant).
-    Rlimit,
-    /// By the size of jail's own tmpfs.
-    Tmpfs,
-    /// By the supervisor, which watches the disk use and stops the run past the bound, with
-    /// RLIMIT_FSIZE holding each file to it.
-    Watch,
-    /// Not bounded by jail.
-    None,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Bound {
@@ -165,7 +149,7 @@ impl Host {
             host.cgroup_detail = Some("disabled by JAIL_TEST_DISABLE".into());
             return host;
         }
-        let read = |p: &str| super::mountinfo::text(&std::fs::read(p).unwrap_or_default());
+        let read = |p: &str| crate::linux::mountinfo::text(&std::fs::read(p).unwrap_or_default());
         let own = read("/proc/self/cgroup");
         let mounts = read("/proc/self/mountinfo");
         host.pids = find_home("pids", &own, &mounts);
@@ -703,7 +687,7 @@ impl LimitsPlan {
                 if *optional && !path.exists() {
                     continue;
                 }
-                super::sys::write_file(&path.to_string_lossy(), value)
+                crate::sys::write_file(&path.to_string_lossy(), value)
                     .map_err(|e| fail(&format!("write {file}={value} in"), e))?;
             }
             let procs = procs.map_err(|e| fail("open cgroup.procs of", e))?;
@@ -898,7 +882,7 @@ fn sweep_left_behind(parent: &Path) {
 
 /// Removes the cgroup `dir` if no supervisor holds its lock (true when it is gone); with `kill`,
 /// the processes left in it are killed first (a run whose supervisor is known dead).
-pub(super) fn remove_unowned(dir: &Path, kill: bool) -> bool {
+pub(in crate::linux) fn remove_unowned(dir: &Path, kill: bool) -> bool {
     use std::os::unix::fs::OpenOptionsExt;
     let Ok(file) = std::fs::OpenOptions::new()
         .read(true)
@@ -953,17 +937,6 @@ fn rlimit_name(r: RlimitResource) -> &'static str {
     }
 }
 
-/// What the run's cgroups counted, read before they are removed: how often the tree met its
-/// bounds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct Reached {
-    /// Forks and clones refused at pids.max (pids.events `max`).
-    pub procs_refused: Option<u64>,
-    /// Processes the OOM killer ended at the memory bound (memory.events or, v1,
-    /// memory.oom_control `oom_kill`).
-    pub oom_kills: Option<u64>,
-}
-
 impl Prepared {
     /// The cgroups' counters now (None for what no cgroup of the run counts).
     pub fn reached(&self) -> Reached {
@@ -986,40 +959,20 @@ impl Prepared {
     }
 }
 
-/// The run report's `limits`: each bound as held, and what the cgroups counted.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct LimitsReport {
-    pub procs: ReportedBound,
-    pub memory: ReportedBound,
-    pub tmp: ReportedBound,
-    pub shm: ReportedBound,
-    pub cpu: ReportedBound,
-    pub layer: ReportedBound,
-    #[serde(flatten)]
-    pub reached: Reached,
-}
-
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct ReportedBound {
-    pub value: Option<u64>,
-    pub enforced_by: Enforcement,
-}
-
-impl LimitsReport {
-    pub fn new(plan: &LimitsPlan, reached: Reached) -> LimitsReport {
-        let b = |b: &Bound| ReportedBound {
-            value: b.value,
-            enforced_by: b.enforced_by.clone(),
-        };
-        LimitsReport {
-            procs: b(&plan.procs),
-            memory: b(&plan.memory),
-            tmp: b(&plan.tmp),
-            shm: b(&plan.shm),
-            cpu: b(&plan.cpu),
-            layer: b(&plan.layer),
-            reached,
-        }
+/// The run report's `limits` for a run under `plan`.
+pub fn report(plan: &LimitsPlan, reached: Reached) -> LimitsReport {
+    let b = |b: &Bound| ReportedBound {
+        value: b.value,
+        enforced_by: b.enforced_by.clone(),
+    };
+    LimitsReport {
+        procs: b(&plan.procs),
+        memory: b(&plan.memory),
+        tmp: b(&plan.tmp),
+        shm: b(&plan.shm),
+        cpu: b(&plan.cpu),
+        layer: b(&plan.layer),
+        reached,
     }
 }
 
@@ -1049,7 +1002,7 @@ fn remove_cgroup(dir: &Path) -> std::io::Result<()> {
     }
     loop {
         // cgroup.kill (v2, Linux 5.14) kills every process in it at once; otherwise one by one.
-        if super::sys::write_file(&dir.join("cgroup.kill").to_string_lossy(), "1").is_err() {
+        if crate::sys::write_file(&dir.join("cgroup.kill").to_string_lossy(), "1").is_err() {
             let pids = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
             for pid in pids.lines().filter_map(|p| p.trim().parse::<i32>().ok()) {
                 // SAFETY: kill sends a signal; nothing else.

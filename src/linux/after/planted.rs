@@ -2,7 +2,7 @@
 //! the one owner of that question, for runs with and without a report.
 //!
 //! One walk: a snapshot of every writable tree before the command starts, another after it ends
-//! ([`super::changes`]), and their comparison. Every change (created, modified, mode changed) is
+//! ([`crate::changes`]), and their comparison. Every change (created, modified, mode changed) is
 //! classified against the protected list ([`crate::protect::PROTECTED`]), by name at any depth,
 //! and against git's own test for a repository (`HEAD` with `objects/` and `refs/`, or a
 //! `commondir`), whatever the directory is called: a bare repository, a new `.git`, a submodule's
@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::changes::{self, ChangeKind, Changes, Limits, Snapshot, Touched, Tree};
 use crate::byte_path::BytePath;
+use crate::changes::{self, ChangeKind, Changes, Limits, Snapshot, Touched, Tree};
 use crate::error::JailError;
 use crate::policy::Policy;
 use crate::protect::git::is_git_layout;
@@ -181,17 +181,7 @@ impl Rules {
     }
 }
 
-/// The writable trees that are watched: every writable path but the private /tmp and /dev/shm
-/// (they vanish with the run), /tmp when it is the host's (the whole machine's), and the
-/// copy-on-write roots (their writes land in a layer, read from the layer itself afterwards).
-pub fn roots(policy: &Policy) -> Vec<PathBuf> {
-    policy
-        .writable_paths()
-        .filter(|p| *p != Path::new("/tmp") && *p != Path::new("/dev/shm"))
-        .filter(|p| !policy.cow.iter().chain(&policy.caches).any(|c| c == p))
-        .map(Path::to_path_buf)
-        .collect()
-}
+pub use crate::protect::watched_roots as roots;
 
 /// jail's own state directories in the policy (hidden by it whatever the flags).
 pub fn own_state(policy: &Policy) -> Vec<PathBuf> {

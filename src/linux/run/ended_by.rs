@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::limits::{Enforcement, LimitsPlan, approx_size};
+use crate::linux::layers::limits::{Enforcement, LimitsPlan, approx_size};
 
 /// The bound that ended a run, with its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,7 +128,7 @@ fn duration_text(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linux::limits::Bound;
+    use crate::linux::layers::limits::Bound;
 
     fn bound(value: Option<u64>, by: Enforcement, default: bool) -> Bound {
         Bound {

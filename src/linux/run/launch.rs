@@ -12,17 +12,19 @@
 use std::borrow::Cow;
 use std::rc::Rc;
 
-use super::events::{self, Events};
-use super::net_setup::NetRuntime;
 use super::plan::{self, Denials, Facts, Fallback, RunPlan};
-use super::planted::Watch;
-use super::protected_writes::ProtectedWrites;
-use super::recorder::Recorder;
 use super::run_state::RunState;
 use super::supervisor::{self, CommandStarted, Confinement, RunEnd};
-use super::{audit, cow_run, ended_by, limits, seccomp};
+use super::{cow_run, ended_by};
 use crate::enforcement::{self, Layers};
 use crate::error::{EXIT_JAIL_ERROR, JailError};
+use crate::linux::after::planted::Watch;
+use crate::linux::after::protected_writes::ProtectedWrites;
+use crate::linux::layers::net_setup::NetRuntime;
+use crate::linux::layers::{limits, seccomp};
+use crate::linux::observe::audit;
+use crate::linux::observe::events::{self, Events};
+use crate::linux::observe::recorder::Recorder;
 use crate::policy::Policy;
 use crate::policy::settings::RunSettings;
 use crate::probe;
@@ -406,10 +408,11 @@ impl<'p> Attempt<'p> {
         let mut roots = self.watch.roots().to_vec();
         roots.extend(cow_roots);
         for path in self.protected_writes.finish() {
-            crate::text::say(super::protected_writes::hint(&path));
+            crate::text::say(crate::linux::after::protected_writes::hint(&path));
         }
         let plan = &self.plan;
-        let quarantined = super::quarantine::move_aside_all(&planted, !plan.layers.mount);
+        let quarantined =
+            crate::linux::after::quarantine::move_aside_all(&planted, !plan.layers.mount);
         let run = RunState {
             facts,
             plan,
@@ -451,7 +454,10 @@ fn watch_events(
     cow: Option<&cow_run::CowRun>,
     recorder: Option<&mut Recorder>,
 ) -> Result<(), JailError> {
-    stream.bind(policy, super::recorder::private_tmp(policy, &plan.layers))?;
+    stream.bind(
+        policy,
+        crate::linux::observe::recorder::private_tmp(policy, &plan.layers),
+    )?;
     if let Some(c) = cow {
         match c.layer_mounts() {
             Some(mounts) => stream.prepare_on_tmpfs(&c.roots(), mounts),
@@ -486,7 +492,7 @@ fn announce(policy: &Policy, options: &RunSettings, plan: &RunPlan) {
 /// `--keep-fd` descriptors are open and safe to hand over; `--control-fd` is not among them.
 fn check_descriptors(policy: &Policy, options: &RunSettings) -> Result<(), JailError> {
     for fd in &policy.keep_fds {
-        if !super::privileges::fd_is_open(*fd) {
+        if !crate::linux::layers::privileges::fd_is_open(*fd) {
             return Err(JailError::bad_flag(
                 "--keep-fd",
                 fd.to_string(),
@@ -523,7 +529,8 @@ fn check_descriptors(policy: &Policy, options: &RunSettings) -> Result<(), JailE
                 ),
             ));
         }
-        if let Some(why) = super::unix_connect::kept_descriptor_risk(*fd, policy.allow_unix_sockets)
+        if let Some(why) =
+            crate::linux::layers::unix_connect::kept_descriptor_risk(*fd, policy.allow_unix_sockets)
         {
             return Err(JailError::bad_flag(
                 "--keep-fd",
@@ -610,7 +617,7 @@ fn confinement(
     net: &NetRuntime,
     limits: limits::Prepared,
     command_started: Vec<CommandStarted>,
-    layer_mounts: Option<super::layer_bound::Mounts>,
+    layer_mounts: Option<crate::linux::layers::layer_bound::Mounts>,
 ) -> Result<Confinement, JailError> {
     Ok(Confinement {
         mount: plan.mount.clone(),
@@ -647,17 +654,17 @@ fn unix_mediation(
     let mut allowed = std::collections::BTreeSet::new();
     let mut pins = Vec::new();
     for path in paths {
-        let (id, pin) = super::unix_connect::allowed_socket(path)
+        let (id, pin) = crate::linux::layers::unix_connect::allowed_socket(path)
             .map_err(|e| JailError::bad_path("--allow-socket", path, e))?;
         allowed.insert(id);
         pins.push(pin);
     }
-    let channels = super::unix_connect::Channels::new()
+    let channels = crate::linux::layers::unix_connect::Channels::new()
         .map_err(|e| JailError::layer("unix sockets", "socketpair", e))?;
     let mut handed = vec![0, 1, 2];
     handed.extend(&policy.keep_fds);
     Ok(Some(supervisor::UnixMediation {
-        notified: super::unix_connect::Notified {
+        notified: crate::linux::layers::unix_connect::Notified {
             connect,
             listen: listen_ports.is_some(),
         },
@@ -665,7 +672,7 @@ fn unix_mediation(
         channels: std::cell::RefCell::new(Some(channels)),
         allowed,
         pins,
-        inherited: super::unix_connect::socket_inodes(&handed),
+        inherited: crate::linux::layers::unix_connect::socket_inodes(&handed),
         abstract_refused,
     }))
 }

@@ -130,7 +130,7 @@ fn rename_in(dir: &OwnedFd, name: &OsStr) -> nix::Result<OsString> {
         if aside.len() > 255 {
             aside = OsString::from(format!("{MARK}{}", unpredictable(attempt)));
         }
-        match super::sys::rename_noreplace(dir, name, aside.as_os_str()) {
+        match crate::sys::rename_noreplace(dir, name, aside.as_os_str()) {
             Ok(()) => return Ok(aside),
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => last = Errno::EEXIST,
             Err(e) => return Err(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))),
@@ -175,7 +175,7 @@ fn defuse(path: &Path) -> bool {
     {
         return false;
     }
-    super::changes::chmod_fd(&fd, 0).is_ok()
+    crate::changes::chmod_fd(&fd, 0).is_ok()
 }
 
 /// Directories whose modes were widened, restored when dropped (innermost first).
@@ -195,7 +195,7 @@ impl Relaxed {
         let Ok(copy) = dir.try_clone() else {
             return false;
         };
-        if super::changes::chmod_fd(dir, mode | bits).is_err() {
+        if crate::changes::chmod_fd(dir, mode | bits).is_err() {
             return false;
         }
         self.0.push((copy, mode));
@@ -206,7 +206,7 @@ impl Relaxed {
 impl Drop for Relaxed {
     fn drop(&mut self) {
         for (fd, mode) in self.0.drain(..).rev() {
-            let _ = super::changes::chmod_fd(&fd, mode);
+            let _ = crate::changes::chmod_fd(&fd, mode);
         }
     }
 }

@@ -2,8 +2,8 @@
 //! (after any fallback), the plan it applied last ([`super::plan::decide`]), and what the
 //! cgroups counted at the end.
 
-use super::limits;
 use super::plan::{Facts, RunPlan};
+use crate::linux::layers::limits;
 
 /// The run's facts and its last plan.
 pub struct RunState<'a> {

@@ -21,9 +21,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::mounts::POLICY_FILE;
-use super::sys::is_sealed_memfd;
 use crate::claims::{Check, Claims, Finding};
+use crate::policy_file::POLICY_FILE;
+use crate::sys::is_sealed_memfd;
 
 /// nsfs inode numbers of the initial namespaces (include/uapi/linux/nsfs.h). The initial mount
 /// namespace has a fixed number since Linux 6.16 (0xEFFFFFF8); before, its number is dynamic
@@ -131,7 +131,7 @@ pub fn gather(path: &str, claims: Option<&Claims>) -> Vec<Check> {
     let (landlock_check, read_only_check) = read_only(claims);
     if claims.landlock {
         checks.push(landlock_check);
-    } else if super::sys::landlock_abi() > 0 {
+    } else if crate::sys::landlock_abi() > 0 {
         // jail uses Landlock wherever the kernel has it: a policy without it here is not
         // jail's own account of this process (or a test switched it off).
         checks.push(Check::new(
@@ -140,7 +140,7 @@ pub fn gather(path: &str, claims: Option<&Claims>) -> Vec<Check> {
             "landlock_create_ruleset(LANDLOCK_CREATE_RULESET_VERSION)",
             format!(
                 "the policy claims no Landlock, but this kernel has ABI {}",
-                super::sys::landlock_abi()
+                crate::sys::landlock_abi()
             ),
         ));
     }
@@ -345,7 +345,7 @@ fn seccomp(claimed: bool) -> Check {
     let mode = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) }.to_string();
     let filters = status_field("Seccomp_filters").unwrap_or_default();
     // A policy may claim no seccomp only where the kernel has none (else it is forged).
-    if !claimed && !super::sys::seccomp_filters_supported() {
+    if !claimed && !crate::sys::seccomp_filters_supported() {
         return Check::new(
             NAME,
             Finding::Advisory,
@@ -465,7 +465,7 @@ fn on_read_only_mount(path: &Path) -> Option<bool> {
 /// init in the pid namespace, or the host's init) and the file permissions would allow the
 /// signal (pid 1 has our uid).
 fn signal_scope() -> Option<bool> {
-    if super::sys::landlock_abi() < 6 {
+    if crate::sys::landlock_abi() < 6 {
         return None;
     }
     let init = std::fs::read_to_string("/proc/1/status").ok()?;
@@ -557,7 +557,7 @@ fn writable_mounts(claims: &Claims) -> Check {
         Ok(t) => t,
         Err(e) => return Check::new(NAME, Finding::Failed, how, e.to_string()),
     };
-    let unexpected: Vec<String> = super::mountinfo::mounts(&text)
+    let unexpected: Vec<String> = crate::linux::mountinfo::mounts(&text)
         .into_iter()
         .filter_map(|m| {
             let point = m.point;
@@ -892,7 +892,7 @@ pub fn judge_homes(checked: &[PathBuf], readable: &[PathBuf]) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linux::seccomp::{self, When};
+    use crate::linux::layers::seccomp::{self, When};
     use crate::policy::Policy;
 
     #[test]

@@ -271,7 +271,7 @@ pub fn arm(channels: &Channels, notified: Notified) -> Result<(), String> {
     }
     // SAFETY: the kernel returned a new descriptor for the listener; owned here.
     let listener = unsafe { OwnedFd::from_raw_fd(rc as RawFd) };
-    super::sys::send_fd(channel, listener.as_raw_fd())
+    crate::sys::send_fd(channel, listener.as_raw_fd())
         .map_err(|e| format!("unix sockets: handing the listener over: {e}"))
 }
 
@@ -334,7 +334,7 @@ fn connector_main(requests: RawFd) -> ! {
     // First message: a socket-diagnostics socket of the command's network namespace, with which
     // the supervisor tells the jail's listening sockets from the host's.
     let sent = match super::unix_diag::open() {
-        Ok(diag) => super::sys::send_fd(CHANNEL, diag.as_raw_fd()),
+        Ok(diag) => crate::sys::send_fd(CHANNEL, diag.as_raw_fd()),
         Err(_) => send_plain(CHANNEL, b"N"),
     };
     if sent.is_err() {
@@ -516,7 +516,7 @@ pub struct Mediator {
 /// Receives the command's listener; `None` when the command closed its end without one: arming
 /// failed, and the command leaves (exit 125) with the reason, before it runs anything.
 pub fn receive_listener(channel: &OwnedFd) -> Result<Option<OwnedFd>, String> {
-    match super::sys::recv_fd(channel.as_raw_fd()) {
+    match crate::sys::recv_fd(channel.as_raw_fd()) {
         Ok(Some(fd)) => Ok(Some(fd)),
         Ok(None) => Ok(None),
         Err(e) => Err(format!("receiving the unix-socket listener: {e}")),
@@ -534,7 +534,7 @@ impl Mediator {
     ) -> Mediator {
         let diag = requests
             .as_ref()
-            .and_then(|r| super::sys::recv_fd(r.as_raw_fd()).ok().flatten());
+            .and_then(|r| crate::sys::recv_fd(r.as_raw_fd()).ok().flatten());
         // The caller waits for the answer: wake it on the answering CPU (6.6; a hint, refused
         // harmlessly by older kernels).
         // SAFETY: NOTIF_SET_FLAGS reads the flags value only.
@@ -860,7 +860,7 @@ fn held_by_jail(diag: &OwnedFd, id: SocketId, inherited: &BTreeSet<u64>) -> bool
     match super::unix_diag::listeners(diag, id) {
         Ok(sockets) if sockets.iter().any(|s| inherited.contains(&u64::from(*s))) => false,
         Ok(sockets) if !sockets.is_empty() => {
-            let jail = super::sys::descendants(std::process::id() as i32);
+            let jail = crate::sys::descendants(std::process::id() as i32);
             super::unix_diag::held_by(&jail, &sockets)
         }
         Ok(_) => false,
@@ -978,9 +978,9 @@ fn resolve_in_view(pid: libc::pid_t, path: &[u8]) -> io::Result<OwnedFd> {
             _ => base = "cwd",
         }
     }
-    let dir = super::sys::open_path(std::path::Path::new(&format!("/proc/{pid}/{base}")))?;
+    let dir = crate::sys::open_path(std::path::Path::new(&format!("/proc/{pid}/{base}")))?;
     let c = std::ffi::CString::new(full).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-    super::sys::openat2_path(
+    crate::sys::openat2_path(
         dir.as_raw_fd(),
         &c,
         libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS,
@@ -1073,7 +1073,7 @@ pub fn available() -> Result<(), String> {
 /// The identity of a `--allow-socket` path on the host, checked to be a socket, and the O_PATH
 /// descriptor that holds that inode for the run.
 pub fn allowed_socket(path: &std::path::Path) -> Result<(SocketId, OwnedFd), String> {
-    let fd = super::sys::open_path_nofollow(path).map_err(|e| e.to_string())?;
+    let fd = crate::sys::open_path_nofollow(path).map_err(|e| e.to_string())?;
     let st = fstat(&fd).map_err(|e| e.to_string())?;
     if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
         return Err("not a unix socket".into());

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::seccomp;
-use super::supervisor::NetSetup;
 use crate::enforcement::Layers;
 use crate::error::JailError;
+use crate::linux::run::supervisor::NetSetup;
 use crate::net::{self, NetPolicy};
 use crate::policy::Policy;
 use crate::probe::Features;
@@ -278,7 +278,7 @@ impl NetRuntime {
                 net::proxy::spawn(listener, Arc::clone(&proxy))
                     .map(|_| ())
                     .map_err(|e| JailError::layer("network", "start the proxy", e))
-            }) as super::supervisor::ServeProxy
+            }) as crate::linux::run::supervisor::ServeProxy
         };
         Ok(match (&self.proxy, plan.namespace) {
             (None, false) => NetSetup::Host,

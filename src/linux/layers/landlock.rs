@@ -346,7 +346,7 @@ pub fn begin(plan: &LandlockPlan, before_view: bool) -> Result<Option<Pending>, 
             pending.left.push(i);
             continue;
         }
-        match crate::linux::sys::open_path_no_symlinks(&rule.path) {
+        match crate::sys::open_path_no_symlinks(&rule.path) {
             Ok(fd) => add_rule(&mut pending, plan, fd, rule.rights, &rule.path)?,
             // A symlink on the way, or a kernel without openat2: opened in the view instead.
             Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOSYS)) => {
@@ -372,7 +372,7 @@ pub fn finish(
     let err = |step: &str, e: &dyn std::fmt::Display| JailError::layer("landlock", step, e);
     for i in std::mem::take(&mut pending.left) {
         let rule = &plan.rules[i];
-        match crate::linux::sys::open_path(&rule.path) {
+        match crate::sys::open_path(&rule.path) {
             Ok(fd) => add_rule(&mut pending, plan, fd, rule.rights, &rule.path)?,
             Err(e) => skip_or_fail(&mut pending, &rule.path, e)?,
         }
@@ -440,7 +440,7 @@ fn add_rule(
     what: &Path,
 ) -> Result<(), JailError> {
     use landlock::{AccessFs, BitFlags, PathBeneath, RulesetCreatedAttr};
-    let is_dir = crate::linux::sys::fstat_mode(fd.as_raw_fd())
+    let is_dir = crate::sys::fstat_mode(fd.as_raw_fd())
         .map(|m| m & libc::S_IFMT == libc::S_IFDIR)
         .unwrap_or(false);
     let rights = if is_dir {
@@ -465,7 +465,7 @@ fn add_rule(
 /// A rule for the file behind an inherited descriptor: a terminal or device keeps DEV rights; a
 /// regular file open for writing keeps read, write and truncate.
 fn inherited_fd_rule(fd: i32) -> Option<(OwnedFd, Rights)> {
-    let mode = crate::linux::sys::fstat_mode(fd).ok()?;
+    let mode = crate::sys::fstat_mode(fd).ok()?;
     // SAFETY: F_GETFL on a descriptor number only reads its flags.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags < 0 {
@@ -479,7 +479,7 @@ fn inherited_fd_rule(fd: i32) -> Option<(OwnedFd, Rights)> {
         }
         _ => return None,
     };
-    let target = crate::linux::sys::open_path(Path::new(&format!("/proc/self/fd/{fd}"))).ok()?;
+    let target = crate::sys::open_path(Path::new(&format!("/proc/self/fd/{fd}"))).ok()?;
     Some((target, rights))
 }
 

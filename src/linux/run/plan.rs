@@ -21,10 +21,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::net_setup::{NetPlan, net_plan};
-use super::{landlock, limits, mounts, seccomp};
 use crate::enforcement::{self, Layers, Level};
 use crate::error::JailError;
+use crate::linux::layers::net_setup::{NetPlan, net_plan};
+use crate::linux::layers::{landlock, limits, mounts, seccomp};
 use crate::net::{self, NetPolicy};
 use crate::policy::Policy;
 use crate::probe::Features;
@@ -387,10 +387,7 @@ fn environment(policy: &Policy, layers: &Layers, net: &NetPlan) -> Result<Vec<CS
             .flatten()
             .and_then(|r| std::env::var_os(&r.name));
         let v = restored.as_ref().unwrap_or(v);
-        if ["JAIL", "JAIL_PROFILE", "JAIL_POLICY"]
-            .iter()
-            .any(|n| k.as_os_str() == *n)
-        {
+        if crate::run_semantics::is_jail_var(k) {
             continue;
         }
         if proxy_env

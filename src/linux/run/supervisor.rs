@@ -31,8 +31,8 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::{landlock, mounts, privileges, seccomp, unix_connect};
 use crate::error::{EXIT_JAIL_ERROR, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_TIMEOUT, JailError};
+use crate::linux::layers::{landlock, mounts, privileges, seccomp, unix_connect};
 use crate::policy::Policy;
 
 /// Signals passed on to the command when they are sent to jail by another process. Signals the
@@ -84,8 +84,7 @@ fn read_end(status: &OwnedFd, end: &mut RunEnd) {
     }
 }
 
-/// Time between SIGTERM and SIGKILL when `--timeout` expires.
-const KILL_GRACE: Duration = Duration::from_secs(2);
+use crate::run_semantics::KILL_GRACE;
 
 /// Told the command's host pid once it exists (before it execs).
 pub type CommandStarted = Box<dyn Fn(i32)>;
@@ -113,13 +112,13 @@ pub struct Confinement {
     /// held to the bind ports: every listen() too (listen_check.rs).
     pub unix: Option<UnixMediation>,
     /// The run's cgroups and rlimits, entered by the tree's first process (removed on drop).
-    pub limits: super::limits::Prepared,
+    pub limits: crate::linux::layers::limits::Prepared,
     /// The control socket of the program that started jail (`--control-fd`): a byte on it, or
     /// its closing, stops the whole tree as a timeout does.
     pub stop_requests: Option<i32>,
     /// Where the tmpfs mounts holding the copy-on-write roots' upper layers go once init has
     /// made them (with the mount view, when the plan puts the layers on tmpfs).
-    pub layer_mounts: Option<super::layer_bound::Mounts>,
+    pub layer_mounts: Option<crate::linux::layers::layer_bound::Mounts>,
 }
 
 /// What a mediated run needs before the command is forked.
@@ -164,7 +163,11 @@ impl UnixMediation {
         // and run. A command that ended already leaves nothing to connect: an empty set refuses.
         let own_filesystems = match init {
             Some(init) => {
-                let read = |p: String| std::fs::read(p).ok().map(|t| super::mountinfo::text(&t));
+                let read = |p: String| {
+                    std::fs::read(p)
+                        .ok()
+                        .map(|t| crate::linux::mountinfo::text(&t))
+                };
                 match (
                     read(format!("/proc/{init}/mountinfo")),
                     read("/proc/self/mountinfo".into()),
@@ -386,7 +389,7 @@ impl Shape<'_> {
             flags |= libc::CLONE_NEWNET;
         }
         // SAFETY: jail is single-threaded here (no thread is ever started before this point).
-        match unsafe { super::sys::clone_with_namespaces(flags) } {
+        match unsafe { crate::sys::clone_with_namespaces(flags) } {
             Ok(0) => {
                 drop(release_write);
                 drop(ready_read);
@@ -476,7 +479,7 @@ impl Shape<'_> {
         // namespace, and the run's writes are copied out of them at its end.
         if mount_plan.tmpfs.layer.is_some() {
             for _ in &mount_plan.layers {
-                let fd = super::sys::recv_fd(sock)
+                let fd = crate::sys::recv_fd(sock)
                     .ok()
                     .flatten()
                     .ok_or_else(|| abandon(io("copy-on-write layer", &"init sent no tmpfs")))?;
@@ -490,14 +493,14 @@ impl Shape<'_> {
         // started ~0.4 ms later when this ran beside them.
         conf.limits.sweep_left_behind();
         if let NetSetup::Proxy { serve, .. } = &conf.net {
-            let listener = super::sys::recv_fd(sock)
+            let listener = crate::sys::recv_fd(sock)
                 .ok()
                 .flatten()
                 .ok_or_else(|| abandon(io("proxy", &"init sent no listening socket")))?;
             serve(std::net::TcpListener::from(listener)).map_err(abandon)?;
         }
         if !conf.command_started.is_empty() {
-            match super::sys::recv_pid(sock) {
+            match crate::sys::recv_pid(sock) {
                 Ok(Some(pid)) => conf.command_started.iter().for_each(|hook| hook(pid)),
                 Ok(None) => tracing::warn!("the command's pid did not arrive"),
                 Err(e) => tracing::warn!("the command's pid did not arrive: {e}"),
@@ -655,14 +658,14 @@ fn write_id_maps(pid: Pid, root_aside: bool) -> std::io::Result<()> {
     if can_map_all {
         if let (Some(u), Some(g)) = (identity("uid_map"), identity("gid_map")) {
             // A map is written once; a refused write leaves it unwritten for the fallback below.
-            if super::sys::write_file(&format!("{base}/uid_map"), &u).is_ok() {
-                return super::sys::write_file(&format!("{base}/gid_map"), &g);
+            if crate::sys::write_file(&format!("{base}/uid_map"), &u).is_ok() {
+                return crate::sys::write_file(&format!("{base}/gid_map"), &g);
             }
         }
     }
-    super::sys::write_file(&format!("{base}/setgroups"), "deny")?;
-    super::sys::write_file(&format!("{base}/uid_map"), &format!("{uid} {uid} 1"))?;
-    super::sys::write_file(&format!("{base}/gid_map"), &format!("{gid} {gid} 1"))
+    crate::sys::write_file(&format!("{base}/setgroups"), "deny")?;
+    crate::sys::write_file(&format!("{base}/uid_map"), &format!("{uid} {uid} 1"))?;
+    crate::sys::write_file(&format!("{base}/gid_map"), &format!("{gid} {gid} 1"))
 }
 
 /// Where host root (uid and gid 0) shows inside when the command may nest a sandbox of its own
@@ -1044,7 +1047,7 @@ fn kill_remaining_children() -> bool {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let me = std::process::id() as i32;
     loop {
-        let tree = super::sys::descendants(me);
+        let tree = crate::sys::descendants(me);
         if tree.is_empty() {
             return true;
         }
@@ -1058,7 +1061,7 @@ fn kill_remaining_children() -> bool {
             }
         }
         if std::time::Instant::now() > deadline {
-            return super::sys::descendants(me).is_empty();
+            return crate::sys::descendants(me).is_empty();
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
@@ -1159,7 +1162,7 @@ fn init_start(
     drop(command_gate);
     // With the id maps written and before /proc/sys is read-only in the view; after the fork,
     // so that the command does not wait for these four sysctl accesses to start.
-    super::limits::share_kernel_pools();
+    crate::linux::layers::limits::share_kernel_pools();
     let report = build_view(entered, mount_plan, conf, &fd_channel);
     // The supervisor first, as when the command was forked only now: it starts what watches
     // the command (the proxy, the hooks that receive its pid) as early as before.
@@ -1184,7 +1187,7 @@ fn init_start(
     }
     if !conf.command_started.is_empty() {
         // Still holding CAP_SYS_ADMIN over this pid namespace: allowed to name another pid.
-        let _ = super::sys::send_pid(
+        let _ = crate::sys::send_pid(
             std::os::fd::AsRawFd::as_raw_fd(&fd_channel),
             command.as_raw(),
         );
@@ -1215,7 +1218,7 @@ fn build_view(
     // The layers' tmpfs mounts, to the supervisor (which reads them before the proxy's socket).
     for fd in layer_mounts.drain(..) {
         let sock = std::os::fd::AsRawFd::as_raw_fd(fd_channel);
-        if let Err(e) = super::sys::send_fd(sock, std::os::fd::AsRawFd::as_raw_fd(&fd)) {
+        if let Err(e) = crate::sys::send_fd(sock, std::os::fd::AsRawFd::as_raw_fd(&fd)) {
             report = format!("Ecopy-on-write layer: handing the tmpfs over: {e}");
             break;
         }
@@ -1247,7 +1250,7 @@ fn init_confine(command: Pid) -> SignalFd {
             die(EXIT_JAIL_ERROR, &format!("init: signalfd: {e}"));
         }
     };
-    let _ = super::sys::cloexec_range(3, u32::MAX);
+    let _ = crate::sys::cloexec_range(3, u32::MAX);
     sfd
 }
 
@@ -1313,12 +1316,12 @@ fn init_network(net: &NetSetup, channel: &std::os::unix::net::UnixStream) -> Res
         NetSetup::Loopback => None,
         NetSetup::Proxy { port, .. } => Some(*port),
     };
-    super::sys::loopback_up()
+    crate::sys::loopback_up()
         .map_err(|e| format!("network namespace: bringing up loopback: {e}"))?;
     if let Some(port) = port {
         let listener = std::net::TcpListener::bind(("127.0.0.1", port))
             .map_err(|e| format!("--net allow: listening on 127.0.0.1:{port}: {e}"))?;
-        super::sys::send_fd(
+        crate::sys::send_fd(
             std::os::fd::AsRawFd::as_raw_fd(channel),
             std::os::fd::AsRawFd::as_raw_fd(&listener),
         )

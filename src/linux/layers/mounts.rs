@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use nix::mount::{MsFlags, mount};
 use serde::Serialize;
 
-use super::sys;
 use crate::error::JailError;
 use crate::policy::{Access, Kind, Origin, PathRule, Policy, TmpMode, depth};
+use crate::sys;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "op", content = "path")]
@@ -188,9 +188,7 @@ const PROC_READ_ONLY: &[&str] = &["sys", "sysrq-trigger", "irq", "bus", "fs"];
 const PROC_MASKED: &[&str] = &["kcore", "keys", "timer_list"];
 /// A file on jail's own /dev tmpfs that hidden files are bound from; removed when sealing.
 const EMPTY_FILE: &str = "/dev/.jail-empty";
-/// The resolved policy as JSON, for `jail status` and orchestrators (JAIL_POLICY): on the /dev
-/// tmpfs, which is sealed read-only.
-pub const POLICY_FILE: &str = "/dev/jail/policy.json";
+pub use crate::policy_file::POLICY_FILE;
 /// The run CA's certificate alone, for the clients that add to their own roots
 /// (`NODE_EXTRA_CA_CERTS`).
 pub const TRUST_CA: &str = "/dev/jail/ca.pem";

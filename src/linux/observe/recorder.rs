@@ -11,13 +11,13 @@ use std::rc::Rc;
 use std::time::SystemTime;
 
 use super::audit::{self, AuditReader, AuditStream};
-use super::changes::Changes;
-use super::net_setup::NetRuntime;
-use super::plan::RunPlan;
-use super::run_state::RunState;
-use super::supervisor::{CommandStarted, RunEnd};
+use crate::changes::Changes;
 use crate::enforcement::Layers;
 use crate::error::JailError;
+use crate::linux::layers::NetRuntime;
+use crate::linux::run::plan::RunPlan;
+use crate::linux::run::run_state::RunState;
+use crate::linux::run::supervisor::{CommandStarted, RunEnd};
 use crate::policy::Policy;
 use crate::run_report::{self, DenialFacts, DenialItem, EndFacts, Facts, Resources, RunReport};
 
@@ -93,11 +93,11 @@ impl Recorder {
     }
 
     /// The report file opened for the run, as the journal records it.
-    pub fn report_file(&self) -> Option<super::journal::ReportFile> {
+    pub fn report_file(&self) -> Option<crate::linux::run::journal::ReportFile> {
         use std::os::unix::fs::MetadataExt;
         let (path, file) = self.file.as_ref()?;
         let meta = file.metadata().ok()?;
-        Some(super::journal::ReportFile {
+        Some(crate::linux::run::journal::ReportFile {
             path: crate::byte_path::BytePath(path.clone()),
             dev: meta.dev(),
             ino: meta.ino(),
@@ -121,7 +121,7 @@ impl Recorder {
             ended: self.started,
             end: EndFacts::JailError(killed.into()),
             resources: Resources::default(),
-            limits: super::limits::LimitsReport::new(&run.plan.limits, Default::default()),
+            limits: crate::linux::layers::limits_report(&run.plan.limits, Default::default()),
             decisions: None,
             roots: Vec::new(),
             changes: Err(format!("{killed}; not compared")),
@@ -135,7 +135,7 @@ impl Recorder {
     }
 
     /// What the reader is told once the command exists, when `plan` has Landlock log the
-    /// command's denials ([`super::plan::decide`] asks for that when the records can be read):
+    /// command's denials ([`crate::linux::run::plan::decide`] asks for that when the records can be read):
     /// which process creates this run's Landlock domain.
     pub fn command_started(&self, plan: &RunPlan) -> Option<CommandStarted> {
         if !plan.landlock.as_ref().is_some_and(|l| l.log_denials) {
@@ -230,7 +230,7 @@ impl Recorder {
             ended: SystemTime::now(),
             end,
             resources,
-            limits: super::limits::LimitsReport::new(&run.plan.limits, run.limits_reached),
+            limits: crate::linux::layers::limits_report(&run.plan.limits, run.limits_reached),
             decisions: net.proxy.as_ref().map(|p| {
                 (
                     p.decisions.allowed(),
@@ -258,7 +258,7 @@ impl Recorder {
 }
 
 /// Whether the command's /tmp is its own tmpfs, not the host's.
-pub(super) fn private_tmp(policy: &Policy, layers: &Layers) -> bool {
+pub(in crate::linux) fn private_tmp(policy: &Policy, layers: &Layers) -> bool {
     layers.mount && policy.tmp == crate::policy::TmpMode::Private
 }
 
