@@ -49,7 +49,15 @@ impl TestPki {
     fn get() -> &'static TestPki {
         static PKI: OnceLock<TestPki> = OnceLock::new();
         PKI.get_or_init(|| {
+            // One PKI for every test process (each test is a process of its own): made in a
+            // directory of this process's, then renamed into place; whoever renames first wins
+            // and the others use theirs, so nothing is left behind per process.
+            let shared = base_dir().join("pki");
+            if shared.join("done").exists() {
+                return TestPki { dir: shared };
+            }
             let dir = base_dir().join(format!("pki-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
             let ca_key = KeyPair::generate().unwrap();
             let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -74,7 +82,12 @@ impl TestPki {
                 std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
             }
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-            TestPki { dir }
+            std::fs::write(dir.join("done"), "").unwrap();
+            if std::fs::rename(&dir, &shared).is_err() {
+                // Another process's is in place (a rename onto a non-empty directory fails).
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            TestPki { dir: shared }
         })
     }
 
@@ -112,7 +125,9 @@ impl HttpsServer {
         let pki = TestPki::get();
         static SERVERS: AtomicUsize = AtomicUsize::new(0);
         let n = SERVERS.fetch_add(1, Ordering::SeqCst);
-        let log = pki.dir.join(format!("{host}-{n}.log"));
+        let log = pki
+            .dir
+            .join(format!("{host}-{}-{n}.log", std::process::id()));
         let _ = std::fs::remove_file(&log);
         let mut child = Command::new(program)
             .arg(helper(script[0]))
@@ -153,6 +168,7 @@ impl Drop for HttpsServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
     }
 }
 
