@@ -164,9 +164,10 @@ pub fn child_env(
         } else {
             None
         };
+        // Asked only of the few names kept on purpose: a pattern match per variable costs.
         let credential =
-            files.is_some() || secret.is_some() || first(&profile.deny, name).is_some();
-        if why.is_none() && kept_by_name && credential {
+            || files.is_some() || secret.is_some() || first(&profile.deny, name).is_some();
+        if why.is_none() && kept_by_name && credential() {
             out.kept_credentials.push(name.to_string());
         }
         match why {
