@@ -252,6 +252,25 @@ fn replace_all(haystack: &[u8], needle: &[u8], with: &[u8]) -> Option<Vec<u8>> {
     found.then_some(out)
 }
 
+/// An injection for unit tests: (name, host, placeholder, value) per secret.
+#[cfg(test)]
+pub(crate) fn test_injection(secrets: &[(&str, &str, &str, &[u8])]) -> Injection {
+    let secret = |(name, host, placeholder, value): &(&str, &str, &str, &[u8])| {
+        let rule = SecretRule {
+            name: name.to_string(),
+            hosts: vec![host.to_string()],
+            not_allowed: Vec::new(),
+            from: "test".into(),
+            explicit: true,
+            placeholder: placeholder.to_string(),
+        };
+        Secret::new(&rule, value.to_vec()).expect("a valid test secret")
+    };
+    Injection {
+        secrets: secrets.iter().map(secret).collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

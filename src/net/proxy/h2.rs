@@ -546,27 +546,16 @@ impl Boundaries {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::secrets::{Secret, SecretRule};
     use loona_hpack::Encoder;
 
     const DATA: u8 = 0x0;
 
     fn injection() -> Injection {
-        let rule = |name: &str, host: &str, placeholder: &str| SecretRule {
-            name: name.into(),
-            hosts: vec![host.into()],
-            not_allowed: Vec::new(),
-            from: "test".into(),
-            explicit: true,
-            placeholder: placeholder.into(),
-        };
-        Injection {
-            secrets: vec![
-                Secret::new(&rule("KEY", "api.a.test", "PH-KEY"), b"REAL".into()).unwrap(),
-                Secret::new(&rule("EX", "www.example.com", "PH-EX"), b"EXVAL".into()).unwrap(),
-                Secret::new(&rule("OTHER", "b.test", "PH-OTHER"), b"NOPE".into()).unwrap(),
-            ],
-        }
+        crate::net::secrets::test_injection(&[
+            ("KEY", "api.a.test", "PH-KEY", b"REAL"),
+            ("EX", "www.example.com", "PH-EX", b"EXVAL"),
+            ("OTHER", "b.test", "PH-OTHER", b"NOPE"),
+        ])
     }
 
     fn headers_frame(out: &mut Vec<u8>, flags: u8, stream: u32, block: &[u8]) {

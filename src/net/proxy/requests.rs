@@ -403,23 +403,12 @@ fn is_token_byte(b: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::secrets::{Secret, SecretRule};
 
     fn injection() -> Injection {
-        let rule = |name: &str, host: &str, placeholder: &str| SecretRule {
-            name: name.into(),
-            hosts: vec![host.into()],
-            not_allowed: Vec::new(),
-            from: "test".into(),
-            explicit: true,
-            placeholder: placeholder.into(),
-        };
-        Injection {
-            secrets: vec![
-                Secret::new(&rule("KEY", "api.a.test", "PH-KEY"), b"REAL".into()).unwrap(),
-                Secret::new(&rule("OTHER", "b.test", "PH-OTHER"), b"NOPE".into()).unwrap(),
-            ],
-        }
+        crate::net::secrets::test_injection(&[
+            ("KEY", "api.a.test", "PH-KEY", b"REAL"),
+            ("OTHER", "b.test", "PH-OTHER", b"NOPE"),
+        ])
     }
 
     /// Feeds `input` in pieces of every size from 1 to 7 bytes and checks they all agree.
