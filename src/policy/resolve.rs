@@ -180,36 +180,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     let allow_sockets = allowed_sockets(&input.settings.allow_sockets, &input.base_dir)?;
     // A socket the command is given on purpose is not hidden (the profile hides SSH_AUTH_SOCK).
     rules.retain(|path, rule| rule.access != Access::Hide || !allow_sockets.contains(path));
-    let cow: Vec<PathBuf> = user
-        .iter()
-        .filter(|(_, (_, kind, flag))| *flag == COW_FLAG && *kind == Kind::Dir)
-        .map(|(p, _)| p.clone())
-        .collect();
-    if let Some((p, (_, _, flag))) = user
-        .iter()
-        .find(|(_, (_, kind, flag))| layered(flag) && *kind != Kind::Dir)
-    {
-        return Err(JailError::bad_path(
-            flag,
-            p,
-            format!("is not a directory; {flag} takes a directory (use --rw for a single file)"),
-        ));
-    }
-    let caches: Vec<PathBuf> = user
-        .iter()
-        .filter(|(_, (_, _, flag))| *flag == CACHE_FLAG)
-        .map(|(p, _)| p.clone())
-        .collect();
-    if let Some(outer) = cow
-        .iter()
-        .find(|o| cow.iter().any(|i| i != *o && i.starts_with(o)))
-    {
-        return Err(JailError::bad_path(
-            COW_FLAG,
-            outer,
-            "holds another --cow path; name only the outer one",
-        ));
-    }
+    let (cow, caches) = layered_dirs(&user)?;
     let mut policy = Policy {
         rules: rules.into_values().collect(),
         cow,
@@ -258,6 +229,42 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     policy.absent_protected = creatable(&policy);
     check_whole(&policy, input.settings.cwd.is_some())?;
     Ok(policy)
+}
+
+/// The `--cow` layers and `--cache` directories the flags name, checked: a layer takes a
+/// directory, and two nested layers would hand back the inner one twice.
+fn layered_dirs(user: &FlagRules) -> Result<(Vec<PathBuf>, Vec<PathBuf>), JailError> {
+    let cow: Vec<PathBuf> = user
+        .iter()
+        .filter(|(_, (_, kind, flag))| *flag == COW_FLAG && *kind == Kind::Dir)
+        .map(|(p, _)| p.clone())
+        .collect();
+    if let Some((p, (_, _, flag))) = user
+        .iter()
+        .find(|(_, (_, kind, flag))| layered(flag) && *kind != Kind::Dir)
+    {
+        return Err(JailError::bad_path(
+            flag,
+            p,
+            format!("is not a directory; {flag} takes a directory (use --rw for a single file)"),
+        ));
+    }
+    let caches: Vec<PathBuf> = user
+        .iter()
+        .filter(|(_, (_, _, flag))| *flag == CACHE_FLAG)
+        .map(|(p, _)| p.clone())
+        .collect();
+    if let Some(outer) = cow
+        .iter()
+        .find(|o| cow.iter().any(|i| i != *o && i.starts_with(o)))
+    {
+        return Err(JailError::bad_path(
+            COW_FLAG,
+            outer,
+            "holds another --cow path; name only the outer one",
+        ));
+    }
+    Ok((cow, caches))
 }
 
 /// The absent protected names the command could create: those where the policy makes their
