@@ -230,22 +230,7 @@ pub fn compile(policy: &Policy) -> MountPlan {
     let mut placed: Vec<(PathBuf, Step)> = Vec::new();
     let mut pinned = std::collections::BTreeSet::new();
     for rule in policy.rules.iter().filter(|r| r.path != Path::new("/")) {
-        // A hidden path inside a hidden one is hidden already (`~/.ssh` under `--home hidden`):
-        // covering it would need a mount point that is not there.
-        if rule.access == Access::Hide
-            && enclosing_rule(policy, &rule.path).is_some_and(|o| o.access == Access::Hide)
-        {
-            continue;
-        }
-        // A hidden path in the private /tmp that no shown tree holds is not there to hide (the
-        // rule is for Landlock, where /tmp is the host's without the view).
-        if rule.access == Access::Hide
-            && policy.tmp == TmpMode::Private
-            && rule.path.starts_with("/tmp")
-            && !shown_in_tmp(policy)
-                .iter()
-                .any(|t| rule.path.starts_with(t))
-        {
+        if not_there_to_hide(policy, rule) {
             continue;
         }
         // A writable path inside a plainly writable tree (a protected name named exactly with
@@ -279,59 +264,11 @@ pub fn compile(policy: &Policy) -> MountPlan {
                     Step::Throwaway(rule.path.clone())
                 }
                 (Access::Rw, _) => Step::BindWritable(rule.path.clone()),
-                (Access::Hide, Kind::Dir) => {
-                    // The outermost shown paths only: what lies beneath one comes in with it
-                    // (and gets its own rule by a later step).
-                    let shown = |o: &PathRule| {
-                        o.path != rule.path
-                            && o.path.starts_with(&rule.path)
-                            && o.access != Access::Hide
-                    };
-                    let reveal: Vec<PathBuf> = policy
-                        .rules
-                        .iter()
-                        .filter(|o| shown(o))
-                        .filter(|o| {
-                            !policy.rules.iter().any(|between| {
-                                shown(between)
-                                    && between.path != o.path
-                                    && o.path.starts_with(&between.path)
-                            })
-                        })
-                        .map(|o| o.path.clone())
-                        .chain(
-                            policy
-                                .allow_sockets
-                                .iter()
-                                .filter(|s| s.starts_with(&rule.path))
-                                .cloned(),
-                        )
-                        .collect();
-                    if reveal.is_empty() && rule.origin == Origin::JailState {
-                        Step::HideState(rule.path.clone())
-                    } else if reveal.is_empty() {
-                        Step::HideDir(rule.path.clone())
-                    } else {
-                        Step::HideDirExcept(rule.path.clone(), reveal)
-                    }
-                }
+                (Access::Hide, Kind::Dir) => hidden_dir_step(policy, rule),
                 (Access::Hide, Kind::File) => Step::HideFile(rule.path.clone()),
             },
         ));
-        // A carve-out inside a writable tree: pin every directory in between.
-        let enclosing = enclosing_rule(policy, &rule.path);
-        if let Some(root) =
-            enclosing.filter(|o| o.access == Access::Rw && rule.access != Access::Rw)
-        {
-            for dir in rule.path.ancestors().skip(1) {
-                if dir == root.path {
-                    break;
-                }
-                if pinned.insert(dir.to_path_buf()) && policy.rules.iter().all(|o| o.path != dir) {
-                    placed.push((dir.to_path_buf(), Step::Pin(dir.to_path_buf())));
-                }
-            }
-        }
+        pin_between(policy, rule, &mut pinned, &mut placed);
     }
     // Parents first, so that a more specific rule is placed on top of a less specific one.
     placed.sort_by(|a, b| (depth(&a.0), &a.0).cmp(&(depth(&b.0), &b.0)));
@@ -355,6 +292,87 @@ pub fn compile(policy: &Policy) -> MountPlan {
         tmpfs: TmpfsSizes::default(),
         layers: Vec::new(),
         trust: None,
+    }
+}
+
+/// The rule needs no mount: a hidden path inside a hidden one, or one in the private /tmp that
+/// no shown tree holds.
+fn not_there_to_hide(policy: &Policy, rule: &PathRule) -> bool {
+    // A hidden path inside a hidden one is hidden already (`~/.ssh` under `--home hidden`):
+    // covering it would need a mount point that is not there.
+    if rule.access == Access::Hide
+        && enclosing_rule(policy, &rule.path).is_some_and(|o| o.access == Access::Hide)
+    {
+        return true;
+    }
+    // A hidden path in the private /tmp that no shown tree holds is not there to hide (the
+    // rule is for Landlock, where /tmp is the host's without the view).
+    if rule.access == Access::Hide
+        && policy.tmp == TmpMode::Private
+        && rule.path.starts_with("/tmp")
+        && !shown_in_tmp(policy)
+            .iter()
+            .any(|t| rule.path.starts_with(t))
+    {
+        return true;
+    }
+    false
+}
+
+/// How a hidden directory is hidden: whole (the store's own step for jail's state), or with
+/// what lies beneath it shown.
+fn hidden_dir_step(policy: &Policy, rule: &PathRule) -> Step {
+    // The outermost shown paths only: what lies beneath one comes in with it
+    // (and gets its own rule by a later step).
+    let shown = |o: &PathRule| {
+        o.path != rule.path && o.path.starts_with(&rule.path) && o.access != Access::Hide
+    };
+    let reveal: Vec<PathBuf> = policy
+        .rules
+        .iter()
+        .filter(|o| shown(o))
+        .filter(|o| {
+            !policy.rules.iter().any(|between| {
+                shown(between) && between.path != o.path && o.path.starts_with(&between.path)
+            })
+        })
+        .map(|o| o.path.clone())
+        .chain(
+            policy
+                .allow_sockets
+                .iter()
+                .filter(|s| s.starts_with(&rule.path))
+                .cloned(),
+        )
+        .collect();
+    if reveal.is_empty() && rule.origin == Origin::JailState {
+        Step::HideState(rule.path.clone())
+    } else if reveal.is_empty() {
+        Step::HideDir(rule.path.clone())
+    } else {
+        Step::HideDirExcept(rule.path.clone(), reveal)
+    }
+}
+
+/// A carve-out (read-only or hidden) inside a writable tree: every directory between them is
+/// pinned (placed once, unless a rule of its own places it).
+fn pin_between(
+    policy: &Policy,
+    rule: &PathRule,
+    pinned: &mut std::collections::BTreeSet<PathBuf>,
+    placed: &mut Vec<(PathBuf, Step)>,
+) {
+    // A carve-out inside a writable tree: pin every directory in between.
+    let enclosing = enclosing_rule(policy, &rule.path);
+    if let Some(root) = enclosing.filter(|o| o.access == Access::Rw && rule.access != Access::Rw) {
+        for dir in rule.path.ancestors().skip(1) {
+            if dir == root.path {
+                break;
+            }
+            if pinned.insert(dir.to_path_buf()) && policy.rules.iter().all(|o| o.path != dir) {
+                placed.push((dir.to_path_buf(), Step::Pin(dir.to_path_buf())));
+            }
+        }
     }
 }
 
