@@ -291,38 +291,46 @@ fn cgroup_dirs(controller: &str, own: &str, mountinfo: &str) -> Vec<(u8, PathBuf
     out
 }
 
-/// Decides how each bound is held. An explicit bound that cannot be held here is an error (the
-/// run is refused); a default that cannot degrades and is named in `gaps`.
-pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsPlan, JailError> {
-    let l: &Limits = &policy.limits;
-    let mut gaps = Vec::new();
-    let mut cgroups: Vec<CgroupDir> = Vec::new();
-    let mut add_setting = |home: &CgroupHome, settings: Vec<Setting>| match cgroups
-        .iter_mut()
-        .find(|c| c.parent == home.parent)
-    {
+/// Adds `settings` to the cgroup made under `home`'s parent (one cgroup per parent).
+fn add_setting(cgroups: &mut Vec<CgroupDir>, home: &CgroupHome, settings: Vec<Setting>) {
+    match cgroups.iter_mut().find(|c| c.parent == home.parent) {
         Some(c) => c.settings.extend(settings),
         None => cgroups.push(CgroupDir {
             parent: home.parent.clone(),
             version: home.version,
             settings,
         }),
-    };
-    let refuse = |flag: String, why: String| {
-        JailError::layer("limits", format!("--limit {flag}"), format!("{why}; {FIX}"))
-    };
-    let no_cgroup = || {
-        host.cgroup_detail
-            .clone()
-            .unwrap_or_else(|| "no cgroup can be made".into())
-    };
+    }
+}
 
-    let procs = match l.procs {
+/// The refusal of an explicit bound this host cannot hold, with how to make it possible.
+fn refuse(flag: String, why: String) -> JailError {
+    JailError::layer("limits", format!("--limit {flag}"), format!("{why}; {FIX}"))
+}
+
+/// Why no cgroup can be made here.
+fn no_cgroup(host: &Host) -> String {
+    host.cgroup_detail
+        .clone()
+        .unwrap_or_else(|| "no cgroup can be made".into())
+}
+
+/// How the process count is bounded: a cgroup's pids.max, else RLIMIT_NPROC where the jail's
+/// user namespace makes it count the jail's processes only; otherwise refused (explicit) or a
+/// gap (the default).
+fn procs_bound(
+    asked: Limit<u64>,
+    host: &Host,
+    mount_view: bool,
+    cgroups: &mut Vec<CgroupDir>,
+    gaps: &mut Vec<String>,
+) -> Result<Bound, JailError> {
+    Ok(match asked {
         Limit::Lifted => unbounded("lifted (procs=none)", false),
         asked => {
             let (n, default) = value_or(asked, DEFAULT_PROCS);
             if let Some(home) = &host.pids {
-                add_setting(home, vec![setting("pids.max", n, false)]);
+                add_setting(cgroups, home, vec![setting("pids.max", n, false)]);
                 bound(
                     n,
                     Enforcement::Cgroup,
@@ -340,13 +348,13 @@ pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsP
                 let why = if host.euid == 0 {
                     format!(
                         "{}, and RLIMIT_NPROC binds no process of host root",
-                        no_cgroup()
+                        no_cgroup(host)
                     )
                 } else {
                     format!(
                         "{}, and without a user namespace RLIMIT_NPROC would count every \
                          process of uid {}",
-                        no_cgroup(),
+                        no_cgroup(host),
                         host.euid
                     )
                 };
@@ -357,9 +365,18 @@ pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsP
                 unbounded(&why, true)
             }
         }
-    };
+    })
+}
 
-    let memory = match l.memory {
+/// How memory is bounded: a cgroup's memory limit (and no swap past it); no rlimit can hold
+/// it, so without a cgroup an explicit bound is refused and the default is a gap.
+fn memory_bound(
+    asked: Limit<u64>,
+    host: &Host,
+    cgroups: &mut Vec<CgroupDir>,
+    gaps: &mut Vec<String>,
+) -> Result<Bound, JailError> {
+    Ok(match asked {
         Limit::Lifted => unbounded("lifted (memory=none)", false),
         asked => {
             let (bytes, default) = value_or(asked, host.mem_total / 2);
@@ -376,12 +393,12 @@ pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsP
                 } else {
                     setting("memory.memsw.limit_in_bytes", bytes, true)
                 };
-                add_setting(home, vec![setting(file, bytes, false), swap]);
+                add_setting(cgroups, home, vec![setting(file, bytes, false), swap]);
                 bound(bytes, Enforcement::Cgroup, cgroup_how(home, file), default)
             } else if default || bytes == 0 {
                 // No default bound per process: RLIMIT_DATA at a share of RAM would stop a
                 // single large link or test while leaving a tree of many processes unbounded.
-                let why = no_cgroup();
+                let why = no_cgroup(host);
                 gaps.push(format!("memory not bounded: {why}"));
                 unbounded(&why, true)
             } else {
@@ -392,12 +409,24 @@ pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsP
                     format!("memory={bytes}"),
                     format!(
                         "{}; a per-process rlimit would not bound shared memory or the tree",
-                        no_cgroup()
+                        no_cgroup(host)
                     ),
                 ));
             }
         }
-    };
+    })
+}
+
+/// Decides how each bound is held. An explicit bound that cannot be held here is an error (the
+/// run is refused); a default that cannot degrades and is named in `gaps`.
+pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsPlan, JailError> {
+    let l: &Limits = &policy.limits;
+    let mut gaps = Vec::new();
+    let mut cgroups: Vec<CgroupDir> = Vec::new();
+
+    let procs = procs_bound(l.procs, host, mount_view, &mut cgroups, &mut gaps)?;
+
+    let memory = memory_bound(l.memory, host, &mut cgroups, &mut gaps)?;
 
     let tmp = tmpfs_bound(
         "tmp",
