@@ -102,9 +102,10 @@ pub fn written_state_paths() -> Vec<PathBuf> {
 }
 
 /// The store roots a registry's text names: absolute, plain (no `.` or `..`), each a directory
-/// named `jail` as [`Store::locate`] names them; anything else (a forged line, a torn write) is
-/// left out, so an entry can only ever add a hidden `jail` directory. Bytes, not text: a
-/// store's path is any bytes but NUL and newline, and a lossy line would name another place.
+/// named `jail` as [`Store::locate`](super::Store::locate) names them; anything else (a forged
+/// line, a torn write) is left out, so an entry can only ever add a hidden `jail` directory.
+/// Bytes, not text: a store's path is any bytes but NUL and newline, and a lossy line would
+/// name another place.
 pub fn parse_registry(text: &[u8]) -> Vec<PathBuf> {
     use std::path::Component;
     let mut out: Vec<PathBuf> = Vec::new();
