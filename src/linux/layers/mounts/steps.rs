@@ -163,7 +163,7 @@ pub(super) fn layer_mount(dir: &Path) -> Result<std::os::fd::OwnedFd, JailError>
 
 /// A tmpfs of `size` (mount options) attached nowhere, holding a copy-on-write root's `upper`
 /// (with the root's mode, which the overlay's root shows) and `work` directories: the layer's
-/// bound (see [`crate::linux::layer_bound`]).
+/// bound (see [`crate::linux::layers::layer_bound`]).
 pub(super) fn layer_tmpfs(root: &Path, size: &str) -> Result<OwnedFd, JailError> {
     let layer = sys::detached_tmpfs(Some(size)).map_err(|e| fail("tmpfs", root, e))?;
     for (dir, mode) in [("upper", 0o755), ("work", 0o700)] {
