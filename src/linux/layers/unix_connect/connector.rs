@@ -62,7 +62,7 @@ pub(super) fn connector_main(requests: RawFd) -> ! {
     }
     // First message: a socket-diagnostics socket of the command's network namespace, with which
     // the supervisor tells the jail's listening sockets from the host's.
-    let sent = match super::super::unix_diag::open() {
+    let sent = match crate::linux::layers::unix_diag::open() {
         Ok(diag) => crate::sys::send_fd(CHANNEL, diag.as_raw_fd()),
         Err(_) => send_plain(CHANNEL, b"N"),
     };
@@ -225,4 +225,3 @@ pub(super) fn sockaddr_un(path: &[u8]) -> Vec<u8> {
     out.push(0);
     out
 }
-

@@ -242,7 +242,9 @@ pub(super) fn init_reap(
                 crate::linux::run::forward::pass_on(command, sig);
                 // A stopped command would see a request to end only when continued (the
                 // supervisor's SIGCONT reaches init's group, which the command may have left).
-                if crate::linux::run::forward::reach(sig) == crate::linux::run::forward::Reach::Group {
+                if crate::linux::run::forward::reach(sig)
+                    == crate::linux::run::forward::Reach::Group
+                {
                     crate::linux::run::forward::to_group(command, Signal::SIGCONT);
                 }
             }
