@@ -97,31 +97,7 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
         return out;
     }
     if !layers.mount {
-        out.push(if layers.seccomp {
-            "metadata not confined (chmod, chown, utimes, xattrs on read-only paths; inode flags \
-             are refused by seccomp)"
-                .into()
-        } else {
-            "metadata not confined (chmod, chown, utimes, xattrs, inode flags such as chattr's on \
-             read-only paths)"
-                .into()
-        });
-        out.push("hidden paths are unreadable but their names can be listed".into());
-        out.push("no private /tmp: the host's /tmp is shared".into());
-        out.push("processes not isolated (no pid namespace)".into());
-        if policy
-            .rules
-            .iter()
-            .any(|r| matches!(r.origin, crate::policy::Origin::Protected(_)))
-        {
-            out.push(
-                "carve-outs approximate: new files directly in directories holding a protected \
-                 name are refused"
-                    .into(),
-            );
-        }
-        out.push("no private /dev/shm: the host's is closed".into());
-        out.push("a killed jail leaves the command's children running (no pid namespace)".into());
+        out.extend(mount_view_gaps(policy, layers));
     }
     // With seccomp, allowed unix sockets are mediated by the supervisor (unix_connect.rs).
     if !layers.seccomp {
@@ -169,38 +145,7 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
             );
         }
     }
-    match &policy.net {
-        crate::net::NetPolicy::Ports { connect, bind } => {
-            let list = |ports: &Option<Vec<u16>>| match ports.as_deref() {
-                None | Some([]) => "no port".to_string(),
-                Some(p) => p.iter().map(u16::to_string).collect::<Vec<_>>().join(","),
-            };
-            let lookups = if connect.as_ref().is_some_and(|p| !p.is_empty()) {
-                " (and 53, for lookups over TCP)"
-            } else {
-                ""
-            };
-            let listen = if bind.as_ref().is_some_and(|p| !p.is_empty()) {
-                "listen() only on a socket bound to one of them"
-            } else {
-                "listen() refused on TCP sockets"
-            };
-            out.push(format!(
-                "network: TCP limited by port, to any host: connect to {}{lookups}; bind and \
-                 listen on {} ({listen}); UDP and other non-TCP sockets refused (name lookups \
-                 over UDP fail)",
-                list(connect),
-                list(bind),
-            ));
-        }
-        crate::net::NetPolicy::Proxy { .. } if !layers.mount => out.push(
-            "network: no namespace of its own: TCP to the proxy's port of any host is possible; \
-             UDP refused"
-                .into(),
-        ),
-        crate::net::NetPolicy::Host => {}
-        _ => {}
-    }
+    out.extend(network_gap(policy, layers));
     for root in &policy.protected_search_truncated {
         out.push(format!(
             "protected names searched only partly under {} (too many directories)",
@@ -220,6 +165,75 @@ pub fn gaps(policy: &Policy, layers: &Layers, f: &Features) -> Vec<String> {
         ));
     }
     out
+}
+
+/// What is left open without the mount view (no namespaces): metadata, listing hidden names,
+/// the shared /tmp and /dev/shm, processes and the carve-outs only Landlock can approximate.
+fn mount_view_gaps(policy: &Policy, layers: &Layers) -> Vec<String> {
+    let mut out = Vec::new();
+    out.push(if layers.seccomp {
+        "metadata not confined (chmod, chown, utimes, xattrs on read-only paths; inode flags \
+         are refused by seccomp)"
+            .into()
+    } else {
+        "metadata not confined (chmod, chown, utimes, xattrs, inode flags such as chattr's on \
+         read-only paths)"
+            .into()
+    });
+    out.push("hidden paths are unreadable but their names can be listed".into());
+    out.push("no private /tmp: the host's /tmp is shared".into());
+    out.push("processes not isolated (no pid namespace)".into());
+    if policy
+        .rules
+        .iter()
+        .any(|r| matches!(r.origin, crate::policy::Origin::Protected(_)))
+    {
+        out.push(
+            "carve-outs approximate: new files directly in directories holding a protected \
+             name are refused"
+                .into(),
+        );
+    }
+    out.push("no private /dev/shm: the host's is closed".into());
+    out.push("a killed jail leaves the command's children running (no pid namespace)".into());
+    out
+}
+
+/// What the network mode cannot hold to without a namespace of its own: ports to any host, or
+/// a proxy's port reachable on any host.
+fn network_gap(policy: &Policy, layers: &Layers) -> Option<String> {
+    match &policy.net {
+        crate::net::NetPolicy::Ports { connect, bind } => {
+            let list = |ports: &Option<Vec<u16>>| match ports.as_deref() {
+                None | Some([]) => "no port".to_string(),
+                Some(p) => p.iter().map(u16::to_string).collect::<Vec<_>>().join(","),
+            };
+            let lookups = if connect.as_ref().is_some_and(|p| !p.is_empty()) {
+                " (and 53, for lookups over TCP)"
+            } else {
+                ""
+            };
+            let listen = if bind.as_ref().is_some_and(|p| !p.is_empty()) {
+                "listen() only on a socket bound to one of them"
+            } else {
+                "listen() refused on TCP sockets"
+            };
+            Some(format!(
+                "network: TCP limited by port, to any host: connect to {}{lookups}; bind and \
+                 listen on {} ({listen}); UDP and other non-TCP sockets refused (name lookups \
+                 over UDP fail)",
+                list(connect),
+                list(bind),
+            ))
+        }
+        crate::net::NetPolicy::Proxy { .. } if !layers.mount => Some(
+            "network: no namespace of its own: TCP to the proxy's port of any host is possible; \
+             UDP refused"
+                .into(),
+        ),
+        crate::net::NetPolicy::Host => None,
+        _ => None,
+    }
 }
 
 /// Fails closed when the layers fall short of what was asked, or protect nothing.

@@ -141,9 +141,80 @@ pub fn policy(req: &RunSettings, create_missing: bool) -> Result<Policy, JailErr
     for warning in profile_warnings(&prof, &x) {
         crate::text::say(format!("jail: warning: {warning}"));
     }
-    let mut profile_paths = Vec::new();
     let mut cow = req.cow.clone();
     let mut caches = req.caches.clone();
+    let mut profile_paths =
+        profile_path_rules(&cat, &prof, &x, create_missing, &mut cow, &mut caches)?;
+    // A run that stores something (a --cow layer) makes the store now; any other run makes
+    // nothing of the user's unless its command could write where a missing one goes (below).
+    #[cfg(target_os = "linux")]
+    let jail_state = jail_state(create_missing && !cow.is_empty(), !cow.is_empty())?;
+    #[cfg(not(target_os = "linux"))]
+    let jail_state = Vec::new();
+    let agent_states = more_path_rules(&prof, &x, &vars, home.as_deref(), &mut profile_paths)?;
+    let guarded = guarded_paths(&prof, &x)?;
+    // The environment first: the credential files its variables name are hidden too.
+    let flags = EnvFlags::from_args(&req.env, &req.env_deny, req.env_clear)?;
+    let caller: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let env = child_env(&caller, &prof.env, &flags, &x)
+        .map_err(|e| JailError::bad_profile(&prof.name, None, e))?;
+    // The flags over the profile's options, from here on.
+    let s = req.over(&prof.options, &prof.name)?;
+    let net = net::NetPolicy::parse(&s.net).map_err(|e| match req.net.is_empty() {
+        true => JailError::bad_profile(&prof.name, None, format!("net {e}")),
+        false => e.into(),
+    })?;
+    let mut env = env;
+    let secrets = secret_rules(req, &prof, &net, &caller)?;
+    put_placeholders(&mut env, &secrets);
+    #[allow(unused_mut)]
+    let mut input = PolicyInput {
+        base_dir: base_dir.clone(),
+        limits: prof
+            .limits
+            .merged(policy::limits::Limits::from_flags(&req.limits)?),
+        net,
+        secrets,
+        home: home.clone(),
+        profile_paths,
+        jail_state,
+        jail_state_links: jail_state_links(),
+        guarded,
+        agent_states,
+        credential_files: env.credential_files.clone(),
+        homes: homes_input(&s, home.as_deref(), &base_dir),
+        agent_logins: agent_logins(&cat, &prof, &req.command, &x)?,
+        env,
+        caller_env: caller,
+        settings: RunSettings { cow, caches, ..s },
+    };
+    let policy = policy::resolve(&input)?;
+    // A state directory missing where this run's command could write it would let the
+    // command plant a store (a fake pending run, a lock link, a registry) for the user's next
+    // review: then it is made, and hidden, after all.
+    // A run with writable trees journals what it must do after the command ends (the planted
+    // files, the report) in the store, for the next jail if its supervisor is killed: the store
+    // is made, and hidden, for it.
+    #[cfg(target_os = "linux")]
+    if create_missing && (!missing_state_dirs(&policy).is_empty() || journal_needs_store(&policy)) {
+        input.jail_state = self::jail_state(true, false)?;
+        return policy::resolve(&input);
+    }
+    Ok(policy)
+}
+
+/// The profile's path rules, `${VAR}`s expanded: its caches and `--cow` layers go to their
+/// own lists, and with `create_missing` its missing writable directories and seeded files are
+/// made (a dry run makes nothing).
+fn profile_path_rules(
+    cat: &Catalog,
+    prof: &policy::profile::Resolved,
+    x: &Expansion,
+    create_missing: bool,
+    cow: &mut Vec<PathBuf>,
+    caches: &mut Vec<PathBuf>,
+) -> Result<Vec<ProfilePathRule>, JailError> {
+    let mut profile_paths = Vec::new();
     for p in &prof.paths {
         let expanded = x
             .expand(&p.template)
@@ -195,12 +266,18 @@ pub fn policy(req: &RunSettings, create_missing: bool) -> Result<Policy, JailErr
             protect: p.protect,
         });
     }
-    // A run that stores something (a --cow layer) makes the store now; any other run makes
-    // nothing of the user's unless its command could write where a missing one goes (below).
-    #[cfg(target_os = "linux")]
-    let jail_state = jail_state(create_missing && !cow.is_empty(), !cow.is_empty())?;
-    #[cfg(not(target_os = "linux"))]
-    let jail_state = Vec::new();
+    Ok(profile_paths)
+}
+
+/// The rules a run adds to its profile's for what the host's agent or jail itself would run or
+/// read later, and the environment's daemons; with the agents' state directories they came from.
+fn more_path_rules(
+    prof: &policy::profile::Resolved,
+    x: &Expansion,
+    vars: &dyn Fn(&str) -> Option<String>,
+    home: Option<&Path>,
+    profile_paths: &mut Vec<ProfilePathRule>,
+) -> Result<Vec<crate::protect::agent_state::StateDir>, JailError> {
     // jail's own profiles decide every later run's confinement: inside a writable tree
     // (`--rw ~/.config`) they stay read-only, and one created during the run is moved aside.
     if let Some(dir) = user_profile_dir().filter(|d| !d.starts_with("/tmp")) {
@@ -213,14 +290,14 @@ pub fn policy(req: &RunSettings, create_missing: bool) -> Result<Policy, JailErr
     }
     // A protected config may name a script inside the agent's writable state (a status line,
     // a hook, a notify command): the host's agent runs it, so it is protected too.
-    let named = named_in_protected(&profile_paths, home.as_deref());
+    let named = named_in_protected(profile_paths, home);
     profile_paths.extend(named);
     // Whatever the settings call it, what is in an agent's state directory outside the data
     // its profile names may run: read-only from the start.
-    let (agent_states, code) = agent_state_rules(&prof, &x, &profile_paths)?;
+    let (agent_states, code) = agent_state_rules(prof, x, profile_paths)?;
     profile_paths.extend(code);
     // The daemons the environment names are hidden wherever it says they are.
-    for path in policy::sockets::env_named_sockets(&vars, home.as_deref()) {
+    for path in policy::sockets::env_named_sockets(vars, home) {
         profile_paths.push(ProfilePathRule {
             path,
             access: Access::Hide,
@@ -228,6 +305,15 @@ pub fn policy(req: &RunSettings, create_missing: bool) -> Result<Policy, JailErr
             protect: false,
         });
     }
+    Ok(agent_states)
+}
+
+/// The profile's guarded files (`${VAR}`s expanded) and the keys guarded in each; a guard
+/// whose path is unset or relative names nothing and is left out.
+fn guarded_paths(
+    prof: &policy::profile::Resolved,
+    x: &Expansion,
+) -> Result<Vec<(PathBuf, Vec<String>)>, JailError> {
     let mut guarded = Vec::new();
     for g in &prof.guards {
         let expanded = x
@@ -237,54 +323,7 @@ pub fn policy(req: &RunSettings, create_missing: bool) -> Result<Policy, JailErr
             guarded.push((path, g.keys.clone()));
         }
     }
-    // The environment first: the credential files its variables name are hidden too.
-    let flags = EnvFlags::from_args(&req.env, &req.env_deny, req.env_clear)?;
-    let caller: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    let env = child_env(&caller, &prof.env, &flags, &x)
-        .map_err(|e| JailError::bad_profile(&prof.name, None, e))?;
-    // The flags over the profile's options, from here on.
-    let s = req.over(&prof.options, &prof.name)?;
-    let net = net::NetPolicy::parse(&s.net).map_err(|e| match req.net.is_empty() {
-        true => JailError::bad_profile(&prof.name, None, format!("net {e}")),
-        false => e.into(),
-    })?;
-    let mut env = env;
-    let secrets = secret_rules(req, &prof, &net, &caller)?;
-    put_placeholders(&mut env, &secrets);
-    #[allow(unused_mut)]
-    let mut input = PolicyInput {
-        base_dir: base_dir.clone(),
-        limits: prof
-            .limits
-            .merged(policy::limits::Limits::from_flags(&req.limits)?),
-        net,
-        secrets,
-        home: home.clone(),
-        profile_paths,
-        jail_state,
-        jail_state_links: jail_state_links(),
-        guarded,
-        agent_states,
-        credential_files: env.credential_files.clone(),
-        homes: homes_input(&s, home.as_deref(), &base_dir),
-        agent_logins: agent_logins(&cat, &prof, &req.command, &x)?,
-        env,
-        caller_env: caller,
-        settings: RunSettings { cow, caches, ..s },
-    };
-    let policy = policy::resolve(&input)?;
-    // A state directory missing where this run's command could write it would let the
-    // command plant a store (a fake pending run, a lock link, a registry) for the user's next
-    // review: then it is made, and hidden, after all.
-    // A run with writable trees journals what it must do after the command ends (the planted
-    // files, the report) in the store, for the next jail if its supervisor is killed: the store
-    // is made, and hidden, for it.
-    #[cfg(target_os = "linux")]
-    if create_missing && (!missing_state_dirs(&policy).is_empty() || journal_needs_store(&policy)) {
-        input.jail_state = self::jail_state(true, false)?;
-        return policy::resolve(&input);
-    }
-    Ok(policy)
+    Ok(guarded)
 }
 
 /// The run has writable trees to check after it (its journal goes in the store) and the store

@@ -221,65 +221,7 @@ pub struct Facts<'a> {
 
 impl RunReport {
     pub fn build(f: Facts) -> RunReport {
-        let mut outcome = match &f.end {
-            EndFacts::Ended {
-                code,
-                stopped: true,
-                signal,
-                ..
-            } => Outcome {
-                status: "stopped".into(),
-                exit_code: *code,
-                signal: *signal,
-                error: None,
-                bound: None,
-            },
-            EndFacts::Ended {
-                code,
-                timed_out: true,
-                signal,
-                ..
-            } => Outcome {
-                status: "timeout".into(),
-                exit_code: *code,
-                signal: *signal,
-                error: None,
-                bound: None,
-            },
-            EndFacts::Ended {
-                code,
-                signal: Some(sig),
-                ..
-            } => Outcome {
-                status: "signaled".into(),
-                exit_code: *code,
-                signal: Some(*sig),
-                error: None,
-                bound: None,
-            },
-            EndFacts::Ended { code, .. } => Outcome {
-                status: "exited".into(),
-                exit_code: *code,
-                signal: None,
-                error: None,
-                bound: None,
-            },
-            EndFacts::JailError(e) => Outcome {
-                status: "jail_error".into(),
-                exit_code: crate::error::EXIT_JAIL_ERROR,
-                signal: None,
-                error: Some(e.clone()),
-                bound: None,
-            },
-        };
-        if let EndFacts::Ended { bound, .. } = &f.end {
-            outcome.bound = bound.map(str::to_string);
-        }
-        let net = &f.policy.net;
-        let (allowed, refused, decisions, decisions_dropped) = match f.decisions {
-            Some((a, r, d, dropped)) => (Some(a), Some(r), d, dropped),
-            None => (None, None, Vec::new(), 0),
-        };
+        let outcome = outcome(&f.end);
         RunReport {
             schema: SCHEMA.into(),
             jail_version: env!("CARGO_PKG_VERSION").into(),
@@ -302,36 +244,7 @@ impl RunReport {
             outcome,
             resources: f.resources,
             limits: f.limits,
-            network: Network {
-                mode: match net {
-                    crate::net::NetPolicy::Host => "host",
-                    crate::net::NetPolicy::None => "none",
-                    crate::net::NetPolicy::Ports { .. } => "ports",
-                    crate::net::NetPolicy::Proxy { .. } => "proxy",
-                }
-                .into(),
-                summary: net.summary(),
-                enforcement: f.network_enforcement.into(),
-                allowed,
-                refused,
-                secrets: f
-                    .policy
-                    .secrets
-                    .iter()
-                    .map(|r| InjectedSecret {
-                        name: r.name.clone(),
-                        hosts: r.hosts.clone(),
-                        not_allowed: r.not_allowed.clone(),
-                        from: r.from.clone(),
-                        connections: decisions
-                            .iter()
-                            .filter(|d| d.secrets.contains(&r.name))
-                            .count() as u64,
-                    })
-                    .collect(),
-                decisions,
-                decisions_dropped,
-            },
+            network: network(f.policy, f.network_enforcement, f.decisions),
             changes: changes_section(&f.roots, f.changes),
             denials: denials_section(f.denials, f.layers),
             policy: f.policy_json,
@@ -654,6 +567,109 @@ pub fn open_output(abs: &Path, fifo_ok: bool) -> Result<std::fs::File, String> {
     }
     file.set_len(0).map_err(|e| e.to_string())?;
     Ok(file)
+}
+
+/// How the command ended, as the report says it: stopped, timed out, signaled, exited or
+/// failed in jail itself; with the bound that ended it, if one did.
+fn outcome(end: &EndFacts) -> Outcome {
+    let mut outcome = match end {
+        EndFacts::Ended {
+            code,
+            stopped: true,
+            signal,
+            ..
+        } => Outcome {
+            status: "stopped".into(),
+            exit_code: *code,
+            signal: *signal,
+            error: None,
+            bound: None,
+        },
+        EndFacts::Ended {
+            code,
+            timed_out: true,
+            signal,
+            ..
+        } => Outcome {
+            status: "timeout".into(),
+            exit_code: *code,
+            signal: *signal,
+            error: None,
+            bound: None,
+        },
+        EndFacts::Ended {
+            code,
+            signal: Some(sig),
+            ..
+        } => Outcome {
+            status: "signaled".into(),
+            exit_code: *code,
+            signal: Some(*sig),
+            error: None,
+            bound: None,
+        },
+        EndFacts::Ended { code, .. } => Outcome {
+            status: "exited".into(),
+            exit_code: *code,
+            signal: None,
+            error: None,
+            bound: None,
+        },
+        EndFacts::JailError(e) => Outcome {
+            status: "jail_error".into(),
+            exit_code: crate::error::EXIT_JAIL_ERROR,
+            signal: None,
+            error: Some(e.clone()),
+            bound: None,
+        },
+    };
+    if let EndFacts::Ended { bound, .. } = end {
+        outcome.bound = bound.map(str::to_string);
+    }
+    outcome
+}
+
+/// The network section: the mode and what it allowed and refused, the secrets put in and on
+/// how many connections each, and the decisions kept.
+fn network(
+    policy: &Policy,
+    enforcement: &'static str,
+    decisions: Option<(u64, u64, Vec<Decision>, u64)>,
+) -> Network {
+    let net = &policy.net;
+    let (allowed, refused, decisions, decisions_dropped) = match decisions {
+        Some((a, r, d, dropped)) => (Some(a), Some(r), d, dropped),
+        None => (None, None, Vec::new(), 0),
+    };
+    Network {
+        mode: match net {
+            crate::net::NetPolicy::Host => "host",
+            crate::net::NetPolicy::None => "none",
+            crate::net::NetPolicy::Ports { .. } => "ports",
+            crate::net::NetPolicy::Proxy { .. } => "proxy",
+        }
+        .into(),
+        summary: net.summary(),
+        enforcement: enforcement.into(),
+        allowed,
+        refused,
+        secrets: policy
+            .secrets
+            .iter()
+            .map(|r| InjectedSecret {
+                name: r.name.clone(),
+                hosts: r.hosts.clone(),
+                not_allowed: r.not_allowed.clone(),
+                from: r.from.clone(),
+                connections: decisions
+                    .iter()
+                    .filter(|d| d.secrets.contains(&r.name))
+                    .count() as u64,
+            })
+            .collect(),
+        decisions,
+        decisions_dropped,
+    }
 }
 
 #[cfg(test)]

@@ -333,3 +333,292 @@ fn only_the_run_reaches_into_a_layer() {
     // The check sees layers imported: the supervisor applies seccomp.
     assert!(g.edges[&path("linux::run::supervisor")].contains(&path("linux::layers::seccomp")));
 }
+
+/// A file's text with comments, strings and character literals blanked to spaces (newlines
+/// kept), so braces and `fn` can be counted without a parser: a `{` inside `"{}"` or a `fn` in
+/// a doc line is not code.
+fn blank(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = c.clone();
+    let blank = |out: &mut Vec<char>, from: usize, to: usize| {
+        for ch in out.iter_mut().take(to.min(c.len())).skip(from) {
+            if *ch != '\n' {
+                *ch = ' ';
+            }
+        }
+    };
+    let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
+    let mut i = 0;
+    while i < c.len() {
+        let prev_ident = i > 0 && ident(c[i - 1]);
+        if c[i] == '/' && c.get(i + 1) == Some(&'/') {
+            let end = (i..c.len()).find(|&j| c[j] == '\n').unwrap_or(c.len());
+            blank(&mut out, i, end);
+            i = end;
+        } else if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+            let (mut depth, mut j) = (1, i + 2);
+            while j < c.len() && depth > 0 {
+                if c[j] == '/' && c.get(j + 1) == Some(&'*') {
+                    depth += 1;
+                    j += 1;
+                } else if c[j] == '*' && c.get(j + 1) == Some(&'/') {
+                    depth -= 1;
+                    j += 1;
+                }
+                j += 1;
+            }
+            blank(&mut out, i, j);
+            i = j;
+        } else if !prev_ident && (c[i] == 'r' || (c[i] == 'b' && c.get(i + 1) == Some(&'r'))) && {
+            let s = if c[i] == 'b' { i + 2 } else { i + 1 };
+            let hashes = (s..c.len()).take_while(|&j| c[j] == '#').count();
+            c.get(s + hashes) == Some(&'"')
+        } {
+            // A raw string: r"..", r#".."#, br".."; ends at a quote and as many hashes.
+            let s = if c[i] == 'b' { i + 2 } else { i + 1 };
+            let hashes = (s..c.len()).take_while(|&j| c[j] == '#').count();
+            let mut j = s + hashes + 1;
+            while j < c.len() && !(c[j] == '"' && (1..=hashes).all(|h| c.get(j + h) == Some(&'#')))
+            {
+                j += 1;
+            }
+            blank(&mut out, i, j + hashes + 1);
+            i = j + hashes + 1;
+        } else if c[i] == '"' {
+            let mut j = i + 1;
+            while j < c.len() && c[j] != '"' {
+                j += if c[j] == '\\' { 2 } else { 1 };
+            }
+            blank(&mut out, i, j + 1);
+            i = j + 1;
+        } else if c[i] == '\'' && c.get(i + 1) == Some(&'\\') {
+            let j = (i + 3..c.len()).find(|&j| c[j] == '\'').unwrap_or(c.len());
+            blank(&mut out, i, j + 1);
+            i = j + 1;
+        } else if c[i] == '\'' && c.get(i + 2) == Some(&'\'') {
+            blank(&mut out, i, i + 3);
+            i += 3;
+        } else {
+            i += 1;
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// The index of the `}` closing the `{` at `open`.
+fn closing(code: &[char], open: usize) -> usize {
+    let mut depth = 0;
+    for (j, ch) in code.iter().enumerate().skip(open) {
+        match ch {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return j;
+                }
+            }
+            _ => {}
+        }
+    }
+    code.len()
+}
+
+fn line_at(code: &[char], at: usize) -> usize {
+    code[..at.min(code.len())]
+        .iter()
+        .filter(|c| **c == '\n')
+        .count()
+        + 1
+}
+
+/// A file's code without its `#[cfg(test)]` modules (blanked, lines kept), and how many lines
+/// those modules took.
+fn non_test(path: &Path) -> (Vec<char>, usize) {
+    let mut code: Vec<char> = blank(&std::fs::read_to_string(path).unwrap())
+        .chars()
+        .collect();
+    let text: String = code.iter().collect();
+    let mut test_lines = 0;
+    let mut from = 0;
+    while let Some(k) = text[from..].find("#[cfg(test)]").map(|k| k + from) {
+        from = k + 1;
+        let after = text[k + "#[cfg(test)]".len()..].trim_start();
+        let Some(rest) = after.strip_prefix("mod ") else {
+            continue;
+        };
+        let Some(brace) = rest
+            .find(['{', ';'])
+            .filter(|b| rest.as_bytes()[*b] == b'{')
+        else {
+            continue;
+        };
+        // Byte offsets equal char offsets only for ASCII text before them; use chars.
+        let open_byte = text.len() - rest.len() + brace;
+        let open = text[..open_byte].chars().count();
+        let close = closing(&code, open);
+        let start = text[..k].chars().count();
+        test_lines += line_at(&code, close) - line_at(&code, start) + 1;
+        for ch in code.iter_mut().take(close + 1).skip(start) {
+            if *ch != '\n' {
+                *ch = ' ';
+            }
+        }
+    }
+    (code, test_lines)
+}
+
+/// Every function with a body in a file's non-test code: its name, first line and length in
+/// lines (from `fn` to its closing brace).
+fn functions(code: &[char]) -> Vec<(String, usize, usize)> {
+    let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 3 < code.len() {
+        let starts = code[i] == 'f'
+            && code[i + 1] == 'n'
+            && code[i + 2].is_whitespace()
+            && (i == 0 || !ident(code[i - 1]));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let name: String = code[i + 3..]
+            .iter()
+            .skip_while(|c| c.is_whitespace())
+            .take_while(|c| ident(**c))
+            .collect();
+        let body = (i..code.len()).find(|&j| code[j] == '{' || code[j] == ';');
+        if let Some(open) = body.filter(|&j| code[j] == '{') {
+            let close = closing(code, open);
+            let first = line_at(code, i);
+            out.push((name, first, line_at(code, close) - first + 1));
+        }
+        i += 3;
+    }
+    out
+}
+
+/// Longer functions and files kept on purpose, each with why. The test prints them. An entry
+/// names the end of a path under src/ (so a file moved to a subfolder keeps its entry) and, for
+/// a function, its name after `: `.
+const LONG_ALLOWED: &[(&str, &str)] = &[(
+    "seccomp.rs: syscall_number",
+    "a table of syscall names to numbers, one line each: splitting it would only scatter it",
+)];
+
+fn allowed_entry(key: &str) -> Option<&'static (&'static str, &'static str)> {
+    LONG_ALLOWED
+        .iter()
+        .find(|(k, _)| key == *k || key.ends_with(&format!("/{k}")))
+}
+
+fn allowed(key: &str) -> Option<&'static str> {
+    allowed_entry(key).map(|(_, why)| *why)
+}
+
+/// The sources as (path relative to src/, non-test code, test lines, total lines); files named
+/// tests.rs are all tests.
+fn sources() -> Vec<(String, Vec<char>, usize, usize)> {
+    let mut paths = Vec::new();
+    files(&src(), &mut paths);
+    paths.sort();
+    paths
+        .iter()
+        .filter(|p| p.file_name().is_some_and(|n| n != "tests.rs"))
+        .map(|p| {
+            let rel = p.strip_prefix(src()).unwrap().display().to_string();
+            let total = std::fs::read_to_string(p).unwrap().lines().count();
+            let (code, test_lines) = non_test(p);
+            (rel, code, test_lines, total)
+        })
+        .collect()
+}
+
+/// What is over a limit and not allowed; what is over it and allowed is printed with its reason.
+fn over(found: Vec<(String, usize)>, limit: usize, what: &str) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (key, len) in found.into_iter().filter(|(_, len)| *len > limit) {
+        match allowed(&key) {
+            Some(why) => println!("allowed {what} {key} ({len} lines): {why}"),
+            None => bad.push(format!("{key} ({len} lines)")),
+        }
+    }
+    bad
+}
+
+/// A function is read whole: over 100 lines it answers more than one question, and each part
+/// belongs in a helper named for what it answers. Counted from `fn` to its closing brace, in
+/// every module's non-test code.
+#[test]
+fn no_function_is_over_100_lines() {
+    let found: Vec<(String, usize)> = sources()
+        .iter()
+        .flat_map(|(rel, code, _, _)| {
+            functions(code)
+                .into_iter()
+                .map(move |(name, _, len)| (format!("{rel}: {name}"), len))
+        })
+        .collect();
+    assert!(found.len() > 500, "the functions were not found");
+    let bad = over(found, 100, "function");
+    assert!(bad.is_empty(), "functions over 100 lines: {bad:#?}");
+}
+
+/// A file is read whole too: over 800 lines without its unit tests, it holds more than one
+/// module's worth and its parts belong in sibling modules.
+#[test]
+fn no_file_is_over_800_lines_without_its_tests() {
+    let found: Vec<(String, usize)> = sources()
+        .into_iter()
+        .map(|(rel, _, test_lines, total)| (rel, total - test_lines))
+        .collect();
+    let bad = over(found, 800, "file");
+    assert!(
+        bad.is_empty(),
+        "files over 800 lines without tests: {bad:#?}"
+    );
+}
+
+/// The allow-list only shrinks: an entry for a function or file now under its limit (or gone)
+/// is taken out, so it cannot grow back unseen.
+#[test]
+fn every_allowed_long_item_is_still_long() {
+    let mut long = Vec::new();
+    for (rel, code, test_lines, total) in sources() {
+        if total - test_lines > 800 {
+            long.push(rel.clone());
+        }
+        for (name, _, len) in functions(&code) {
+            if len > 100 {
+                long.push(format!("{rel}: {name}"));
+            }
+        }
+    }
+    let stale: Vec<&str> = LONG_ALLOWED
+        .iter()
+        .filter(|entry| !long.iter().any(|key| allowed_entry(key) == Some(*entry)))
+        .map(|(k, _)| *k)
+        .collect();
+    assert!(stale.is_empty(), "allowed but no longer long: {stale:?}");
+}
+
+/// The measures see what they measure: a brace in a string or comment is not counted, a test
+/// module is not code, a function's length runs from `fn` to its closing brace.
+#[test]
+fn the_measures_count_code_only() {
+    let text = "fn a() {\n    let s = \"{\"; // }\n    let c = '{';\n}\n\
+                fn b<'x>(v: &'x str) -> &'x str {\n    r#\"}\"#;\n    v\n}\n\
+                #[cfg(test)]\nmod tests {\n    fn t() {\n    }\n}\n";
+    let dir = std::env::temp_dir().join(format!("layout-measure-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("m.rs");
+    std::fs::write(&file, text).unwrap();
+    let (code, test_lines) = non_test(&file);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let fns: Vec<(String, usize)> = functions(&code)
+        .into_iter()
+        .map(|(n, _, len)| (n, len))
+        .collect();
+    assert_eq!(fns, [("a".to_string(), 4), ("b".to_string(), 4)]);
+    assert_eq!(test_lines, 5);
+}

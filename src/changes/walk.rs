@@ -380,7 +380,7 @@ impl Walker<'_> {
 
     /// Lists one directory: records its entries, queues its subdirectories, then records the
     /// directory itself with whether it was listed whole.
-    fn list(&self, job: Job, out: &mut Out, scratch: &mut Scratch, children: &mut Vec<Job>) {
+    fn list(&self, mut job: Job, out: &mut Out, scratch: &mut Scratch, children: &mut Vec<Job>) {
         let b = self.budget;
         let at = job
             .parent
@@ -400,7 +400,7 @@ impl Walker<'_> {
                 return;
             }
         };
-        drop(job.parent);
+        job.parent = None;
         let mut flags = LISTED;
         let dents: &mut [u64] = &mut scratch.dents;
         'read: loop {
@@ -465,58 +465,80 @@ impl Walker<'_> {
                 {
                     continue;
                 }
-                let target = if st.mode & libc::S_IFMT == libc::S_IFLNK {
-                    read_link_at(fd.as_raw_fd(), name, &mut scratch.bytes)
-                        .map(|n| &scratch.bytes[..n])
-                        .unwrap_or_default()
-                } else {
-                    &[]
-                };
-                let key_bytes = job.key.len() + 1 + nb.len();
-                if !b.reserve(key_bytes + target.len()) {
+                if !self.entry(&job, &fd, name, st, out, &mut scratch.bytes, children) {
                     flags = 0;
                     break 'read;
-                }
-                match st.mode & libc::S_IFMT {
-                    libc::S_IFDIR => {
-                        let mount = st.mount_root.unwrap_or(st.dev != job.st.dev);
-                        if mount || job.depth + 1 >= b.limits.max_depth {
-                            if !mount {
-                                b.truncated.store(true, Ordering::Relaxed);
-                            }
-                            out.push(&job.key, nb, &st, 0, if mount { MOUNT } else { 0 });
-                            continue;
-                        }
-                        let mut key = Vec::with_capacity(key_bytes);
-                        key.extend_from_slice(&job.key);
-                        if !key.is_empty() {
-                            key.push(0);
-                        }
-                        key.extend_from_slice(nb);
-                        children.push(Job {
-                            parent: Some(fd.clone()),
-                            open: name.to_owned(),
-                            key,
-                            st,
-                            depth: job.depth + 1,
-                        });
-                    }
-                    libc::S_IFLNK => {
-                        let aux = out.push_target(target);
-                        out.push(&job.key, nb, &st, aux, 0);
-                    }
-                    _ => {
-                        let (aux, f) = if b.is_racy(&st) {
-                            b.hash(fd.as_raw_fd(), name, &st, &mut scratch.bytes)
-                        } else {
-                            (0, 0)
-                        };
-                        out.push(&job.key, nb, &st, aux, f);
-                    }
                 }
             }
         }
         out.push(&job.key, &[], &job.st, 0, flags);
+    }
+
+    /// Records one entry `name` of the directory `job` lists (open as `fd`): a subdirectory is
+    /// queued as a child job instead, unless it is a mount or too deep. False when the budget is
+    /// spent and the listing stops.
+    #[allow(clippy::too_many_arguments)]
+    fn entry(
+        &self,
+        job: &Job,
+        fd: &Arc<OwnedFd>,
+        name: &CStr,
+        st: Stat,
+        out: &mut Out,
+        bytes: &mut [u8],
+        children: &mut Vec<Job>,
+    ) -> bool {
+        let b = self.budget;
+        let nb = name.to_bytes();
+        let target = if st.mode & libc::S_IFMT == libc::S_IFLNK {
+            read_link_at(fd.as_raw_fd(), name, bytes)
+                .map(|n| &bytes[..n])
+                .unwrap_or_default()
+        } else {
+            &[]
+        };
+        let key_bytes = job.key.len() + 1 + nb.len();
+        if !b.reserve(key_bytes + target.len()) {
+            return false;
+        }
+        match st.mode & libc::S_IFMT {
+            libc::S_IFDIR => {
+                let mount = st.mount_root.unwrap_or(st.dev != job.st.dev);
+                if mount || job.depth + 1 >= b.limits.max_depth {
+                    if !mount {
+                        b.truncated.store(true, Ordering::Relaxed);
+                    }
+                    out.push(&job.key, nb, &st, 0, if mount { MOUNT } else { 0 });
+                    return true;
+                }
+                let mut key = Vec::with_capacity(key_bytes);
+                key.extend_from_slice(&job.key);
+                if !key.is_empty() {
+                    key.push(0);
+                }
+                key.extend_from_slice(nb);
+                children.push(Job {
+                    parent: Some(fd.clone()),
+                    open: name.to_owned(),
+                    key,
+                    st,
+                    depth: job.depth + 1,
+                });
+            }
+            libc::S_IFLNK => {
+                let aux = out.push_target(target);
+                out.push(&job.key, nb, &st, aux, 0);
+            }
+            _ => {
+                let (aux, f) = if b.is_racy(&st) {
+                    b.hash(fd.as_raw_fd(), name, &st, bytes)
+                } else {
+                    (0, 0)
+                };
+                out.push(&job.key, nb, &st, aux, f);
+            }
+        }
+        true
     }
 }
 

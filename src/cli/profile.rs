@@ -136,53 +136,7 @@ fn resolved_toml(r: &Resolved) -> String {
     if let Some(d) = &r.description {
         out.push_str(&format!("description = {}\n", q(d)));
     }
-    out.push_str("\n[paths]\n");
-    for (key, access, protect) in [
-        ("ro", Access::Ro, false),
-        ("rw", Access::Rw, false),
-        ("hide", Access::Hide, false),
-        ("protect", Access::Ro, true),
-    ] {
-        out.push_str(&format!("{key} = [\n"));
-        for p in r
-            .paths
-            .iter()
-            .filter(|p| p.access == access && p.protect == protect && p.seed.is_none())
-        {
-            out.push_str(&format!("    {},  # {}\n", q(&p.template), p.profile));
-        }
-        out.push_str("]\n");
-    }
-    out.push_str("\n[paths.guard]\n");
-    for g in &r.guards {
-        let keys: Vec<String> = g.keys.iter().map(|k| q(k)).collect();
-        out.push_str(&format!(
-            "{} = [{}]  # {}\n",
-            q(&g.template),
-            keys.join(", "),
-            g.profile
-        ));
-    }
-    out.push_str("\n[paths.state]\n");
-    for st in &r.states {
-        let data: Vec<String> = st.data.iter().map(|k| q(k)).collect();
-        out.push_str(&format!(
-            "{} = [{}]  # {}\n",
-            q(&st.template),
-            data.join(", "),
-            st.profile
-        ));
-    }
-    out.push_str("\n[paths.seed]\n");
-    for p in r.paths.iter().filter(|p| p.seed.is_some()) {
-        let content = p.seed.as_deref().unwrap_or_default();
-        out.push_str(&format!(
-            "{} = {}  # {}\n",
-            q(&p.template),
-            q(content),
-            p.profile
-        ));
-    }
+    out.push_str(&paths_toml(r));
     out.push_str(&format!("\n[env]\nclear = {}\n", r.env.clear));
     for (key, list) in [("keep", &r.env.keep), ("deny", &r.env.deny)] {
         let items: Vec<String> = list.iter().map(|s| q(s)).collect();
@@ -235,5 +189,60 @@ fn resolved_toml(r: &Resolved) -> String {
     }
     out.push_str("\n[limits]\n");
     out.push_str(&r.limits.to_toml());
+    out
+}
+
+/// The `[paths]` tables of a resolved profile: each rule, guard, agent state and seeded file
+/// with the profile it came from.
+fn paths_toml(r: &Resolved) -> String {
+    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let mut out = String::new();
+    out.push_str("\n[paths]\n");
+    for (key, access, protect) in [
+        ("ro", Access::Ro, false),
+        ("rw", Access::Rw, false),
+        ("hide", Access::Hide, false),
+        ("protect", Access::Ro, true),
+    ] {
+        out.push_str(&format!("{key} = [\n"));
+        for p in r
+            .paths
+            .iter()
+            .filter(|p| p.access == access && p.protect == protect && p.seed.is_none())
+        {
+            out.push_str(&format!("    {},  # {}\n", q(&p.template), p.profile));
+        }
+        out.push_str("]\n");
+    }
+    out.push_str("\n[paths.guard]\n");
+    for g in &r.guards {
+        let keys: Vec<String> = g.keys.iter().map(|k| q(k)).collect();
+        out.push_str(&format!(
+            "{} = [{}]  # {}\n",
+            q(&g.template),
+            keys.join(", "),
+            g.profile
+        ));
+    }
+    out.push_str("\n[paths.state]\n");
+    for st in &r.states {
+        let data: Vec<String> = st.data.iter().map(|k| q(k)).collect();
+        out.push_str(&format!(
+            "{} = [{}]  # {}\n",
+            q(&st.template),
+            data.join(", "),
+            st.profile
+        ));
+    }
+    out.push_str("\n[paths.seed]\n");
+    for p in r.paths.iter().filter(|p| p.seed.is_some()) {
+        let content = p.seed.as_deref().unwrap_or_default();
+        out.push_str(&format!(
+            "{} = {}  # {}\n",
+            q(&p.template),
+            q(content),
+            p.profile
+        ));
+    }
     out
 }

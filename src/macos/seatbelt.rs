@@ -153,6 +153,43 @@ pub fn profile(policy: &Policy, params: &Params) -> Result<String, JailError> {
     );
     out.rule("deny", "default", &[]);
 
+    system_rules(&mut out);
+
+    out.section("Reads: everything, then the hidden paths (later rules win).");
+    out.rule(
+        "allow",
+        "file-read*",
+        &[Filter::Subpath("/".into()).render(false)?],
+    );
+    out.entries(tree.read_entries())?;
+
+    out.section("Writes: the writable paths, then the read-only paths beneath them.");
+    out.entries(tree.write_entries())?;
+    let pins = tree.pins();
+    if !pins.is_empty() {
+        out.comment(
+            "Pinned: a writable root, or a directory above a carve-out inside one, cannot be",
+        );
+        out.comment("renamed (which would carry the carve-out's contents to a writable name).");
+        out.rule("deny", "file-write-unlink", &render_all(&pins, false)?);
+    }
+
+    out.section("The run's own temporary directory (macOS has no private /tmp; TMPDIR names it).");
+    out.rule(
+        "allow",
+        "file-read* file-write* process-exec",
+        &[Filter::Subpath(tree.tmp_dir.clone()).render(false)?],
+    );
+
+    device_rules(&tree, &mut out)?;
+
+    network(policy, &tree, &mut out)?;
+    Ok(out.text)
+}
+
+/// What the command may do outside files and the network: its processes, system information,
+/// the Mach services and POSIX IPC it needs.
+fn system_rules(out: &mut Out) {
     out.section("Processes: children inherit this profile; nothing outside it can be signalled.");
     out.rule("allow", "process-fork", &[]);
     out.rule("allow", "process-exec", &[]);
@@ -195,33 +232,11 @@ pub fn profile(policy: &Policy, params: &Params) -> Result<String, JailError> {
         "ipc-posix-shm-read*",
         &["(ipc-posix-name \"apple.shm.notification_center\")".into()],
     );
+}
 
-    out.section("Reads: everything, then the hidden paths (later rules win).");
-    out.rule(
-        "allow",
-        "file-read*",
-        &[Filter::Subpath("/".into()).render(false)?],
-    );
-    out.entries(tree.read_entries())?;
-
-    out.section("Writes: the writable paths, then the read-only paths beneath them.");
-    out.entries(tree.write_entries())?;
-    let pins = tree.pins();
-    if !pins.is_empty() {
-        out.comment(
-            "Pinned: a writable root, or a directory above a carve-out inside one, cannot be",
-        );
-        out.comment("renamed (which would carry the carve-out's contents to a writable name).");
-        out.rule("deny", "file-write-unlink", &render_all(&pins, false)?);
-    }
-
-    out.section("The run's own temporary directory (macOS has no private /tmp; TMPDIR names it).");
-    out.rule(
-        "allow",
-        "file-read* file-write* process-exec",
-        &[Filter::Subpath(tree.tmp_dir.clone()).render(false)?],
-    );
-
+/// The devices the command may write: the harmless ones, its descriptors, the pseudo-terminals
+/// it opens and the terminal it was started on.
+fn device_rules(tree: &Tree, out: &mut Out) -> Result<(), JailError> {
     out.section("Devices: reads are allowed above; writes only to these.");
     out.rule(
         "allow",
@@ -256,9 +271,7 @@ pub fn profile(policy: &Policy, params: &Params) -> Result<String, JailError> {
             &render_all(&ttys, false)?,
         );
     }
-
-    network(policy, &tree, &mut out)?;
-    Ok(out.text)
+    Ok(())
 }
 
 /// The network, in one place so that a network policy changes one function. For now it is the

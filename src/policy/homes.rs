@@ -237,30 +237,7 @@ pub fn hide_homes(
     if input.mode != HomeMode::Hidden {
         return Ok(());
     }
-    let hidden: Vec<PathBuf> = homes_to_hide(&input.homes)
-        .into_iter()
-        .filter(|h| !(private_tmp && h.starts_with("/tmp")))
-        .filter(|h| look.kind(h) == Some(Kind::Dir))
-        .filter(|h| {
-            // A rule at the home or above it decides for it: --ro ~, --hide /home, a
-            // profile's rw on a parent. Not the read-only root, nor the host's /tmp of
-            // --tmp host (a HOME there is still a home).
-            !rules.values().any(|r| {
-                r.path != Path::new("/") && r.origin != Origin::SharedTmp && h.starts_with(&r.path)
-            })
-        })
-        .collect();
-    for home in &hidden {
-        rules.insert(
-            home.clone(),
-            PathRule {
-                path: home.clone(),
-                access: Access::Hide,
-                kind: Kind::Dir,
-                origin: Origin::Home("a home directory".into()),
-            },
-        );
-    }
+    let hidden = hide_each_home(rules, input, private_tmp, look);
     // The innermost rule at or above `p`: one map lookup per ancestor (hundreds of rules, tens
     // of places asked about on every start).
     let hidden_at = |rules: &BTreeMap<PathBuf, PathRule>, p: &Path| {
@@ -340,6 +317,40 @@ pub fn hide_homes(
         }
     }
     Ok(())
+}
+
+/// Hides each home no rule decides for (one at it or above it), and says which it hid.
+fn hide_each_home(
+    rules: &mut BTreeMap<PathBuf, PathRule>,
+    input: &HomesInput,
+    private_tmp: bool,
+    look: &dyn HostLook,
+) -> Vec<PathBuf> {
+    let hidden: Vec<PathBuf> = homes_to_hide(&input.homes)
+        .into_iter()
+        .filter(|h| !(private_tmp && h.starts_with("/tmp")))
+        .filter(|h| look.kind(h) == Some(Kind::Dir))
+        .filter(|h| {
+            // A rule at the home or above it decides for it: --ro ~, --hide /home, a
+            // profile's rw on a parent. Not the read-only root, nor the host's /tmp of
+            // --tmp host (a HOME there is still a home).
+            !rules.values().any(|r| {
+                r.path != Path::new("/") && r.origin != Origin::SharedTmp && h.starts_with(&r.path)
+            })
+        })
+        .collect();
+    for home in &hidden {
+        rules.insert(
+            home.clone(),
+            PathRule {
+                path: home.clone(),
+                access: Access::Hide,
+                kind: Kind::Dir,
+                origin: Origin::Home("a home directory".into()),
+            },
+        );
+    }
+    hidden
 }
 
 /// A place `--home hidden` shows read-only, and why.

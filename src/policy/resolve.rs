@@ -3,19 +3,24 @@
 //! It only looks at the filesystem (lstat), never changes it: a path must exist, must not pass
 //! through a symlink (the rule would protect something other than what was named), and rules must
 //! not contradict each other.
+//!
+//! Its parts: `paths` (how a path it is given is checked and looked at, with the directory
+//! listings) and `protected` (the protected names under the writable paths, the environment's
+//! tool configurations, and a repository's shared git directory).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::{Access, Kind, Origin, PathRule, Policy, TmpMode};
 use crate::error::JailError;
 use crate::paths::{absolute, real_path};
-use crate::protect::PROTECTED_IN_GIT_DIRS;
-use crate::protect::git::{
-    LinkedWorktree, SHARED_GIT_PARTS, git_dirs_of, linked_worktree, submodule_git_dir,
-};
-use crate::protect::search::find_protected;
+
+mod paths;
+mod protected;
+
+use paths::{Listings, checked_path, existing_target, kind_of, refuse_view_owned};
+use protected::{protect_env_configs, protect_names};
 
 /// Everything the resolver needs, already read from the command line and the environment.
 #[derive(Debug, Clone, Default)]
@@ -180,36 +185,7 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     let allow_sockets = allowed_sockets(&input.settings.allow_sockets, &input.base_dir)?;
     // A socket the command is given on purpose is not hidden (the profile hides SSH_AUTH_SOCK).
     rules.retain(|path, rule| rule.access != Access::Hide || !allow_sockets.contains(path));
-    let cow: Vec<PathBuf> = user
-        .iter()
-        .filter(|(_, (_, kind, flag))| *flag == COW_FLAG && *kind == Kind::Dir)
-        .map(|(p, _)| p.clone())
-        .collect();
-    if let Some((p, (_, _, flag))) = user
-        .iter()
-        .find(|(_, (_, kind, flag))| layered(flag) && *kind != Kind::Dir)
-    {
-        return Err(JailError::bad_path(
-            flag,
-            p,
-            format!("is not a directory; {flag} takes a directory (use --rw for a single file)"),
-        ));
-    }
-    let caches: Vec<PathBuf> = user
-        .iter()
-        .filter(|(_, (_, _, flag))| *flag == CACHE_FLAG)
-        .map(|(p, _)| p.clone())
-        .collect();
-    if let Some(outer) = cow
-        .iter()
-        .find(|o| cow.iter().any(|i| i != *o && i.starts_with(o)))
-    {
-        return Err(JailError::bad_path(
-            COW_FLAG,
-            outer,
-            "holds another --cow path; name only the outer one",
-        ));
-    }
+    let (cow, caches) = layered_dirs(&user)?;
     let mut policy = Policy {
         rules: rules.into_values().collect(),
         cow,
@@ -258,6 +234,42 @@ pub fn resolve(input: &PolicyInput) -> Result<Policy, JailError> {
     policy.absent_protected = creatable(&policy);
     check_whole(&policy, input.settings.cwd.is_some())?;
     Ok(policy)
+}
+
+/// The `--cow` layers and `--cache` directories the flags name, checked: a layer takes a
+/// directory, and two nested layers would hand back the inner one twice.
+fn layered_dirs(user: &FlagRules) -> Result<(Vec<PathBuf>, Vec<PathBuf>), JailError> {
+    let cow: Vec<PathBuf> = user
+        .iter()
+        .filter(|(_, (_, kind, flag))| *flag == COW_FLAG && *kind == Kind::Dir)
+        .map(|(p, _)| p.clone())
+        .collect();
+    if let Some((p, (_, _, flag))) = user
+        .iter()
+        .find(|(_, (_, kind, flag))| layered(flag) && *kind != Kind::Dir)
+    {
+        return Err(JailError::bad_path(
+            flag,
+            p,
+            format!("is not a directory; {flag} takes a directory (use --rw for a single file)"),
+        ));
+    }
+    let caches: Vec<PathBuf> = user
+        .iter()
+        .filter(|(_, (_, _, flag))| *flag == CACHE_FLAG)
+        .map(|(p, _)| p.clone())
+        .collect();
+    if let Some(outer) = cow
+        .iter()
+        .find(|o| cow.iter().any(|i| i != *o && i.starts_with(o)))
+    {
+        return Err(JailError::bad_path(
+            COW_FLAG,
+            outer,
+            "holds another --cow path; name only the outer one",
+        ));
+    }
+    Ok((cow, caches))
 }
 
 /// The absent protected names the command could create: those where the policy makes their
@@ -623,75 +635,6 @@ fn add_flag_rules(user: &FlagRules, rules: &mut Rules) {
     }
 }
 
-/// The tool configurations the command's and the caller's environments name
-/// ([`crate::protect::env_configs`]) inside a writable tree: read-only where they exist, and returned (present or not) to be moved aside
-/// after the run when the command creates or changes them; a missing one is a gap like a
-/// missing protected name. Not one a writable rule names itself or holds a writable rule
-/// (`--rw` said so), nor one in a copy-on-write tree (its writes never reach the host
-/// unreviewed) or the host's shared /tmp.
-fn protect_env_configs(
-    input: &PolicyInput,
-    cwd: &Path,
-    rules: &mut Rules,
-    absent: &mut Vec<PathBuf>,
-) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    // The command's environment (what its tools read in the jail) and the caller's (what the
-    // host's tools read after it: a variable jail removed from the command still points the
-    // host's tool at the file).
-    let vars: Vec<(OsString, OsString)> = input
-        .env
-        .vars
-        .iter()
-        .chain(&input.caller_env)
-        .cloned()
-        .collect();
-    let named = crate::protect::env_configs::named_configs(&vars, cwd)
-        .into_iter()
-        .chain(crate::protect::env_configs::named_code(&vars, cwd));
-    for (_, named) in named {
-        let path = real_path(&named);
-        let Some(root) = rules
-            .values()
-            .filter(|r| path.starts_with(&r.path))
-            .max_by_key(|r| super::depth(&r.path))
-        else {
-            continue;
-        };
-        let writable = root.access == Access::Rw
-            && root.origin != Origin::SharedTmp
-            && !matches!(&root.origin, Origin::Flag(f) if layered(f));
-        let holds_writable = rules
-            .values()
-            .any(|r| r.access == Access::Rw && r.path.starts_with(&path));
-        if !writable || holds_writable || out.contains(&path) {
-            continue;
-        }
-        let root = root.path.clone();
-        // As spelled too: a symlink the command replaces there is a change at that name.
-        if named != path {
-            out.push(named);
-        }
-        out.push(path.clone());
-        match std::fs::symlink_metadata(&path) {
-            Ok(_) => {
-                let kind = kind_of(&path);
-                rules.insert(
-                    path.clone(),
-                    PathRule {
-                        path,
-                        access: Access::Ro,
-                        kind,
-                        origin: Origin::Protected(root),
-                    },
-                );
-            }
-            Err(_) => absent.push(path),
-        }
-    }
-    out
-}
-
 /// The working directory, as a real path.
 fn working_dir(input: &PolicyInput) -> Result<PathBuf, JailError> {
     Ok(match &input.settings.cwd {
@@ -840,445 +783,9 @@ fn drop_nested_hides(rules: &mut Rules) {
     }
 }
 
-/// Protected names stay read-only under every writable path unless named exactly, including in
-/// projects nested a few levels below it (`--rw ~/projects`). Returns the protected names that
-/// do not exist, and the roots whose search was cut short.
-fn protect_names(
-    user: &FlagRules,
-    rules: &mut Rules,
-) -> Result<(Vec<PathBuf>, Vec<PathBuf>), JailError> {
-    let mut absent_protected = Vec::new();
-    let mut search_notes = Vec::new();
-    // The shared /tmp of --tmp host is no project: it is not searched.
-    let writable: Vec<PathBuf> = rules
-        .values()
-        .filter(|r| r.access == Access::Rw && r.origin != Origin::SharedTmp)
-        .filter(|r| !matches!(&r.origin, Origin::Flag(f) if layered(f)))
-        .map(|r| r.path.clone())
-        .collect();
-    for root in writable {
-        let found = find_protected(&root);
-        if found.truncated {
-            search_notes.push(root.clone());
-        }
-        for path in found.absent {
-            if !rules.contains_key(&path) {
-                absent_protected.push(path);
-            }
-        }
-        for (path, is_dir, symlink) in found.present {
-            if user.contains_key(&path) || rules.contains_key(&path) {
-                continue;
-            }
-            if let Some(target) = symlink {
-                return Err(JailError::bad_path(
-                    "--rw",
-                    &root,
-                    format!(
-                        "protected path {} is a symlink (-> {}): a symlink cannot be kept \
-                         read-only inside a writable directory; replace it with the real file or \
-                         directory, or do not make {} writable",
-                        path.display(),
-                        target.display(),
-                        root.display()
-                    ),
-                ));
-            }
-            let kind = if is_dir { Kind::Dir } else { Kind::File };
-            rules.insert(
-                path.clone(),
-                PathRule {
-                    path,
-                    access: Access::Ro,
-                    kind,
-                    origin: Origin::Protected(root.clone()),
-                },
-            );
-        }
-        // What an earlier run's check moved aside stays as it was for the user to review:
-        // this run neither reads nor changes it (a symlink it makes to it is moved aside).
-        // Over a profile's read-only rule for it too (an agent's state directory keeps every
-        // entry outside its data read-only, a moved one included).
-        for (path, is_dir) in found.quarantined {
-            if user.contains_key(&path) || rules.get(&path).is_some_and(|r| r.access == Access::Rw)
-            {
-                continue;
-            }
-            let kind = if is_dir { Kind::Dir } else { Kind::File };
-            rules.insert(
-                path.clone(),
-                PathRule {
-                    path,
-                    access: Access::Hide,
-                    kind,
-                    origin: Origin::Protected(root.clone()),
-                },
-            );
-        }
-        for worktree in found.worktrees {
-            if let Some(linked) = linked_worktree(&worktree) {
-                open_worktree_git_dirs(&worktree, &linked, rules, &mut absent_protected);
-            } else if let Some(git_dir) = submodule_git_dir(&worktree) {
-                open_submodule_git_dir(&worktree, &git_dir, rules, &mut absent_protected);
-            }
-        }
-    }
-    Ok((absent_protected, search_notes))
-}
-
-/// A writable rule for the git directory of the submodule at `dir`, as its `.git` would have
-/// were it a directory: writable, but for the names that carry configuration and hooks, in it
-/// and in the git directories of the submodules nested in it. Not opened when one of those is
-/// a symlink, or when a rule names it, makes it writable already, or hides it.
-fn open_submodule_git_dir(
-    dir: &Path,
-    git_dir: &Path,
-    rules: &mut Rules,
-    absent_protected: &mut Vec<PathBuf>,
-) {
-    let covering = rules
-        .values()
-        .filter(|r| r.path != Path::new("/") && git_dir.starts_with(&r.path))
-        .max_by_key(|r| r.path.components().count())
-        .map(|r| r.access);
-    if rules.contains_key(git_dir) || covering.is_some_and(|a| a != Access::Ro) {
-        return;
-    }
-    let mut parts = Vec::new();
-    for g in git_dirs_of(git_dir) {
-        for part in PROTECTED_IN_GIT_DIRS {
-            let path = g.join(part.pattern);
-            match std::fs::symlink_metadata(&path) {
-                Ok(m) if m.file_type().is_symlink() => return,
-                Ok(m) => parts.push((path, Some(m.is_dir()))),
-                Err(_) => parts.push((path, None)),
-            }
-        }
-    }
-    rules.insert(
-        git_dir.to_path_buf(),
-        PathRule {
-            path: git_dir.to_path_buf(),
-            access: Access::Rw,
-            kind: Kind::Dir,
-            origin: Origin::GitSubmodule(dir.to_path_buf()),
-        },
-    );
-    for (path, is_dir) in parts {
-        match is_dir {
-            _ if rules.contains_key(&path) => {}
-            Some(is_dir) => {
-                let kind = if is_dir { Kind::Dir } else { Kind::File };
-                rules.insert(
-                    path.clone(),
-                    PathRule {
-                        path,
-                        access: Access::Ro,
-                        kind,
-                        origin: Origin::Protected(git_dir.to_path_buf()),
-                    },
-                );
-            }
-            // A submodule's git directory is a whole one: git runs its own hooks, so an absent
-            // hooks directory is a gap (reported) as in any .git; an absent config is git's
-            // default.
-            None if path.file_name().is_some_and(|n| n != "config") => absent_protected.push(path),
-            None => {}
-        }
-    }
-}
-
-/// Writable rules for what git writes from the linked worktree at `worktree`: its own git
-/// directory, with the names that carry configuration and hooks in it kept read-only, and the
-/// main repository's shared parts ([`SHARED_GIT_PARTS`]), each only a real directory (or
-/// packed-refs, a real file), never through a symlink (one would make its target writable). A
-/// path a rule names already, or that a writable rule holds, is left as it is.
-fn open_worktree_git_dirs(
-    worktree: &Path,
-    linked: &LinkedWorktree,
-    rules: &mut Rules,
-    absent_protected: &mut Vec<PathBuf>,
-) {
-    let covering = |rules: &Rules, p: &Path| -> Option<Access> {
-        rules
-            .values()
-            .filter(|r| r.path != Path::new("/") && p.starts_with(&r.path))
-            .max_by_key(|r| r.path.components().count())
-            .map(|r| r.access)
-    };
-    // Named by a rule, writable already, or hidden (a hidden repository stays hidden).
-    let writable_already = |rules: &Rules, p: &Path| {
-        rules.contains_key(p) || covering(rules, p).is_some_and(|a| a != Access::Ro)
-    };
-    if covering(rules, &linked.common) == Some(Access::Hide) {
-        return;
-    }
-    let origin = Origin::GitWorktree(worktree.to_path_buf());
-    let add = |rules: &mut Rules, path: PathBuf, kind: Kind, access: Access, origin: Origin| {
-        rules.insert(
-            path.clone(),
-            PathRule {
-                path,
-                access,
-                kind,
-                origin,
-            },
-        );
-    };
-    // A main repository in the private /tmp (no rule shows it there) is shown read-only: git
-    // reads its config (the repository format, extensions), HEAD and info from the common
-    // directory, and the writable parts alone would be all of it in the view.
-    let shared_tmp = rules
-        .get(Path::new("/tmp"))
-        .is_some_and(|r| r.origin == Origin::SharedTmp);
-    if !shared_tmp && linked.common.starts_with("/tmp") && covering(rules, &linked.common).is_none()
-    {
-        add(
-            rules,
-            linked.common.clone(),
-            Kind::Dir,
-            Access::Ro,
-            origin.clone(),
-        );
-    }
-    // A symlink at a protected name cannot be kept read-only in a writable directory: then the
-    // worktree's git directory is not opened at all.
-    let parts: Vec<(PathBuf, Option<bool>)> = PROTECTED_IN_GIT_DIRS
-        .iter()
-        .map(|part| {
-            let path = linked.git_dir.join(part.pattern);
-            let meta = std::fs::symlink_metadata(&path).ok();
-            (path, meta.map(|m| m.file_type().is_symlink()))
-        })
-        .collect();
-    if !writable_already(rules, &linked.git_dir) && !parts.iter().any(|(_, s)| *s == Some(true)) {
-        add(
-            rules,
-            linked.git_dir.clone(),
-            Kind::Dir,
-            Access::Rw,
-            origin.clone(),
-        );
-        for (path, present) in parts {
-            if rules.contains_key(&path) {
-                continue;
-            }
-            match present {
-                Some(_) => {
-                    let kind = if path.is_dir() { Kind::Dir } else { Kind::File };
-                    let why = Origin::Protected(linked.git_dir.clone());
-                    add(rules, path, kind, Access::Ro, why);
-                }
-                // Absent: neither layer can keep it from being created (a gap, reported; the
-                // after-run check moves it aside). Only config.worktree: git reads hooks and
-                // config from the common directory for every worktree, never from this one, and
-                // commondir is there (it was checked).
-                None if path.file_name().is_some_and(|n| n == "config.worktree") => {
-                    absent_protected.push(path)
-                }
-                None => {}
-            }
-        }
-    }
-    for part in SHARED_GIT_PARTS {
-        let path = linked.common.join(part);
-        let kind = match std::fs::symlink_metadata(&path) {
-            Ok(m) if m.is_dir() => Kind::Dir,
-            Ok(m) if m.is_file() && *part == "packed-refs" => Kind::File,
-            _ => continue,
-        };
-        if !writable_already(rules, &path) {
-            add(rules, path, kind, Access::Rw, origin.clone());
-        }
-    }
-}
-
-fn refuse_view_owned(flag: &str, path: &Path) -> Result<(), JailError> {
-    for owned in VIEW_OWNED {
-        if path.starts_with(owned) {
-            return Err(JailError::bad_path(
-                flag,
-                path,
-                format!(
-                    "{owned} is built by jail inside the sandbox; rules there are not supported"
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Absolute, lexically normalized, existing, and free of symlinks in every component.
-fn checked_path(flag: &str, raw: &Path, base: &Path) -> Result<PathBuf, JailError> {
-    if raw.as_os_str().is_empty() {
-        return Err(JailError::bad_path(flag, raw, "empty path"));
-    }
-    let abs = absolute(base, raw);
-    let mut walked = PathBuf::from("/");
-    for comp in abs.components().skip(1) {
-        walked.push(comp);
-        match std::fs::symlink_metadata(&walked) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                let real = std::fs::canonicalize(&abs)
-                    .map(|p| format!("; name the real path {}", p.display()))
-                    .unwrap_or_default();
-                return Err(JailError::bad_path(
-                    flag,
-                    &abs,
-                    format!(
-                        "goes through a symlink ({} -> {}){real}",
-                        walked.display(),
-                        std::fs::read_link(&walked).unwrap_or_default().display()
-                    ),
-                ));
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(JailError::bad_path(flag, &abs, "does not exist"));
-            }
-            Err(e) => return Err(JailError::bad_path(flag, &abs, e.to_string())),
-        }
-    }
-    Ok(abs)
-}
-
-/// The path a default rule must act on: itself if it exists, the canonical target if it is a
-/// symlink to something that exists, nothing otherwise.
-fn existing_target(path: &Path, listed: &Listings) -> Option<PathBuf> {
-    if listed.surely_absent(path) {
-        return None;
-    }
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if meta.file_type().is_symlink() || has_symlink_parent(path) {
-        return std::fs::canonicalize(path).ok();
-    }
-    Some(path.to_path_buf())
-}
-
-/// The names in the directories many of the profile's paths are in, each read once. Most of a
-/// profile's paths (the credential stores, histories and browser profiles it hides) do not
-/// exist on a given machine, and ~90 of them are in `~` and `~/.config`: one listing of each
-/// answers for them instead of one failed `lstat` apiece. A listing costs about as much as ten
-/// lookups (ext4 builds its hash-order tree for the first `getdents`), so a directory is read
-/// only once it has been asked about [`Listings::LIST_AFTER`] times.
-#[derive(Default)]
-struct Listings(std::cell::RefCell<HashMap<OsString, Listing>>);
-
-enum Listing {
-    /// Asked about this many times; not read yet.
-    Asked(u32),
-    /// Read: its names, or None when a listing cannot answer for it.
-    Read(Option<HashSet<OsString>>),
-}
-
-impl Listings {
-    const LIST_AFTER: u32 = 8;
-
-    /// Whether `path` certainly does not exist: its directory was listed (or is itself absent)
-    /// and holds no such name. A directory that cannot be listed (search permission without
-    /// read), or whose names may match in another case, answers nothing, and the caller looks
-    /// the path up as before.
-    fn surely_absent(&self, path: &Path) -> bool {
-        // Only plain absolute paths: `..` or `.` would make the parent a different directory.
-        path.is_absolute()
-            && path
-                .components()
-                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
-            && self.plain_surely_absent(path)
-    }
-
-    /// [`Listings::surely_absent`] for a path already known to be plain. Keyed by the
-    /// directory's bytes: hashing a `PathBuf` walks its components, and this runs for each of
-    /// a profile's ~150 paths and their parents at every start.
-    fn plain_surely_absent(&self, path: &Path) -> bool {
-        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-            return false;
-        };
-        if dir.parent().is_some() && self.plain_surely_absent(dir) {
-            return true;
-        }
-        let mut cache = self.0.borrow_mut();
-        let listing = match cache.get_mut(dir.as_os_str()) {
-            Some(listing) => listing,
-            None => cache
-                .entry(dir.as_os_str().to_owned())
-                .or_insert(Listing::Asked(0)),
-        };
-        if let Listing::Asked(n) = listing {
-            *n += 1;
-            if *n < Self::LIST_AFTER {
-                return false;
-            }
-            *listing = Listing::Read(case_exact_names(dir));
-        }
-        matches!(listing, Listing::Read(Some(names)) if !names.contains(name))
-    }
-}
-
-/// The names in `dir`, when a name missing from them is surely absent: only where lookups are
-/// exact byte matches. A case-insensitive directory (vfat, ext4's or tmpfs's casefold, macOS's
-/// default APFS) finds `.AWS` for `.aws`, so its listing would let a credential store through.
-#[cfg(target_os = "linux")]
-fn case_exact_names(dir: &Path) -> Option<HashSet<OsString>> {
-    use std::os::fd::AsRawFd;
-    const EXACT: [nix::sys::statfs::FsType; 4] = [
-        nix::sys::statfs::EXT4_SUPER_MAGIC,
-        nix::sys::statfs::BTRFS_SUPER_MAGIC,
-        nix::sys::statfs::TMPFS_MAGIC,
-        nix::sys::statfs::OVERLAYFS_SUPER_MAGIC,
-    ];
-    const FS_CASEFOLD_FL: libc::c_long = 0x4000_0000;
-    use std::os::unix::ffi::OsStrExt;
-    // One descriptor for the checks and the listing: the answer is about the directory read.
-    let mut listing = nix::dir::Dir::open(
-        dir,
-        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_CLOEXEC,
-        nix::sys::stat::Mode::empty(),
-    )
-    .ok()?;
-    let fs = nix::sys::statfs::fstatfs(&listing).ok()?;
-    if !EXACT.contains(&fs.filesystem_type()) {
-        return None;
-    }
-    let mut flags: libc::c_long = 0;
-    // SAFETY: FS_IOC_GETFLAGS writes one long into `flags`, which we own.
-    if unsafe { libc::ioctl(listing.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) } != 0
-        || flags & FS_CASEFOLD_FL != 0
-    {
-        return None;
-    }
-    let mut names = HashSet::new();
-    for entry in listing.iter() {
-        let name = entry.ok()?.file_name().to_bytes().to_vec();
-        if name != b"." && name != b".." {
-            names.insert(std::ffi::OsStr::from_bytes(&name).to_os_string());
-        }
-    }
-    Some(names)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn case_exact_names(_dir: &Path) -> Option<HashSet<OsString>> {
-    None
-}
-
-fn has_symlink_parent(path: &Path) -> bool {
-    path.ancestors().skip(1).any(|a| {
-        std::fs::symlink_metadata(a)
-            .map(|m| m.file_type().is_symlink())
-            .unwrap_or(false)
-    })
-}
-
-fn kind_of(path: &Path) -> Kind {
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => Kind::Dir,
-        _ => Kind::File,
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::paths::case_exact_names;
     use super::*;
     use crate::policy::profile::TmpOption;
     use crate::policy::settings::RunSettings;

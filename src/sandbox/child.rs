@@ -101,34 +101,41 @@ pub(super) struct Stdios {
     pub stderr: Option<Stdio>,
 }
 
+/// The descriptors a spawned jail is to keep: none at the control socket's number, each open
+/// here.
+fn check_kept_fds(keep_fds: &[i32]) -> Result<(), JailError> {
+    if keep_fds.contains(&CONTROL_FD) {
+        return Err(JailError::bad_flag(
+            "--keep-fd",
+            CONTROL_FD.to_string(),
+            format!(
+                "keep_fd {CONTROL_FD}: a spawned jail holds its control socket there; pass \
+                 the descriptor under another number"
+            ),
+        ));
+    }
+    // A number not open here would be where the socket pair lands, and the command would be
+    // handed jail's end of the control socket under it.
+    for fd in keep_fds {
+        // SAFETY: F_GETFD only queries the descriptor table.
+        if unsafe { libc::fcntl(*fd, libc::F_GETFD) } < 0 {
+            return Err(JailError::bad_flag(
+                "--keep-fd",
+                fd.to_string(),
+                format!("keep_fd {fd}: not an open descriptor in this process"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Child {
     pub(super) fn spawn(
         program: &Path,
         settings: &RunSettings,
         stdio: Stdios,
     ) -> Result<Child, JailError> {
-        if settings.keep_fds.contains(&CONTROL_FD) {
-            return Err(JailError::bad_flag(
-                "--keep-fd",
-                CONTROL_FD.to_string(),
-                format!(
-                    "keep_fd {CONTROL_FD}: a spawned jail holds its control socket there; pass \
-                     the descriptor under another number"
-                ),
-            ));
-        }
-        // A number not open here would be where the socket pair lands, and the command would be
-        // handed jail's end of the control socket under it.
-        for fd in &settings.keep_fds {
-            // SAFETY: F_GETFD only queries the descriptor table.
-            if unsafe { libc::fcntl(*fd, libc::F_GETFD) } < 0 {
-                return Err(JailError::bad_flag(
-                    "--keep-fd",
-                    fd.to_string(),
-                    format!("keep_fd {fd}: not an open descriptor in this process"),
-                ));
-            }
-        }
+        check_kept_fds(&settings.keep_fds)?;
         let pair = UnixStream::pair()
             .and_then(|(ours, theirs)| Ok((above_stdio(ours)?, above_stdio(theirs)?)));
         let (ours, theirs) =

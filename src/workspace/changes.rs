@@ -168,13 +168,6 @@ pub fn compute(
     let mut items: BTreeMap<PathBuf, Item> = BTreeMap::new();
     let mut set = ChangeSet::default();
     let mut removed_dirs = Vec::new();
-    let new_item = |path: &Path| Item {
-        path: path.to_path_buf(),
-        old: None,
-        new: None,
-        conflict: None,
-        flags: Vec::new(),
-    };
     for e in entries {
         let host = root.join(&e.path);
         let host_meta = fs::symlink_metadata(&host).ok();
@@ -196,24 +189,14 @@ pub fn compute(
             ));
         }
         if replaces_host && host_meta.is_some() {
-            if host_is_dir {
-                for (rel, side, meta) in host_files(root, &e.path)? {
-                    let it = items.entry(rel.clone()).or_insert_with(|| new_item(&rel));
-                    if since.changed(&root.join(&rel), &meta) {
-                        it.conflict = Some("changed on the host since the run started".into());
-                    }
-                    it.old = Some(side);
-                }
-                removed_dirs.push(e.path.clone());
-            } else if let Some((side, meta)) = host_side(&host) {
-                let it = items
-                    .entry(e.path.clone())
-                    .or_insert_with(|| new_item(&e.path));
-                if since.changed(&host, &meta) {
-                    it.conflict = Some("changed on the host since the run started".into());
-                }
-                it.old = Some(side);
-            }
+            replaced_host_side(
+                &mut items,
+                &mut removed_dirs,
+                root,
+                &e.path,
+                host_is_dir,
+                since,
+            )?;
         }
         match &e.node {
             Node::Whiteout => {}
@@ -259,6 +242,50 @@ pub fn compute(
     set.dir_conflicts
         .retain(|(p, _)| !set.items.iter().any(|i| &i.path == p));
     Ok(set)
+}
+
+/// An item with neither side yet.
+fn new_item(path: &Path) -> Item {
+    Item {
+        path: path.to_path_buf(),
+        old: None,
+        new: None,
+        conflict: None,
+        flags: Vec::new(),
+    }
+}
+
+/// What the host has at `rel_path`, which the run removed or replaced: its files become the
+/// old sides of their items (a conflict where the host changed them since the start), and a
+/// directory is removed after them. `host_is_dir` is what the caller saw there.
+fn replaced_host_side(
+    items: &mut BTreeMap<PathBuf, Item>,
+    removed_dirs: &mut Vec<PathBuf>,
+    root: &Path,
+    rel_path: &Path,
+    host_is_dir: bool,
+    since: &Since,
+) -> io::Result<()> {
+    let host = root.join(rel_path);
+    if host_is_dir {
+        for (rel, side, meta) in host_files(root, rel_path)? {
+            let it = items.entry(rel.clone()).or_insert_with(|| new_item(&rel));
+            if since.changed(&root.join(&rel), &meta) {
+                it.conflict = Some("changed on the host since the run started".into());
+            }
+            it.old = Some(side);
+        }
+        removed_dirs.push(rel_path.to_path_buf());
+    } else if let Some((side, meta)) = host_side(&host) {
+        let it = items
+            .entry(rel_path.to_path_buf())
+            .or_insert_with(|| new_item(rel_path));
+        if since.changed(&host, &meta) {
+            it.conflict = Some("changed on the host since the run started".into());
+        }
+        it.old = Some(side);
+    }
+    Ok(())
 }
 
 /// Whether the host deleted `rel` since the start, for an entry the run copied up from below

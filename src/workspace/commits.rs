@@ -27,58 +27,18 @@ pub struct CommitReview {
     pub log: Vec<u8>,
 }
 
-/// Reviews the commits from `start` to `head` of the layer's git directory `upper_git` over the
-/// host root `root`, reading them through a scratch repository at `scratch`.
-pub fn review(
-    root: &Path,
-    upper_git: &Path,
-    start: Option<&str>,
-    head: &str,
-    scratch: &Path,
-) -> CommitReview {
-    let mut out = CommitReview {
-        head: head.to_string(),
-        scratch: scratch.to_path_buf(),
-        flagged: Vec::new(),
-        log: Vec::new(),
-    };
-    let read = git::scratch_repo(root, upper_git, head, scratch)
-        .map_err(|e| e.to_string())
-        .and_then(|()| git::review(scratch, start, head));
-    let (changed, log) = match read {
-        Ok(r) => r,
-        Err(e) => {
-            out.flagged.push((
-                PathBuf::new(),
-                vec![format!("the run's commits could not be read whole: {e}")],
-            ));
-            return out;
-        }
-    };
-    out.log = log;
-    if let Some(s) = start.filter(|s| !git::descends(scratch, s, head)) {
-        out.flagged.push((
-            PathBuf::new(),
-            vec![format!(
-                "the branch does not contain the start commit {}: the run rewrote history (its \
-                 tree against the start is judged, not only its own commits)",
-                &s[..12.min(s.len())]
-            )],
-        ));
-    }
-    // The first 8000 bytes of every blob the commits write (a link's target, a script's head),
-    // read by one process.
-    let ids: Vec<&str> = changed
-        .iter()
-        .filter(|c| matches!(c.new_mode.as_str(), "100644" | "100755" | "120000"))
-        .map(|c| c.new_id.as_str())
-        .collect();
-    let heads = git::blob_heads(scratch, &ids, 8000);
+/// What the commits write, as the entries and items of a layer the judge reads (sides at no
+/// real place: the blobs' heads are judged instead); a gitlink is flagged, not an item.
+fn as_layer(
+    changed: &[git::Changed],
+    heads: &std::collections::HashMap<String, Vec<u8>>,
+    flagged: &mut Vec<(PathBuf, Vec<String>)>,
+) -> (Vec<Entry>, Vec<(Item, String)>) {
     let mut entries = Vec::new();
     let mut items = Vec::new();
-    for c in &changed {
+    for c in changed {
         if c.new_mode == "160000" {
-            out.flagged.push((
+            flagged.push((
                 c.path.clone(),
                 vec![
                     "a submodule commit (gitlink): git fetches and checks out what it names".into(),
@@ -131,6 +91,57 @@ pub fn review(
             c.new_id.clone(),
         ));
     }
+    (entries, items)
+}
+
+/// Reviews the commits from `start` to `head` of the layer's git directory `upper_git` over the
+/// host root `root`, reading them through a scratch repository at `scratch`.
+pub fn review(
+    root: &Path,
+    upper_git: &Path,
+    start: Option<&str>,
+    head: &str,
+    scratch: &Path,
+) -> CommitReview {
+    let mut out = CommitReview {
+        head: head.to_string(),
+        scratch: scratch.to_path_buf(),
+        flagged: Vec::new(),
+        log: Vec::new(),
+    };
+    let read = git::scratch_repo(root, upper_git, head, scratch)
+        .map_err(|e| e.to_string())
+        .and_then(|()| git::review(scratch, start, head));
+    let (changed, log) = match read {
+        Ok(r) => r,
+        Err(e) => {
+            out.flagged.push((
+                PathBuf::new(),
+                vec![format!("the run's commits could not be read whole: {e}")],
+            ));
+            return out;
+        }
+    };
+    out.log = log;
+    if let Some(s) = start.filter(|s| !git::descends(scratch, s, head)) {
+        out.flagged.push((
+            PathBuf::new(),
+            vec![format!(
+                "the branch does not contain the start commit {}: the run rewrote history (its \
+                 tree against the start is judged, not only its own commits)",
+                &s[..12.min(s.len())]
+            )],
+        ));
+    }
+    // The first 8000 bytes of every blob the commits write (a link's target, a script's head),
+    // read by one process.
+    let ids: Vec<&str> = changed
+        .iter()
+        .filter(|c| matches!(c.new_mode.as_str(), "100644" | "100755" | "120000"))
+        .map(|c| c.new_id.as_str())
+        .collect();
+    let heads = git::blob_heads(scratch, &ids, 8000);
+    let (entries, items) = as_layer(&changed, &heads, &mut out.flagged);
     let judge = Judge::new(root, Path::new("/nonexistent"), &entries, start);
     // Every version a commit writes of a path is judged; a path's flags are all of theirs.
     for (it, id) in &items {

@@ -56,6 +56,62 @@ pub struct Judge<'a> {
     incomplete: Option<String>,
 }
 
+/// Where the protected names that are symlinks (`links`, relative to `root`) lead inside the
+/// root, as places: what the tool reads is the link's target.
+fn where_protected_links_lead(root: &Path, view: &View<'_>, links: Vec<PathBuf>) -> Vec<Place> {
+    let mut places = Vec::new();
+    for rel in links {
+        let names: Vec<&[u8]> = rel.iter().map(|c| c.as_bytes()).collect();
+        let Some(p) = protected_name(&names).or_else(|| protected_prefix(&names)) else {
+            continue;
+        };
+        if let Resolved::Inside { path, .. } = view.resolve(&rel, true) {
+            if path != rel {
+                places.push(Place {
+                    path: root.join(&path),
+                    why: format!(
+                        "where the protected name {} leads ({})",
+                        rel.display(),
+                        p.why
+                    ),
+                });
+            }
+        }
+    }
+    places
+}
+
+/// The layer's symlinks on the way to each place (with the place's reason), and the places as
+/// the kernel reaches them through those links.
+fn through_layer_links(
+    root: &Path,
+    view: &View<'_>,
+    entries: &[Entry],
+    places: &[Place],
+) -> (Vec<(PathBuf, String)>, Vec<Place>) {
+    let mut links_to_places = Vec::new();
+    let mut resolved = Vec::new();
+    for place in places {
+        let Ok(rel) = place.path.strip_prefix(root) else {
+            continue;
+        };
+        if let Resolved::Inside { path, links, .. } = view.resolve(rel, true) {
+            for l in links {
+                if entries.iter().any(|e| e.path == l) {
+                    links_to_places.push((l, place.why.clone()));
+                }
+            }
+            if path != rel {
+                resolved.push(Place {
+                    path: root.join(path),
+                    why: place.why.clone(),
+                });
+            }
+        }
+    }
+    (links_to_places, resolved)
+}
+
 impl<'a> Judge<'a> {
     /// The judge of `entries` (the layer at `layer_root`) over the host `root`; `start` is the
     /// commit checked out when the run started, when the root was a repository's top.
@@ -123,46 +179,10 @@ impl<'a> Judge<'a> {
             Node::Symlink { .. } => Some(e.path.clone()),
             _ => None,
         }));
-        for rel in links {
-            let names: Vec<&[u8]> = rel.iter().map(|c| c.as_bytes()).collect();
-            let Some(p) = protected_name(&names).or_else(|| protected_prefix(&names)) else {
-                continue;
-            };
-            if let Resolved::Inside { path, .. } = view.resolve(&rel, true) {
-                if path != rel {
-                    places.push(Place {
-                        path: root.join(&path),
-                        why: format!(
-                            "where the protected name {} leads ({})",
-                            rel.display(),
-                            p.why
-                        ),
-                    });
-                }
-            }
-        }
+        places.extend(where_protected_links_lead(root, &view, links));
         // Places inside the root as the kernel will reach them after the apply: through the
         // layer's symlinks, which are then on the way.
-        let mut links_to_places = Vec::new();
-        let mut resolved = Vec::new();
-        for place in &places {
-            let Ok(rel) = place.path.strip_prefix(root) else {
-                continue;
-            };
-            if let Resolved::Inside { path, links, .. } = view.resolve(rel, true) {
-                for l in links {
-                    if entries.iter().any(|e| e.path == l) {
-                        links_to_places.push((l, place.why.clone()));
-                    }
-                }
-                if path != rel {
-                    resolved.push(Place {
-                        path: root.join(path),
-                        why: place.why.clone(),
-                    });
-                }
-            }
-        }
+        let (links_to_places, resolved) = through_layer_links(root, &view, entries, &places);
         places.extend(resolved);
         let layer_links = entries
             .iter()

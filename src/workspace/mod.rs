@@ -422,22 +422,7 @@ pub fn apply_run(
         merged: Vec::new(),
     };
     // Every root checked before any is written.
-    let mut conflicts = Vec::new();
-    if !sel.skip_conflicts {
-        for rc in &all {
-            for it in rc.set.items.iter().filter(|i| i.conflict.is_some()) {
-                if sel_takes(sel, &rc.set, &it.path) {
-                    conflicts.push((
-                        rc.root.join(&it.path),
-                        it.conflict.clone().unwrap_or_default(),
-                    ));
-                }
-            }
-            for (p, why) in &rc.set.dir_conflicts {
-                conflicts.push((rc.root.join(p), why.clone()));
-            }
-        }
-    }
+    let conflicts = conflicts(&all, sel);
     if !conflicts.is_empty() {
         return Err(ApplyRefused::Conflicts(conflicts));
     }
@@ -445,45 +430,7 @@ pub fn apply_run(
     for rc in &all {
         // The branch first: a fetch git refuses (its object checks) leaves the host as it was,
         // and a branch offered for files that then fail to apply is taken back.
-        let mut offered: Option<String> = None;
-        // The branch is part of a whole apply; a named one takes the paths it names only.
-        if let (Some(review), false) = (&rc.commits, sel.named.is_empty()) {
-            out.left.push((
-                rc.root.join(".git"),
-                format!(
-                    "the run's commits (head {}): a named apply takes only the paths it names; `jail apply {}` offers them",
-                    review.head, run.record.id
-                ),
-            ));
-        } else if let Some(review) = &rc.commits {
-            if review.flagged.is_empty() || sel.include_flagged {
-                let branch = branch_name(run);
-                git::offer_branch(&rc.root, &review.scratch, &branch)
-                    .map_err(ApplyRefused::Error)?;
-                offered = Some(branch.clone());
-                out.branch = Some(branch);
-            } else {
-                let why: Vec<String> = review
-                    .flagged
-                    .iter()
-                    .map(|(p, f)| {
-                        if p.as_os_str().is_empty() {
-                            f.join("; ")
-                        } else {
-                            format!("{}: {}", p.display(), f.join("; "))
-                        }
-                    })
-                    .collect();
-                out.left.push((
-                    rc.root.join(".git"),
-                    format!(
-                        "the run's commits (head {}) are not offered as a branch: flagged: {}",
-                        review.head,
-                        why.join(", ")
-                    ),
-                ));
-            }
-        }
+        let offered = offer_commits(run, rc, sel, &mut out)?;
         match apply::apply(&rc.root, &rc.set, sel, &work) {
             Ok(done) => {
                 let applied: Vec<PathBuf> = done
@@ -535,6 +482,12 @@ pub fn apply_run(
             }
         }
     }
+    close_run(run, &mut out)?;
+    Ok(out)
+}
+
+/// After an apply: a run with nothing left is removed; one with something left is partial.
+fn close_run(run: &mut Run, out: &mut ApplyOutcome) -> Result<(), ApplyRefused> {
     if out.left.is_empty() {
         run.remove().map_err(ApplyRefused::Error)?;
         out.finished = true;
@@ -544,7 +497,78 @@ pub fn apply_run(
         // What is left stays reviewed only if all of it was shown (review.rs).
         review::carry_over(run);
     }
-    Ok(out)
+    Ok(())
+}
+
+/// The conflicts among what `sel` takes from every root (none when asked to skip them).
+fn conflicts(all: &[RootChanges], sel: &apply::Selection) -> Vec<(PathBuf, String)> {
+    let mut conflicts = Vec::new();
+    if !sel.skip_conflicts {
+        for rc in all {
+            for it in rc.set.items.iter().filter(|i| i.conflict.is_some()) {
+                if sel_takes(sel, &rc.set, &it.path) {
+                    conflicts.push((
+                        rc.root.join(&it.path),
+                        it.conflict.clone().unwrap_or_default(),
+                    ));
+                }
+            }
+            for (p, why) in &rc.set.dir_conflicts {
+                conflicts.push((rc.root.join(p), why.clone()));
+            }
+        }
+    }
+    conflicts
+}
+
+/// Offers the root's commits as a branch when the apply is whole and nothing in them is
+/// flagged (or flagged changes are taken); says in `out.left` why not otherwise. The branch
+/// offered, if one was.
+fn offer_commits(
+    run: &Run,
+    rc: &RootChanges,
+    sel: &apply::Selection,
+    out: &mut ApplyOutcome,
+) -> Result<Option<String>, ApplyRefused> {
+    let mut offered: Option<String> = None;
+    // The branch is part of a whole apply; a named one takes the paths it names only.
+    if let (Some(review), false) = (&rc.commits, sel.named.is_empty()) {
+        out.left.push((
+            rc.root.join(".git"),
+            format!(
+                "the run's commits (head {}): a named apply takes only the paths it names; `jail apply {}` offers them",
+                review.head, run.record.id
+            ),
+        ));
+    } else if let Some(review) = &rc.commits {
+        if review.flagged.is_empty() || sel.include_flagged {
+            let branch = branch_name(run);
+            git::offer_branch(&rc.root, &review.scratch, &branch).map_err(ApplyRefused::Error)?;
+            offered = Some(branch.clone());
+            out.branch = Some(branch);
+        } else {
+            let why: Vec<String> = review
+                .flagged
+                .iter()
+                .map(|(p, f)| {
+                    if p.as_os_str().is_empty() {
+                        f.join("; ")
+                    } else {
+                        format!("{}: {}", p.display(), f.join("; "))
+                    }
+                })
+                .collect();
+            out.left.push((
+                rc.root.join(".git"),
+                format!(
+                    "the run's commits (head {}) are not offered as a branch: flagged: {}",
+                    review.head,
+                    why.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(offered)
 }
 
 fn sel_takes(sel: &apply::Selection, set: &ChangeSet, path: &Path) -> bool {

@@ -10,8 +10,10 @@
 //! move aside. The walk's bounds are the snapshot's: a baseline that hits them refuses the run
 //! before it starts, an after-walk that hits the entry bound fails the run (`complete` false),
 //! and a directory it could not list that the command created or changed is itself a unit.
+//!
+//! Its parts: `rules` (the paths the classification needs, decided at the start) and `guard`
+//! (guarded JSON files, their values before and after).
 
-use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -24,6 +26,12 @@ use crate::error::JailError;
 use crate::policy::Policy;
 use crate::protect::git::is_git_layout;
 use crate::protect::{PROTECTED_IN_GIT_DIRS, protected_name, protected_prefix};
+
+mod guard;
+mod rules;
+
+use guard::{Guard, guarded_values};
+pub use rules::Rules;
 
 /// At most this many units are collected; beyond, the result is incomplete (and the run fails).
 const MAX_UNITS: usize = 100_000;
@@ -55,130 +63,6 @@ pub struct Planted {
     pub complete: bool,
     /// Other filesystems mounted inside a writable tree: not entered by the walk.
     pub not_entered: Vec<PathBuf>,
-}
-
-/// The paths the classification needs besides the protected list.
-#[derive(Debug, Clone, Default)]
-pub struct Rules {
-    /// Paths a writable rule names exactly: a protected name there is the user's to write.
-    pub exempt: HashSet<PathBuf>,
-    /// The profiles' protected paths: a change at or beneath one moves it aside.
-    pub exact: Vec<PathBuf>,
-    /// Directories on the caller's PATH inside a writable tree: whatever appears or changes in
-    /// one shadows a command the user runs.
-    pub path_dirs: Vec<PathBuf>,
-    /// Directories `core.hooksPath` names (a repository's config, or the user's own): git runs
-    /// the hooks there.
-    pub hooks_dirs: Vec<PathBuf>,
-    /// HOME, when a writable tree holds it: its dot entries are the configuration (and often
-    /// the code) of every tool the user runs, far more than any list names.
-    pub home: Option<PathBuf>,
-    /// The places the host's git runs code from inside the writable trees (the one owner,
-    /// [`crate::protect::host_code`], shared with the copy-on-write flags): a change at or
-    /// beneath one moves it aside.
-    pub host_code: Vec<crate::protect::host_code::Place>,
-    /// The writable trees: a new symlink to a directory outside them leads the host's tools
-    /// into what this check never walked (the host's /tmp, with --tmp host or without the
-    /// mount view).
-    pub roots: Vec<PathBuf>,
-    /// The agents' state directories with the data named in them: anything else created or
-    /// changed there is code the agent's hooks may run ([`crate::protect::agent_state`]).
-    pub states: Vec<crate::protect::agent_state::StateDir>,
-    /// jail's own state (its stores of copy-on-write layers): hidden from the command, written
-    /// by jail itself during the run, so never the command's plant. It is never moved aside,
-    /// nor is a directory that holds it: such a unit is split into the entries beside it.
-    pub own: Vec<PathBuf>,
-}
-
-impl Rules {
-    /// Every rule path also with its symlinks resolved: the trees are walked by their real
-    /// paths. The spelled form stays too (after the run, resolving may go through a symlink
-    /// the command planted, which the spelled form catches).
-    fn normalize(&mut self) {
-        for list in [&mut self.exact, &mut self.path_dirs, &mut self.hooks_dirs] {
-            let real: Vec<PathBuf> = list.iter().map(|p| crate::policy::real_path(p)).collect();
-            list.extend(real);
-            list.sort();
-            list.dedup();
-        }
-        let real: Vec<crate::protect::host_code::Place> = self
-            .host_code
-            .iter()
-            .map(|p| crate::protect::host_code::Place {
-                path: crate::policy::real_path(&p.path),
-                why: p.why.clone(),
-            })
-            .filter(|r| !self.host_code.iter().any(|p| p.path == r.path))
-            .collect();
-        self.host_code.extend(real);
-    }
-}
-
-impl Rules {
-    pub fn of(policy: &Policy, path_var: Option<&OsStr>) -> Rules {
-        let roots = roots(policy);
-        let path_dirs = path_var
-            .map(std::env::split_paths)
-            .into_iter()
-            .flatten()
-            .filter(|d| d.is_absolute())
-            .map(|d| crate::policy::real_path(&d))
-            .filter(|d| roots.iter().any(|r| d.starts_with(r) && d != r))
-            .collect();
-        let home = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .filter(|h| h.is_absolute())
-            .map(|h| crate::policy::real_path(&h));
-        let mut exact = policy.profile_protected.clone();
-        // The files the user's own git configs include, where the run could write them.
-        for g in crate::protect::gitconfig::user_files(home.as_deref()) {
-            exact.extend(
-                crate::protect::gitconfig::included_files(&g, home.as_deref())
-                    .into_iter()
-                    .filter(|f| roots.iter().any(|r| f.starts_with(r))),
-            );
-        }
-        let host_code = roots
-            .iter()
-            .flat_map(|r| {
-                crate::protect::host_code::places(
-                    r,
-                    home.as_deref(),
-                    &crate::protect::host_code::host_reader,
-                )
-            })
-            .filter(|p| roots.iter().any(|r| p.path.starts_with(r)))
-            .collect();
-        let states = policy
-            .agent_states
-            .iter()
-            .filter(|s| roots.iter().any(|r| s.dir.starts_with(r)))
-            .cloned()
-            .collect();
-        let mut rules = Rules {
-            states,
-            host_code,
-            own: own_state(policy),
-            roots: roots.clone(),
-            home: home
-                .clone()
-                .filter(|h| h.is_absolute() && roots.iter().any(|r| h.starts_with(r))),
-            exempt: policy.writable_paths().map(Path::to_path_buf).collect(),
-            exact,
-            path_dirs,
-            hooks_dirs: crate::protect::gitconfig::global_hooks_dirs(home.as_deref())
-                .into_iter()
-                .map(|h| crate::policy::real_path(&h))
-                .chain(
-                    roots
-                        .iter()
-                        .flat_map(|r| crate::protect::git::enclosing_repo_hooks_dirs(r)),
-                )
-                .collect(),
-        };
-        rules.normalize();
-        rules
-    }
 }
 
 pub use crate::protect::watched_roots as roots;
@@ -255,124 +139,6 @@ fn bp(list: &[PathBuf]) -> Vec<BytePath> {
 
 fn unbp(list: Vec<BytePath>) -> Vec<PathBuf> {
     list.into_iter().map(|p| p.0).collect()
-}
-
-/// A guarded JSON file as it was before the run.
-struct Guard {
-    path: PathBuf,
-    keys: Vec<String>,
-    /// Its bytes and guarded values, when it existed.
-    before: Option<(Vec<u8>, GuardedValues)>,
-}
-
-/// The values at a guarded file's keys, by concrete key path (`projects./w/repo.mcpServers`).
-type GuardedValues = std::collections::BTreeMap<String, serde_json::Value>;
-
-/// Guarded files are read up to this size; a larger one counts as changed.
-const MAX_GUARDED: u64 = 16 << 20;
-
-/// The bytes of a guarded file: a regular file only, not followed through a symlink.
-fn read_guarded(path: &Path) -> Option<Result<Vec<u8>, ()>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(_) => return Some(Err(())),
-    };
-    if !file
-        .metadata()
-        .is_ok_and(|m| m.is_file() && m.len() <= MAX_GUARDED)
-    {
-        return Some(Err(()));
-    }
-    let mut bytes = Vec::new();
-    Some(
-        file.take(MAX_GUARDED + 1)
-            .read_to_end(&mut bytes)
-            .map(|_| bytes)
-            .map_err(|_| ()),
-    )
-}
-
-/// The values at `keys` (dot-separated, `*` for any one key) in a JSON document; None when the
-/// bytes are not JSON.
-fn guarded_values(bytes: &[u8], keys: &[String]) -> Option<GuardedValues> {
-    let doc: serde_json::Value = serde_json::from_slice(bytes).ok()?;
-    let mut out = GuardedValues::new();
-    for key in keys {
-        let parts: Vec<&str> = key.split('.').collect();
-        collect(&doc, &parts, String::new(), &mut out);
-    }
-    Some(out)
-}
-
-fn collect(v: &serde_json::Value, parts: &[&str], at: String, out: &mut GuardedValues) {
-    let Some((first, rest)) = parts.split_first() else {
-        // Empty is as absent: the agent writes empty defaults (`"mcpServers": {}`,
-        // `"hasTrustDialogAccepted": false`) for every new project.
-        let empty = match v {
-            serde_json::Value::Null | serde_json::Value::Bool(false) => true,
-            serde_json::Value::Object(o) => o.is_empty(),
-            serde_json::Value::Array(a) => a.is_empty(),
-            serde_json::Value::String(s) => s.is_empty(),
-            _ => false,
-        };
-        if !empty {
-            out.insert(at, v.clone());
-        }
-        return;
-    };
-    let Some(obj) = v.as_object() else { return };
-    let join = |k: &str| {
-        if at.is_empty() {
-            k.to_string()
-        } else {
-            format!("{at}.{k}")
-        }
-    };
-    if *first == "*" {
-        for (k, child) in obj {
-            collect(child, rest, join(k), out);
-        }
-    } else if let Some(child) = obj.get(*first) {
-        collect(child, rest, join(first), out);
-    }
-}
-
-impl Guard {
-    fn start(path: PathBuf, keys: Vec<String>) -> Guard {
-        let before = match read_guarded(&path) {
-            Some(Ok(bytes)) => guarded_values(&bytes, &keys).map(|v| (bytes, v)),
-            _ => None,
-        };
-        Guard { path, keys, before }
-    }
-
-    /// What the run did to it, if that touched a guarded key.
-    fn check(&self) -> Option<GuardHit> {
-        let now = read_guarded(&self.path)?;
-        let changed = match (&now, &self.before) {
-            (Ok(bytes), Some((old, values))) => {
-                bytes != old && guarded_values(bytes, &self.keys).as_ref() != Some(values)
-            }
-            // New: a concern only if it holds something at a guarded key (or is not JSON).
-            (Ok(bytes), None) => guarded_values(bytes, &self.keys).is_none_or(|v| !v.is_empty()),
-            (Err(()), _) => true,
-        };
-        changed.then(|| GuardHit {
-            path: self.path.clone(),
-            why: format!(
-                "it changed {} (settings that start commands on the host)",
-                self.keys.join(", ")
-            ),
-            restore: self.before.as_ref().map(|(bytes, _)| bytes.clone()),
-        })
-    }
 }
 
 impl Watch {

@@ -25,8 +25,10 @@
 //!   in inodes, whose kernel memory no size= counts.
 //! - A copy-on-write layer is bounded too (`layer`): see [`crate::linux::layers::layer_bound`] for how
 //!   and why each kind of layer is held to its size.
+//!
+//! This file decides (`compile`, pure); `apply` makes the cgroups, sets the rlimits and reads
+//! what was reached.
 
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -36,6 +38,10 @@ use crate::error::JailError;
 pub use crate::limits_report::{Enforcement, LimitsReport, Reached, ReportedBound};
 use crate::policy::limits::{Limit, Limits, size_text};
 use crate::policy::{Policy, TmpMode};
+
+mod apply;
+
+pub use apply::*;
 
 /// Processes and threads of a run by default: well above a parallel build on a large machine
 /// (cargo runs a rustc per core, each with up to ~16 threads; node runs ~11 per process), and a
@@ -291,38 +297,46 @@ fn cgroup_dirs(controller: &str, own: &str, mountinfo: &str) -> Vec<(u8, PathBuf
     out
 }
 
-/// Decides how each bound is held. An explicit bound that cannot be held here is an error (the
-/// run is refused); a default that cannot degrades and is named in `gaps`.
-pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsPlan, JailError> {
-    let l: &Limits = &policy.limits;
-    let mut gaps = Vec::new();
-    let mut cgroups: Vec<CgroupDir> = Vec::new();
-    let mut add_setting = |home: &CgroupHome, settings: Vec<Setting>| match cgroups
-        .iter_mut()
-        .find(|c| c.parent == home.parent)
-    {
+/// Adds `settings` to the cgroup made under `home`'s parent (one cgroup per parent).
+fn add_setting(cgroups: &mut Vec<CgroupDir>, home: &CgroupHome, settings: Vec<Setting>) {
+    match cgroups.iter_mut().find(|c| c.parent == home.parent) {
         Some(c) => c.settings.extend(settings),
         None => cgroups.push(CgroupDir {
             parent: home.parent.clone(),
             version: home.version,
             settings,
         }),
-    };
-    let refuse = |flag: String, why: String| {
-        JailError::layer("limits", format!("--limit {flag}"), format!("{why}; {FIX}"))
-    };
-    let no_cgroup = || {
-        host.cgroup_detail
-            .clone()
-            .unwrap_or_else(|| "no cgroup can be made".into())
-    };
+    }
+}
 
-    let procs = match l.procs {
+/// The refusal of an explicit bound this host cannot hold, with how to make it possible.
+fn refuse(flag: String, why: String) -> JailError {
+    JailError::layer("limits", format!("--limit {flag}"), format!("{why}; {FIX}"))
+}
+
+/// Why no cgroup can be made here.
+fn no_cgroup(host: &Host) -> String {
+    host.cgroup_detail
+        .clone()
+        .unwrap_or_else(|| "no cgroup can be made".into())
+}
+
+/// How the process count is bounded: a cgroup's pids.max, else RLIMIT_NPROC where the jail's
+/// user namespace makes it count the jail's processes only; otherwise refused (explicit) or a
+/// gap (the default).
+fn procs_bound(
+    asked: Limit<u64>,
+    host: &Host,
+    mount_view: bool,
+    cgroups: &mut Vec<CgroupDir>,
+    gaps: &mut Vec<String>,
+) -> Result<Bound, JailError> {
+    Ok(match asked {
         Limit::Lifted => unbounded("lifted (procs=none)", false),
         asked => {
             let (n, default) = value_or(asked, DEFAULT_PROCS);
             if let Some(home) = &host.pids {
-                add_setting(home, vec![setting("pids.max", n, false)]);
+                add_setting(cgroups, home, vec![setting("pids.max", n, false)]);
                 bound(
                     n,
                     Enforcement::Cgroup,
@@ -340,13 +354,13 @@ pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsP
                 let why = if host.euid == 0 {
                     format!(
                         "{}, and RLIMIT_NPROC binds no process of host root",
-                        no_cgroup()
+                        no_cgroup(host)
                     )
                 } else {
                     format!(
                         "{}, and without a user namespace RLIMIT_NPROC would count every \
                          process of uid {}",
-                        no_cgroup(),
+                        no_cgroup(host),
                         host.euid
                     )
                 };
@@ -357,9 +371,18 @@ pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsP
                 unbounded(&why, true)
             }
         }
-    };
+    })
+}
 
-    let memory = match l.memory {
+/// How memory is bounded: a cgroup's memory limit (and no swap past it); no rlimit can hold
+/// it, so without a cgroup an explicit bound is refused and the default is a gap.
+fn memory_bound(
+    asked: Limit<u64>,
+    host: &Host,
+    cgroups: &mut Vec<CgroupDir>,
+    gaps: &mut Vec<String>,
+) -> Result<Bound, JailError> {
+    Ok(match asked {
         Limit::Lifted => unbounded("lifted (memory=none)", false),
         asked => {
             let (bytes, default) = value_or(asked, host.mem_total / 2);
@@ -376,12 +399,12 @@ pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsP
                 } else {
                     setting("memory.memsw.limit_in_bytes", bytes, true)
                 };
-                add_setting(home, vec![setting(file, bytes, false), swap]);
+                add_setting(cgroups, home, vec![setting(file, bytes, false), swap]);
                 bound(bytes, Enforcement::Cgroup, cgroup_how(home, file), default)
             } else if default || bytes == 0 {
                 // No default bound per process: RLIMIT_DATA at a share of RAM would stop a
                 // single large link or test while leaving a tree of many processes unbounded.
-                let why = no_cgroup();
+                let why = no_cgroup(host);
                 gaps.push(format!("memory not bounded: {why}"));
                 unbounded(&why, true)
             } else {
@@ -392,12 +415,24 @@ pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsP
                     format!("memory={bytes}"),
                     format!(
                         "{}; a per-process rlimit would not bound shared memory or the tree",
-                        no_cgroup()
+                        no_cgroup(host)
                     ),
                 ));
             }
         }
-    };
+    })
+}
+
+/// Decides how each bound is held. An explicit bound that cannot be held here is an error (the
+/// run is refused); a default that cannot degrades and is named in `gaps`.
+pub fn compile(policy: &Policy, host: &Host, mount_view: bool) -> Result<LimitsPlan, JailError> {
+    let l: &Limits = &policy.limits;
+    let mut gaps = Vec::new();
+    let mut cgroups: Vec<CgroupDir> = Vec::new();
+
+    let procs = procs_bound(l.procs, host, mount_view, &mut cgroups, &mut gaps)?;
+
+    let memory = memory_bound(l.memory, host, &mut cgroups, &mut gaps)?;
 
     let tmp = tmpfs_bound(
         "tmp",
@@ -716,306 +751,6 @@ impl LimitsPlan {
             out.push((libc::RLIMIT_FSIZE, b, b));
         }
         out
-    }
-}
-
-/// The type setrlimit takes for a resource: glibc names it, musl takes a plain int.
-#[cfg(target_env = "gnu")]
-type RlimitResource = libc::__rlimit_resource_t;
-#[cfg(not(target_env = "gnu"))]
-type RlimitResource = libc::c_int;
-
-fn open_write(path: &Path) -> std::io::Result<OwnedFd> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-        .open(path)
-        .map(OwnedFd::from)
-}
-
-/// A run's cgroups (made) and resource limits, for the tree's first process to enter.
-#[derive(Debug, Default)]
-pub struct Prepared {
-    cgroups: Vec<Made>,
-    rlimits: Vec<(RlimitResource, u64, u64)>,
-}
-
-#[derive(Debug)]
-struct Made {
-    dir: PathBuf,
-    /// Its cgroup.procs (v1: tasks), opened by the supervisor: the write from the child is
-    /// checked against the opener's credentials.
-    procs: Option<OwnedFd>,
-    /// The directory, flock'ed for as long as the supervisor lives ([`make_owned`]).
-    _owner: OwnedFd,
-}
-
-/// Makes the cgroup `dir` and takes its ownership lock: an exclusive flock on the directory
-/// itself, held by the supervisor until the cgroup is removed. The kernel drops a flock when the
-/// last descriptor of it closes, whatever ended the process (SIGKILL included), so a lock that
-/// can be taken means the owner is gone: the one test of liveness that holds across pid
-/// namespaces (a supervisor that is pid 1 of its own is "jail-1-*", and pid 1 is always alive
-/// where the sweep looks) and pid reuse. The descriptor is close-on-exec; init, which does not
-/// exec, dies with the supervisor. A sweep may take the lock of a cgroup made an instant ago,
-/// before its maker locked it, and remove it: the maker sees its directory gone once it holds
-/// the lock, and makes it again under another name.
-fn make_owned(dir: &Path) -> std::io::Result<(PathBuf, OwnedFd)> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let mut dir = dir.to_path_buf();
-    for attempt in 0..8 {
-        std::fs::create_dir(&dir)?;
-        let fd = OwnedFd::from(
-            std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(&dir)?,
-        );
-        // SAFETY: flock on a descriptor we own; it waits only while a sweep holds it.
-        if unsafe { libc::flock(fd.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let held = std::fs::File::from(fd.try_clone()?).metadata()?;
-        let still = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.ino() == held.ino());
-        if still {
-            return Ok((dir, fd));
-        }
-        // Swept away before it was locked: again, under a name no sweep has seen.
-        let name = format!(
-            "{}-{attempt}",
-            dir.file_name().unwrap_or_default().to_string_lossy()
-        );
-        dir.set_file_name(name);
-    }
-    Err(std::io::Error::other(
-        "removed by another jail's sweep each time",
-    ))
-}
-
-impl Prepared {
-    /// The run's cgroups (made, not yet entered).
-    pub fn cgroup_dirs(&self) -> Vec<PathBuf> {
-        self.cgroups.iter().map(|m| m.dir.clone()).collect()
-    }
-
-    /// Removes what earlier runs killed with SIGKILL left next to this run's cgroups. Called by
-    /// the supervisor once the command is on its way (it would wait for it otherwise), so the
-    /// directory listings cost the start-up nothing.
-    pub fn sweep_left_behind(&self) {
-        for m in &self.cgroups {
-            if let Some(parent) = m.dir.parent() {
-                sweep_left_behind(parent);
-            }
-        }
-    }
-
-    /// In the tree's first process (init, or the command without namespaces), before anything
-    /// else is forked: join the cgroups and set the limits, which every descendant inherits.
-    /// Returns a message on failure (the caller dies with it: fail closed).
-    pub fn enter(&self) -> Result<(), String> {
-        for m in &self.cgroups {
-            let Some(fd) = &m.procs else { continue };
-            // "0" is the writer itself.
-            // SAFETY: write from a buffer we own to a descriptor we own.
-            let n = unsafe { libc::write(fd.as_raw_fd(), b"0".as_ptr().cast(), 1) };
-            if n != 1 {
-                return Err(format!(
-                    "limits: joining the cgroup {}: {}",
-                    m.dir.display(),
-                    std::io::Error::last_os_error()
-                ));
-            }
-        }
-        for &(resource, soft, hard) in &self.rlimits {
-            let mut cur = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            // SAFETY: getrlimit fills the struct we own.
-            unsafe { libc::getrlimit(resource, &mut cur) };
-            // Never above what we were given: a tighter limit of the caller's stays, and an
-            // unprivileged process could not raise a hard limit anyway.
-            let new = libc::rlimit {
-                rlim_cur: soft.min(cur.rlim_cur),
-                rlim_max: hard.min(cur.rlim_max),
-            };
-            // SAFETY: setrlimit reads the struct we own.
-            if unsafe { libc::setrlimit(resource, &new) } != 0 {
-                return Err(format!(
-                    "limits: setrlimit({}): {}",
-                    rlimit_name(resource),
-                    std::io::Error::last_os_error()
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Removes the empty cgroups of earlier runs whose supervisor is gone (killed with SIGKILL, it
-/// could not remove them itself; its tree died with it). Ownership is the lock on the cgroup's
-/// directory ([`make_owned`]): one whose lock is held is alive, wherever its supervisor runs. A
-/// cgroup nobody holds is removed while the sweep holds its lock, unless it names a live
-/// process of this pid namespace other than pid 1 (a jail of an earlier version, which took no
-/// lock, may own it); a cgroup still holding a process cannot be removed at all (its tree is
-/// killed by the run's journal, which knows it for the run's).
-fn sweep_left_behind(parent: &Path) {
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("jail-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid > 1 && Path::new(&format!("/proc/{pid}")).exists() {
-            continue;
-        }
-        let _ = remove_unowned(&e.path(), false);
-    }
-}
-
-/// Removes the cgroup `dir` if no supervisor holds its lock (true when it is gone); with `kill`,
-/// the processes left in it are killed first (a run whose supervisor is known dead).
-pub(in crate::linux) fn remove_unowned(dir: &Path, kill: bool) -> bool {
-    use std::os::unix::fs::OpenOptionsExt;
-    let Ok(file) = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(dir)
-    else {
-        return !dir.exists();
-    };
-    // SAFETY: flock on a descriptor we own; LOCK_NB never waits.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return false;
-    }
-    if kill {
-        remove_cgroup(dir).is_ok()
-    } else {
-        std::fs::remove_dir(dir).is_ok()
-    }
-}
-
-/// Per-user kernel pools the host shares with the jail's uid (inotify instances and watches):
-/// in init, in the jail's own user namespace, its limits are set to half of the host's, so the
-/// jail cannot take them all (a user namespace's counts are charged to its parents' too, each
-/// capped by its own limit). Best effort: a pool this kernel does not have is skipped.
-pub fn share_kernel_pools() {
-    for (host, own) in [
-        (
-            "/proc/sys/fs/inotify/max_user_instances",
-            "/proc/sys/user/max_inotify_instances",
-        ),
-        (
-            "/proc/sys/fs/inotify/max_user_watches",
-            "/proc/sys/user/max_inotify_watches",
-        ),
-    ] {
-        let Some(total) = std::fs::read_to_string(host)
-            .ok()
-            .and_then(|t| t.trim().parse::<u64>().ok())
-        else {
-            continue;
-        };
-        let _ = std::fs::write(own, (total / 2).max(1).to_string());
-    }
-}
-
-fn rlimit_name(r: RlimitResource) -> &'static str {
-    match r {
-        libc::RLIMIT_NPROC => "RLIMIT_NPROC",
-        libc::RLIMIT_DATA => "RLIMIT_DATA",
-        libc::RLIMIT_CPU => "RLIMIT_CPU",
-        libc::RLIMIT_FSIZE => "RLIMIT_FSIZE",
-        _ => "rlimit",
-    }
-}
-
-impl Prepared {
-    /// The cgroups' counters now (None for what no cgroup of the run counts).
-    pub fn reached(&self) -> Reached {
-        let field = |dir: &Path, file: &str, key: &str| -> Option<u64> {
-            let text = std::fs::read_to_string(dir.join(file)).ok()?;
-            text.lines().find_map(|l| {
-                let (k, v) = l.split_once(' ')?;
-                (k == key).then(|| v.trim().parse().ok()).flatten()
-            })
-        };
-        let mut out = Reached::default();
-        for m in &self.cgroups {
-            out.procs_refused = out.procs_refused.or(field(&m.dir, "pids.events", "max"));
-            out.oom_kills = out
-                .oom_kills
-                .or(field(&m.dir, "memory.events", "oom_kill"))
-                .or(field(&m.dir, "memory.oom_control", "oom_kill"));
-        }
-        out
-    }
-}
-
-/// The run report's `limits` for a run under `plan`.
-pub fn report(plan: &LimitsPlan, reached: Reached) -> LimitsReport {
-    let b = |b: &Bound| ReportedBound {
-        value: b.value,
-        enforced_by: b.enforced_by.clone(),
-    };
-    LimitsReport {
-        procs: b(&plan.procs),
-        memory: b(&plan.memory),
-        tmp: b(&plan.tmp),
-        shm: b(&plan.shm),
-        cpu: b(&plan.cpu),
-        layer: b(&plan.layer),
-        reached,
-    }
-}
-
-impl Drop for Prepared {
-    /// After the run: kill what is left in the cgroups (nothing, when the pid namespace ended
-    /// with its init) and remove them.
-    fn drop(&mut self) {
-        for m in self.cgroups.drain(..) {
-            drop(m.procs);
-            if let Err(e) = remove_cgroup(&m.dir) {
-                crate::text::say(format!(
-                    "jail: warning: cgroup {} not removed: {e}",
-                    m.dir.display()
-                ));
-            }
-        }
-    }
-}
-
-fn remove_cgroup(dir: &Path) -> std::io::Result<()> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    // Usually empty already (the pid namespace ended with its init): nothing to kill.
-    match std::fs::remove_dir(dir) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(_) => {}
-    }
-    loop {
-        // cgroup.kill (v2, Linux 5.14) kills every process in it at once; otherwise one by one.
-        if crate::sys::write_file(&dir.join("cgroup.kill").to_string_lossy(), "1").is_err() {
-            let pids = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-            for pid in pids.lines().filter_map(|p| p.trim().parse::<i32>().ok()) {
-                // SAFETY: kill sends a signal; nothing else.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-        }
-        match std::fs::remove_dir(dir) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            // Busy: processes are still dying (or zombies not yet reaped).
-            Err(e) if std::time::Instant::now() > deadline => return Err(e),
-            Err(_) => std::thread::sleep(Duration::from_millis(5)),
-        }
     }
 }
 

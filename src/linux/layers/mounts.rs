@@ -12,6 +12,9 @@
 //! - Rules are placed through O_PATH|O_NOFOLLOW descriptors, so a symlink planted at a protected
 //!   path is never followed; and only what the policy names is bound (no tree walks: no hangs on
 //!   NFS or autofs) and nothing is created in the user's tree.
+//!
+//! This file compiles the plan (pure) and runs it step by step (`apply`); the mounts of each
+//! step are in `steps`.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -22,6 +25,10 @@ use serde::Serialize;
 use crate::error::JailError;
 use crate::policy::{Access, Kind, Origin, PathRule, Policy, TmpMode, depth};
 use crate::sys;
+
+mod steps;
+
+use steps::*;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "op", content = "path")]
@@ -230,22 +237,7 @@ pub fn compile(policy: &Policy) -> MountPlan {
     let mut placed: Vec<(PathBuf, Step)> = Vec::new();
     let mut pinned = std::collections::BTreeSet::new();
     for rule in policy.rules.iter().filter(|r| r.path != Path::new("/")) {
-        // A hidden path inside a hidden one is hidden already (`~/.ssh` under `--home hidden`):
-        // covering it would need a mount point that is not there.
-        if rule.access == Access::Hide
-            && enclosing_rule(policy, &rule.path).is_some_and(|o| o.access == Access::Hide)
-        {
-            continue;
-        }
-        // A hidden path in the private /tmp that no shown tree holds is not there to hide (the
-        // rule is for Landlock, where /tmp is the host's without the view).
-        if rule.access == Access::Hide
-            && policy.tmp == TmpMode::Private
-            && rule.path.starts_with("/tmp")
-            && !shown_in_tmp(policy)
-                .iter()
-                .any(|t| rule.path.starts_with(t))
-        {
+        if not_there_to_hide(policy, rule) {
             continue;
         }
         // A writable path inside a plainly writable tree (a protected name named exactly with
@@ -279,59 +271,11 @@ pub fn compile(policy: &Policy) -> MountPlan {
                     Step::Throwaway(rule.path.clone())
                 }
                 (Access::Rw, _) => Step::BindWritable(rule.path.clone()),
-                (Access::Hide, Kind::Dir) => {
-                    // The outermost shown paths only: what lies beneath one comes in with it
-                    // (and gets its own rule by a later step).
-                    let shown = |o: &PathRule| {
-                        o.path != rule.path
-                            && o.path.starts_with(&rule.path)
-                            && o.access != Access::Hide
-                    };
-                    let reveal: Vec<PathBuf> = policy
-                        .rules
-                        .iter()
-                        .filter(|o| shown(o))
-                        .filter(|o| {
-                            !policy.rules.iter().any(|between| {
-                                shown(between)
-                                    && between.path != o.path
-                                    && o.path.starts_with(&between.path)
-                            })
-                        })
-                        .map(|o| o.path.clone())
-                        .chain(
-                            policy
-                                .allow_sockets
-                                .iter()
-                                .filter(|s| s.starts_with(&rule.path))
-                                .cloned(),
-                        )
-                        .collect();
-                    if reveal.is_empty() && rule.origin == Origin::JailState {
-                        Step::HideState(rule.path.clone())
-                    } else if reveal.is_empty() {
-                        Step::HideDir(rule.path.clone())
-                    } else {
-                        Step::HideDirExcept(rule.path.clone(), reveal)
-                    }
-                }
+                (Access::Hide, Kind::Dir) => hidden_dir_step(policy, rule),
                 (Access::Hide, Kind::File) => Step::HideFile(rule.path.clone()),
             },
         ));
-        // A carve-out inside a writable tree: pin every directory in between.
-        let enclosing = enclosing_rule(policy, &rule.path);
-        if let Some(root) =
-            enclosing.filter(|o| o.access == Access::Rw && rule.access != Access::Rw)
-        {
-            for dir in rule.path.ancestors().skip(1) {
-                if dir == root.path {
-                    break;
-                }
-                if pinned.insert(dir.to_path_buf()) && policy.rules.iter().all(|o| o.path != dir) {
-                    placed.push((dir.to_path_buf(), Step::Pin(dir.to_path_buf())));
-                }
-            }
-        }
+        pin_between(policy, rule, &mut pinned, &mut placed);
     }
     // Parents first, so that a more specific rule is placed on top of a less specific one.
     placed.sort_by(|a, b| (depth(&a.0), &a.0).cmp(&(depth(&b.0), &b.0)));
@@ -355,6 +299,87 @@ pub fn compile(policy: &Policy) -> MountPlan {
         tmpfs: TmpfsSizes::default(),
         layers: Vec::new(),
         trust: None,
+    }
+}
+
+/// The rule needs no mount: a hidden path inside a hidden one, or one in the private /tmp that
+/// no shown tree holds.
+fn not_there_to_hide(policy: &Policy, rule: &PathRule) -> bool {
+    // A hidden path inside a hidden one is hidden already (`~/.ssh` under `--home hidden`):
+    // covering it would need a mount point that is not there.
+    if rule.access == Access::Hide
+        && enclosing_rule(policy, &rule.path).is_some_and(|o| o.access == Access::Hide)
+    {
+        return true;
+    }
+    // A hidden path in the private /tmp that no shown tree holds is not there to hide (the
+    // rule is for Landlock, where /tmp is the host's without the view).
+    if rule.access == Access::Hide
+        && policy.tmp == TmpMode::Private
+        && rule.path.starts_with("/tmp")
+        && !shown_in_tmp(policy)
+            .iter()
+            .any(|t| rule.path.starts_with(t))
+    {
+        return true;
+    }
+    false
+}
+
+/// How a hidden directory is hidden: whole (the store's own step for jail's state), or with
+/// what lies beneath it shown.
+fn hidden_dir_step(policy: &Policy, rule: &PathRule) -> Step {
+    // The outermost shown paths only: what lies beneath one comes in with it
+    // (and gets its own rule by a later step).
+    let shown = |o: &PathRule| {
+        o.path != rule.path && o.path.starts_with(&rule.path) && o.access != Access::Hide
+    };
+    let reveal: Vec<PathBuf> = policy
+        .rules
+        .iter()
+        .filter(|o| shown(o))
+        .filter(|o| {
+            !policy.rules.iter().any(|between| {
+                shown(between) && between.path != o.path && o.path.starts_with(&between.path)
+            })
+        })
+        .map(|o| o.path.clone())
+        .chain(
+            policy
+                .allow_sockets
+                .iter()
+                .filter(|s| s.starts_with(&rule.path))
+                .cloned(),
+        )
+        .collect();
+    if reveal.is_empty() && rule.origin == Origin::JailState {
+        Step::HideState(rule.path.clone())
+    } else if reveal.is_empty() {
+        Step::HideDir(rule.path.clone())
+    } else {
+        Step::HideDirExcept(rule.path.clone(), reveal)
+    }
+}
+
+/// A carve-out (read-only or hidden) inside a writable tree: every directory between them is
+/// pinned (placed once, unless a rule of its own places it).
+fn pin_between(
+    policy: &Policy,
+    rule: &PathRule,
+    pinned: &mut std::collections::BTreeSet<PathBuf>,
+    placed: &mut Vec<(PathBuf, Step)>,
+) {
+    // A carve-out inside a writable tree: pin every directory in between.
+    let enclosing = enclosing_rule(policy, &rule.path);
+    if let Some(root) = enclosing.filter(|o| o.access == Access::Rw && rule.access != Access::Rw) {
+        for dir in rule.path.ancestors().skip(1) {
+            if dir == root.path {
+                break;
+            }
+            if pinned.insert(dir.to_path_buf()) && policy.rules.iter().all(|o| o.path != dir) {
+                placed.push((dir.to_path_buf(), Step::Pin(dir.to_path_buf())));
+            }
+        }
     }
 }
 
@@ -585,408 +610,6 @@ fn apply_step(step: &Step, dev_bytes: usize, sizes: &TmpfsSizes) -> Result<(), J
                 .map_err(|e| fail("seal", Path::new("/dev"), e))
         }
     }
-}
-
-fn write_policy_file(json: &str) -> Result<(), JailError> {
-    let path = Path::new(POLICY_FILE);
-    let dir = path.parent().expect("has a parent");
-    std::fs::create_dir(dir).map_err(|e| fail("mkdir", dir, e))?;
-    write_dev_file(POLICY_FILE, json.as_bytes())
-}
-
-/// The two trust files' contents: [`TRUST_CA`] (the command's Node extras, then the run CA)
-/// and [`TRUST_BUNDLE`] (the command's own bundle or else the first system bundle, then the
-/// run CA). A system without a bundle gets the run CA alone: its clients trust nothing else
-/// anyway. A file the command named but that cannot be read stops the launch: its clients
-/// would otherwise trust less, or more, than they asked for.
-fn trust_files(trust: &Trust) -> Result<(Vec<u8>, Vec<u8>), JailError> {
-    let named = |p: &Option<PathBuf>| -> Result<Option<Vec<u8>>, JailError> {
-        p.as_ref()
-            .map(|p| std::fs::read(p).map_err(|e| fail("read the CA bundle", p, e)))
-            .transpose()
-    };
-    let system = || SYSTEM_CA_BUNDLES.iter().find_map(|p| std::fs::read(p).ok());
-    let bundle = named(&trust.bundle)?.or_else(system).unwrap_or_default();
-    let extra = named(&trust.node_extra)?.unwrap_or_default();
-    Ok((
-        with_ca(extra, &trust.ca_pem),
-        with_ca(bundle, &trust.ca_pem),
-    ))
-}
-
-fn with_ca(mut pem: Vec<u8>, ca_pem: &str) -> Vec<u8> {
-    if !pem.is_empty() && !pem.ends_with(b"\n") {
-        pem.push(b'\n');
-    }
-    pem.extend_from_slice(ca_pem.as_bytes());
-    pem
-}
-
-/// Binds the trust bundle over the system bundle at `path` (its symlinks followed: a bundle
-/// is often a link into the certificate directory), read-only; a path that is not a file here
-/// is left alone.
-fn bind_trust_bundle(path: &Path) -> Result<(), JailError> {
-    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return Ok(());
-    }
-    let target = sys::open_path(path).map_err(|e| fail("open", path, e))?;
-    let at = fd_path(target.as_raw_fd());
-    mount(
-        Some(TRUST_BUNDLE),
-        at.as_str(),
-        None::<&str>,
-        MsFlags::MS_BIND,
-        None::<&str>,
-    )
-    .map_err(|e| fail("trust bundle over", path, e))?;
-    let top = sys::open_path(path).map_err(|e| fail("open", path, e))?;
-    sys::mount_setattr(
-        top.as_raw_fd(),
-        false,
-        sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID,
-        0,
-    )
-    .map_err(|e| fail("trust bundle read-only", path, e))
-}
-
-/// A read-only file on jail's /dev tmpfs (before it is sealed).
-fn write_dev_file(path: &str, bytes: &[u8]) -> Result<(), JailError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = Path::new(path);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o444)
-        .open(path)
-        .map_err(|e| fail("create", path, e))?;
-    std::io::Write::write_all(&mut f, bytes).map_err(|e| fail("write", path, e))
-}
-
-fn fd_path(fd: i32) -> String {
-    format!("/proc/self/fd/{fd}")
-}
-
-/// Binds `path` over itself (with its submounts) and sets or clears read-only on the new mount.
-/// Whether `path` is the root of a mount of its own: resolving its name from its parent with
-/// RESOLVE_NO_XDEV crosses into another mount (EXDEV). Symlinks are not followed.
-fn is_mount_point(path: &Path) -> std::io::Result<bool> {
-    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        return Ok(true); // "/" is a mount
-    };
-    let dir = sys::open_path_nofollow(parent)?;
-    let name = std::ffi::CString::new(name.as_encoded_bytes())
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL in a name"))?;
-    match sys::openat2_path(
-        dir.as_raw_fd(),
-        &name,
-        libc::RESOLVE_NO_XDEV | libc::RESOLVE_NO_SYMLINKS,
-    ) {
-        Ok(_) => Ok(false),
-        Err(e) if e.raw_os_error() == Some(libc::EXDEV) => Ok(true),
-        Err(e) => Err(e),
-    }
-}
-
-fn bind_self(path: &Path, read_only: bool) -> Result<(), JailError> {
-    let target = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
-    let mode = sys::fstat_mode(target.as_raw_fd()).map_err(|e| fail("stat", path, e))?;
-    if mode & libc::S_IFMT == libc::S_IFLNK {
-        return Err(fail("bind", path, "is a symlink; jail does not follow it"));
-    }
-    let at = fd_path(target.as_raw_fd());
-    mount(
-        Some(at.as_str()),
-        at.as_str(),
-        None::<&str>,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        None::<&str>,
-    )
-    .map_err(|e| fail("bind", path, e))?;
-    // Reopen: the path now resolves to the new mount on top.
-    let top = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
-    let result = if read_only {
-        sys::mount_setattr(top.as_raw_fd(), true, sys::MOUNT_ATTR_RDONLY, 0)
-    } else {
-        // Only the top mount: submounts beneath are other filesystems that stay read-only unless
-        // named (and a host mount that is read-only itself cannot be made writable).
-        sys::mount_setattr(top.as_raw_fd(), false, 0, sys::MOUNT_ATTR_RDONLY)
-    };
-    result.map_err(|e| {
-        let hint = if !read_only && e.raw_os_error() == Some(libc::EPERM) {
-            " (the filesystem is read-only on the host)"
-        } else {
-            ""
-        };
-        fail(
-            if read_only { "read-only" } else { "writable" },
-            path,
-            format!("{e}{hint}"),
-        )
-    })
-}
-
-/// A detached, writable copy of the mount holding the layer directory `dir`, opened at `dir`.
-fn layer_mount(dir: &Path) -> Result<std::os::fd::OwnedFd, JailError> {
-    let fd = sys::open_tree_clone(dir).map_err(|e| fail("open_tree", dir, e))?;
-    sys::mount_setattr(fd.as_raw_fd(), false, 0, sys::MOUNT_ATTR_RDONLY).map_err(|e| {
-        fail(
-            "layer writable",
-            dir,
-            format!("{e} (the state directory's filesystem is read-only)"),
-        )
-    })?;
-    Ok(fd)
-}
-
-/// A tmpfs of `size` (mount options) attached nowhere, holding a copy-on-write root's `upper`
-/// (with the root's mode, which the overlay's root shows) and `work` directories: the layer's
-/// bound (see [`super::layer_bound`]).
-fn layer_tmpfs(root: &Path, size: &str) -> Result<OwnedFd, JailError> {
-    let layer = sys::detached_tmpfs(Some(size)).map_err(|e| fail("tmpfs", root, e))?;
-    for (dir, mode) in [("upper", 0o755), ("work", 0o700)] {
-        sys::mkdir_at(&layer, dir, mode).map_err(|e| fail("mkdir", root, e))?;
-    }
-    let mode = std::fs::metadata(root)
-        .map_err(|e| fail("stat", root, e))?
-        .permissions();
-    let upper = format!("{}/upper", fd_path(layer.as_raw_fd()));
-    std::fs::set_permissions(&upper, mode).map_err(|e| fail("chmod", root, e))?;
-    Ok(layer)
-}
-
-/// Mounts the overlay of a copy-on-write root over the root itself. Kernel facts: in a user
-/// namespace overlayfs needs `userxattr` (its metadata in `user.overlay.*`, which also turns
-/// directory-rename redirects off: renaming a directory that exists below gives EXDEV); the
-/// upper and work directories must be on one writable mount; every path is given through
-/// /proc/self/fd, so no name in them needs escaping. `volatile`: unmounting an overlay calls
-/// sync_filesystem on the upper layer's filesystem, so without it every jail exit would wait
-/// for all dirty pages of the user's filesystem (+6 ms measured after writing a tree, unbounded
-/// on a busy host); the layer is then as durable as any unsynced file (a host crash during the
-/// run loses the run, and the kernel marks its work directory so it is never mounted again).
-fn overlay(root: &Path, layer: &std::os::fd::OwnedFd) -> Result<(), JailError> {
-    let lower = sys::open_path_nofollow(root).map_err(|e| fail("open", root, e))?;
-    let l = fd_path(lower.as_raw_fd());
-    let u = fd_path(layer.as_raw_fd());
-    let options = format!("lowerdir={l},upperdir={u}/upper,workdir={u}/work,userxattr,volatile");
-    mount(
-        Some("overlay"),
-        l.as_str(),
-        Some("overlay"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        Some(options.as_str()),
-    )
-    .map_err(|e| fail("overlay", root, e))
-}
-
-/// Covers the directory `target` holds (at `path`) with an empty read-only tmpfs.
-fn hide_dir(path: &Path, target: &std::os::fd::OwnedFd) -> Result<(), JailError> {
-    cover_with_empty_tmpfs(target).map_err(|e| fail("hide", path, e))
-}
-
-/// The mount of [`hide_dir`], its errno kept.
-fn cover_with_empty_tmpfs(target: &std::os::fd::OwnedFd) -> nix::Result<()> {
-    mount(
-        Some("tmpfs"),
-        fd_path(target.as_raw_fd()).as_str(),
-        Some("tmpfs"),
-        MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-        Some("mode=0755,size=4k,nr_inodes=1"),
-    )
-}
-
-fn hide_dir_except(path: &Path, reveal: &[PathBuf]) -> Result<(), JailError> {
-    // Hold what is to be shown before the directory is covered.
-    let mut held = Vec::new();
-    for r in reveal {
-        let fd = sys::open_path_nofollow(r).map_err(|e| fail("open", r, e))?;
-        let mode = sys::fstat_mode(fd.as_raw_fd()).map_err(|e| fail("stat", r, e))?;
-        held.push((r, fd, mode & libc::S_IFMT == libc::S_IFDIR));
-    }
-    let target = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
-    mount(
-        Some("tmpfs"),
-        fd_path(target.as_raw_fd()).as_str(),
-        Some("tmpfs"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-        Some("mode=0755,size=64k"),
-    )
-    .map_err(|e| fail("hide", path, e))?;
-    for (r, fd, is_dir) in &held {
-        show_at(r, fd, *is_dir)?;
-    }
-    let top = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
-    sys::mount_setattr(top.as_raw_fd(), false, sys::MOUNT_ATTR_RDONLY, 0)
-        .map_err(|e| fail("hide read-only", path, e))
-}
-
-/// Binds what `fd` holds at `path`, making the mount point (and its parents) first.
-fn show_at(path: &Path, fd: &std::os::fd::OwnedFd, is_dir: bool) -> Result<(), JailError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| fail("mkdir", parent, e))?;
-    }
-    let made = if is_dir {
-        std::fs::create_dir(path)
-    } else {
-        std::fs::File::create(path).map(|_| ())
-    };
-    made.map_err(|e| fail("create", path, e))?;
-    let src = fd_path(fd.as_raw_fd());
-    mount(
-        Some(src.as_str()),
-        path,
-        None::<&str>,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        None::<&str>,
-    )
-    .map_err(|e| fail("show", path, e))
-}
-
-fn hide_file(path: &Path) -> Result<(), JailError> {
-    let target = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
-    let at = fd_path(target.as_raw_fd());
-    mount(
-        Some(EMPTY_FILE),
-        at.as_str(),
-        None::<&str>,
-        MsFlags::MS_BIND,
-        None::<&str>,
-    )
-    .map_err(|e| fail("hide", path, e))?;
-    let top = sys::open_path_nofollow(path).map_err(|e| fail("open", path, e))?;
-    sys::mount_setattr(top.as_raw_fd(), false, sys::MOUNT_ATTR_RDONLY, 0)
-        .map_err(|e| fail("hide read-only", path, e))
-}
-
-fn minimal_dev(size: usize, shm_size: &Option<String>) -> Result<(), JailError> {
-    let dev = Path::new("/dev");
-    // Hold the host's device nodes before /dev is covered.
-    let mut nodes = Vec::new();
-    for name in DEVICES {
-        let p = dev.join(name);
-        match sys::open_path(&p) {
-            Ok(fd) => nodes.push((p, fd)),
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-            Err(e) => return Err(fail("open", &p, e)),
-        }
-    }
-    let terminal = terminal_node();
-    mount(
-        Some("tmpfs"),
-        "/dev",
-        Some("tmpfs"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
-        Some(format!("mode=0755,size={size}").as_str()),
-    )
-    .map_err(|e| fail("tmpfs", dev, e))?;
-    for (p, fd) in &nodes {
-        std::fs::File::create(p).map_err(|e| fail("create", p, e))?;
-        let src = fd_path(fd.as_raw_fd());
-        mount(
-            Some(src.as_str()),
-            p,
-            None::<&str>,
-            MsFlags::MS_BIND,
-            None::<&str>,
-        )
-        .map_err(|e| fail("bind", p, e))?;
-    }
-    if let Some(term) = &terminal {
-        let console = dev.join("console");
-        std::fs::File::create(&console).map_err(|e| fail("create", &console, e))?;
-        let src = fd_path(term.as_raw_fd());
-        mount(
-            Some(src.as_str()),
-            &console,
-            None::<&str>,
-            MsFlags::MS_BIND,
-            None::<&str>,
-        )
-        .map_err(|e| fail("bind", &console, e))?;
-    }
-    let pts = dev.join("pts");
-    std::fs::create_dir(&pts).map_err(|e| fail("mkdir", &pts, e))?;
-    mount(
-        Some("devpts"),
-        &pts,
-        Some("devpts"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
-        // Its own instance, bounded: the kernel's pool of ptys for every non-initial devpts
-        // (pty.max - pty.reserve) is shared by every container and jail on the host.
-        Some("newinstance,ptmxmode=0666,mode=620,max=1024"),
-    )
-    .map_err(|e| fail("devpts", &pts, e))?;
-    let shm = dev.join("shm");
-    std::fs::create_dir(&shm).map_err(|e| fail("mkdir", &shm, e))?;
-    mount(
-        Some("tmpfs"),
-        &shm,
-        Some("tmpfs"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        Some(tmpfs_options("mode=1777", shm_size).as_str()),
-    )
-    .map_err(|e| fail("tmpfs", &shm, e))?;
-    for (link, target) in [
-        ("ptmx", "pts/ptmx"),
-        ("fd", "/proc/self/fd"),
-        ("stdin", "/proc/self/fd/0"),
-        ("stdout", "/proc/self/fd/1"),
-        ("stderr", "/proc/self/fd/2"),
-    ] {
-        let p = dev.join(link);
-        std::os::unix::fs::symlink(target, &p).map_err(|e| fail("symlink", &p, e))?;
-    }
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o444)
-        .open(EMPTY_FILE)
-        .map_err(|e| fail("create", Path::new(EMPTY_FILE), e))?;
-    Ok(())
-}
-
-/// The user's terminal lives in the host's devpts, which is not shown (it holds the user's other
-/// terminals too). Bound at /dev/console, as container runtimes do, ttyname() finds it by scanning
-/// /dev, so `tty` and GPG_TTY=$(tty) keep working. The node is opened by its path in this mount
-/// namespace: the inherited descriptor's own mount belongs to the host's namespace, and mount(2)
-/// refuses a bind source from another namespace.
-fn terminal_node() -> Option<std::os::fd::OwnedFd> {
-    let fd = (0..3).find(|fd| {
-        // SAFETY: isatty only queries the descriptor.
-        unsafe { libc::isatty(*fd) == 1 }
-    })?;
-    let path = std::fs::read_link(fd_path(fd)).ok()?;
-    if !path.starts_with("/dev/pts/") && !path.starts_with("/dev/tty") {
-        return None;
-    }
-    let node = sys::open_path_nofollow(&path).ok()?;
-    let mode = sys::fstat_mode(node.as_raw_fd()).ok()?;
-    (mode & libc::S_IFMT == libc::S_IFCHR).then_some(node)
-}
-
-fn fresh_proc() -> Result<(), JailError> {
-    let proc_ = Path::new("/proc");
-    mount(
-        Some("proc"),
-        proc_,
-        Some("proc"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-        None::<&str>,
-    )
-    .map_err(|e| fail("mount", proc_, e))?;
-    for name in PROC_READ_ONLY {
-        let p = proc_.join(name);
-        if p.exists() {
-            bind_self(&p, true)?;
-        }
-    }
-    for name in PROC_MASKED {
-        let p = proc_.join(name);
-        if p.exists() {
-            hide_file(&p)?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -84,6 +84,71 @@ impl NetPlan {
     }
 }
 
+/// TCP rules are possible here (Landlock ABI 4 for the ports, seccomp for the other sockets):
+/// the plan holds the command to TCP; otherwise the mode is refused.
+fn need_tcp_rules(
+    plan: &mut NetPlan,
+    layers: &Layers,
+    f: &Features,
+    value: &str,
+) -> Result<(), JailError> {
+    if !layers.landlock || f.landlock_abi < 4 {
+        return Err(JailError::layer(
+            "network",
+            format!("--net {value}"),
+            format!(
+                "Landlock TCP rules need ABI 4 (Linux 6.7); this kernel has {}",
+                if layers.landlock {
+                    format!("ABI {}", f.landlock_abi)
+                } else {
+                    "no Landlock".into()
+                }
+            ),
+        ));
+    }
+    if !layers.seccomp {
+        return Err(JailError::layer(
+            "network",
+            format!("--net {value}"),
+            "seccomp filters are needed to refuse UDP and other non-TCP sockets",
+        ));
+    }
+    plan.tcp_only = true;
+    Ok(())
+}
+
+/// A proxy without a network namespace is taken only with `--require any` and no `--secret`:
+/// the command would share the host's /proc and network with the supervisor holding a secret.
+fn proxy_outside_namespace(policy: &Policy, f: &Features, value: &str) -> Result<(), JailError> {
+    if let Some(rule) = policy.secrets.iter().find(|r| r.explicit) {
+        return Err(JailError::layer(
+            "network",
+            format!("--secret {}", rule.name),
+            format!(
+                "keeping a secret outside needs a network namespace ({}); without \
+                 --secret the value is passed in the command's environment",
+                f.user_namespaces_detail
+                    .as_deref()
+                    .unwrap_or("user namespaces cannot be created")
+            ),
+        ));
+    }
+    if policy.require != Some(crate::policy::Require::Any) {
+        return Err(JailError::layer(
+            "network",
+            format!("--net {value}"),
+            format!(
+                "needs a network namespace ({}); --require any runs with TCP limited to \
+                 the proxy's port instead",
+                f.user_namespaces_detail
+                    .as_deref()
+                    .unwrap_or("user namespaces cannot be created")
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Chooses the enforcement of `policy.net`, or refuses: never a silently open network.
 /// `fallback_proxy` is the address of the proxy's socket on the host's loopback when there is
 /// no namespace.
@@ -105,42 +170,17 @@ pub fn net_plan(
         intercept: false,
     };
     let value = policy.net.summary();
-    let need_tcp_rules = |plan: &mut NetPlan| -> Result<(), JailError> {
-        if !layers.landlock || f.landlock_abi < 4 {
-            return Err(JailError::layer(
-                "network",
-                format!("--net {value}"),
-                format!(
-                    "Landlock TCP rules need ABI 4 (Linux 6.7); this kernel has {}",
-                    if layers.landlock {
-                        format!("ABI {}", f.landlock_abi)
-                    } else {
-                        "no Landlock".into()
-                    }
-                ),
-            ));
-        }
-        if !layers.seccomp {
-            return Err(JailError::layer(
-                "network",
-                format!("--net {value}"),
-                "seccomp filters are needed to refuse UDP and other non-TCP sockets",
-            ));
-        }
-        plan.tcp_only = true;
-        Ok(())
-    };
     match &policy.net {
         NetPolicy::Host => {}
         NetPolicy::None if namespace => plan.namespace = true,
         NetPolicy::None => {
             // No namespace: refuse every TCP connect and bind, and every other inet socket.
-            need_tcp_rules(&mut plan)?;
+            need_tcp_rules(&mut plan, layers, f, &value)?;
             plan.tcp_connect = Some(Vec::new());
             plan.tcp_bind = Some(Vec::new());
         }
         NetPolicy::Ports { connect, bind } => {
-            need_tcp_rules(&mut plan)?;
+            need_tcp_rules(&mut plan, layers, f, &value)?;
             // Both directions are held: a direction not named gets no port (`connect=443`
             // listens nowhere, `bind=8080` connects nowhere), as the mode's "those ports only"
             // says. A list of ports (not "every connect refused") gets the DNS port with it.
@@ -165,36 +205,11 @@ pub fn net_plan(
             // network: the supervisor holding the value is within reach, and other routes
             // out may be. A --secret is refused; a key the profile declares goes in the
             // environment as it did before --secret existed (the plan's gaps say so).
-            if let Some(rule) = policy.secrets.iter().find(|r| r.explicit) {
-                return Err(JailError::layer(
-                    "network",
-                    format!("--secret {}", rule.name),
-                    format!(
-                        "keeping a secret outside needs a network namespace ({}); without \
-                         --secret the value is passed in the command's environment",
-                        f.user_namespaces_detail
-                            .as_deref()
-                            .unwrap_or("user namespaces cannot be created")
-                    ),
-                ));
-            }
-            if policy.require != Some(crate::policy::Require::Any) {
-                return Err(JailError::layer(
-                    "network",
-                    format!("--net {value}"),
-                    format!(
-                        "needs a network namespace ({}); --require any runs with TCP limited to \
-                         the proxy's port instead",
-                        f.user_namespaces_detail
-                            .as_deref()
-                            .unwrap_or("user namespaces cannot be created")
-                    ),
-                ));
-            }
+            proxy_outside_namespace(policy, f, &value)?;
             let addr = fallback_proxy.ok_or_else(|| {
                 JailError::layer("network", "proxy", "no listening socket on the host")
             })?;
-            need_tcp_rules(&mut plan)?;
+            need_tcp_rules(&mut plan, layers, f, &value)?;
             plan.proxy = Some(addr);
             plan.tcp_connect = Some(vec![addr.port()]);
             plan.tcp_bind = Some(Vec::new());

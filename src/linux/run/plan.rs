@@ -251,24 +251,7 @@ fn compile(policy: &Policy, host: &Host) -> Result<RunPlan, JailError> {
                 "the run's CA needs the mount view to be trusted inside",
             ));
         };
-        let named = |name: &str| {
-            policy
-                .env
-                .vars
-                .iter()
-                .find(|(k, v)| k.as_os_str() == name && !v.is_empty())
-                .map(|(_, v)| PathBuf::from(v))
-        };
-        view.trust = Some(mounts::Trust {
-            ca_pem: ca.to_string(),
-            bundle: named("SSL_CERT_FILE"),
-            node_extra: named("NODE_EXTRA_CA_CERTS"),
-        });
-        view.steps.extend(
-            mounts::SYSTEM_CA_BUNDLES
-                .iter()
-                .map(|p| mounts::Step::TrustBundle(p.into())),
-        );
+        trust_run_ca(view, ca, policy);
     }
     let mut landlock = layers.landlock.then(|| landlock::LandlockPlan {
         tcp_connect: net.tcp_connect.clone(),
@@ -294,6 +277,53 @@ fn compile(policy: &Policy, host: &Host) -> Result<RunPlan, JailError> {
         },
     };
     let mut gaps = enforcement::gaps(policy, &layers, f);
+    gaps.extend(secret_gaps(policy, &net));
+    gaps.extend(limits.gaps.iter().cloned());
+    let file = crate::policy_file::PolicyFile::new(policy, &layers, gaps.clone());
+    Ok(RunPlan {
+        envp: environment(policy, &layers, &net)?,
+        policy_json: serde_json::to_string_pretty(&file).expect("serializable"),
+        warning: degraded_warning(&layers, &gaps),
+        layers,
+        gaps,
+        net,
+        mount,
+        landlock,
+        seccomp,
+        unix_sockets,
+        limits,
+        cow: kind_of(&layers),
+        denials_reported,
+    })
+}
+
+/// Trusts the run's CA inside the view: its PEM, the bundles the environment names
+/// (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS) and the system's bundles, each with the CA added.
+fn trust_run_ca(view: &mut mounts::MountPlan, ca: &str, policy: &Policy) {
+    let named = |name: &str| {
+        policy
+            .env
+            .vars
+            .iter()
+            .find(|(k, v)| k.as_os_str() == name && !v.is_empty())
+            .map(|(_, v)| PathBuf::from(v))
+    };
+    view.trust = Some(mounts::Trust {
+        ca_pem: ca.to_string(),
+        bundle: named("SSL_CERT_FILE"),
+        node_extra: named("NODE_EXTRA_CA_CERTS"),
+    });
+    view.steps.extend(
+        mounts::SYSTEM_CA_BUNDLES
+            .iter()
+            .map(|p| mounts::Step::TrustBundle(p.into())),
+    );
+}
+
+/// The secrets whose real value is in the command's environment: all of them without the
+/// proxy's interception, and behind the proxy the credentials kept by name with no host.
+fn secret_gaps(policy: &Policy, net: &NetPlan) -> Vec<String> {
+    let mut gaps = Vec::new();
     if !net.intercept {
         gaps.extend(policy.secrets.iter().map(|r| {
             format!(
@@ -321,23 +351,7 @@ fn compile(policy: &Policy, host: &Host) -> Result<RunPlan, JailError> {
                 }),
         );
     }
-    gaps.extend(limits.gaps.iter().cloned());
-    let file = crate::policy_file::PolicyFile::new(policy, &layers, gaps.clone());
-    Ok(RunPlan {
-        envp: environment(policy, &layers, &net)?,
-        policy_json: serde_json::to_string_pretty(&file).expect("serializable"),
-        warning: degraded_warning(&layers, &gaps),
-        layers,
-        gaps,
-        net,
-        mount,
-        landlock,
-        seccomp,
-        unix_sockets,
-        limits,
-        cow: kind_of(&layers),
-        denials_reported,
-    })
+    gaps
 }
 
 /// Landlock logs the command's denials (ABI 7) only when the report reads them: otherwise even

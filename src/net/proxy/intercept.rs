@@ -463,6 +463,105 @@ fn run<'a>(
     deadline: Instant,
     outcome: &mut Outcome,
 ) -> Result<(), String> {
+    let (mut cmd, mut srv, mut failure, deadline) = handshakes(
+        tls,
+        injection,
+        rewriter,
+        client,
+        upstream,
+        (host, port),
+        early,
+        deadline,
+    )?;
+    let Some(rewriter) = rewriter.as_mut() else {
+        return Err("no rewriter".into());
+    };
+    let mut plain = Vec::new();
+    loop {
+        // Plaintext into TLS, TLS onto the wire.
+        outcome.up += srv.send().map_err(|e| e.to_string())?;
+        outcome.down += cmd.send().map_err(|e| e.to_string())?;
+        // A side is closed once what it is owed has gone into its TLS: close_notify goes
+        // after the data (and, to the command, after its handshake: an alert before would
+        // end the handshake with the answer still unsent).
+        if (cmd.ended || failure.is_some()) && srv.queue.is_empty() {
+            srv.close();
+        }
+        if (srv.ended || failure.is_some()) && cmd.queue.is_empty() && !cmd.tls.is_handshaking() {
+            cmd.close();
+        }
+        cmd.flush().map_err(|e| e.to_string())?;
+        srv.flush().map_err(|e| e.to_string())?;
+        // Done: the server ended (nothing more can come back) and the command has it all, or
+        // a failure was answered.
+        if (srv.ended || failure.is_some()) && cmd.closing && !cmd.tls.wants_write() {
+            return failure.map_or(Ok(()), Err);
+        }
+        if cmd.ended && (srv.ended || failure.is_some()) {
+            return failure.map_or(Ok(()), Err);
+        }
+        if cmd.tls.is_handshaking() && Instant::now() >= deadline {
+            return Err(
+                failure.unwrap_or_else(|| "TLS handshake with the command not done in time".into())
+            );
+        }
+        let (cmd_events, srv_events) = events(&cmd, &srv, failure.is_some());
+        let timeout = if cmd.tls.is_handshaking() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX)
+        } else {
+            PollTimeout::NONE
+        };
+        let mut fds = [
+            PollFd::new(client.as_fd(), cmd_events),
+            PollFd::new(upstream.as_fd(), srv_events),
+        ];
+        if cmd_events.is_empty() && srv_events.is_empty() {
+            // Nothing to wait for: both sides are stuck (each waits on the other's queue,
+            // which cannot drain). End rather than spin.
+            return Err(failure.unwrap_or_else(|| "stalled".into()));
+        }
+        match poll(&mut fds, timeout) {
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(format!("poll: {e}")),
+        }
+        let ready = |fd: &PollFd<'_>| {
+            fd.revents().is_some_and(|r| {
+                r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
+            })
+        };
+        let (cmd_ready, srv_ready) = (ready(&fds[0]), ready(&fds[1]));
+        if cmd_ready && cmd_events.contains(PollFlags::POLLIN) {
+            command_sent(&mut cmd, &mut srv, rewriter, &mut plain, &mut failure);
+        }
+        if srv_ready && srv_events.contains(PollFlags::POLLIN) {
+            server_sent(
+                &mut cmd,
+                &mut srv,
+                rewriter,
+                host,
+                outcome.down,
+                &mut failure,
+            );
+        }
+    }
+}
+
+/// Both TLS handshakes, ALPN settled between them, and the rewriter for the protocol chosen:
+/// the two sides ready to relay, the failure the command is to be told (already queued for it)
+/// if the server's handshake failed, and the deadline the command's handshake has from here.
+#[allow(clippy::too_many_arguments)]
+fn handshakes<'a, 's>(
+    tls: &RunTls,
+    injection: &'a Injection,
+    rewriter: &mut Option<Rewriter<'a>>,
+    client: &'s TcpStream,
+    upstream: &'s TcpStream,
+    (host, port): (&'a str, u16),
+    early: &[u8],
+    deadline: Instant,
+) -> Result<(Side<'s>, Side<'s>, Option<String>, Instant), String> {
     for s in [client, upstream] {
         s.set_nonblocking(true).map_err(|e| e.to_string())?;
     }
@@ -481,20 +580,7 @@ fn run<'a>(
         .as_ref()
         .is_none_or(|l| l.iter().any(|p| p == ALPN_HTTP1));
     let wanted = upstream_alpn(offered);
-    let mut server_tls = None;
-    let upstream_result = if wanted.is_empty() {
-        // Nothing the proxy can rewrite: no connection upstream; the command's handshake
-        // below fails with no_application_protocol.
-        Ok(())
-    } else {
-        let mut config = (*tls.client_config()?).clone();
-        config.alpn_protocols = wanted.clone();
-        let mut conn = ClientConnection::new(Arc::new(config), server_name(host)?)
-            .map_err(|e| e.to_string())?;
-        let result = handshake(&mut conn, upstream, host, deadline);
-        server_tls = Some(conn);
-        result
-    };
+    let (upstream_result, server_tls) = connect_upstream(tls, upstream, host, wanted, deadline)?;
     let chosen = match (&upstream_result, &server_tls) {
         (Ok(()), Some(conn)) => command_alpn(conn.alpn_protocol()),
         // The server failed: the command is told why in the protocol it offered.
@@ -556,127 +642,125 @@ fn run<'a>(
             frames.advance(cmd.queue.get(before..).unwrap_or_default());
         }
     }
-    let mut plain = Vec::new();
-    loop {
-        // Plaintext into TLS, TLS onto the wire.
-        outcome.up += srv.send().map_err(|e| e.to_string())?;
-        outcome.down += cmd.send().map_err(|e| e.to_string())?;
-        // A side is closed once what it is owed has gone into its TLS: close_notify goes
-        // after the data (and, to the command, after its handshake: an alert before would
-        // end the handshake with the answer still unsent).
-        if (cmd.ended || failure.is_some()) && srv.queue.is_empty() {
-            srv.close();
+    Ok((cmd, srv, failure, deadline))
+}
+
+/// The handshake with the server offering `wanted` (none when `wanted` is empty: nothing the
+/// proxy can rewrite goes upstream): how it went, and the connection. A configuration error is
+/// the outer error.
+fn connect_upstream(
+    tls: &RunTls,
+    upstream: &TcpStream,
+    host: &str,
+    wanted: Vec<Vec<u8>>,
+    deadline: Instant,
+) -> Result<(Result<(), String>, Option<ClientConnection>), String> {
+    let mut server_tls = None;
+    let upstream_result = if wanted.is_empty() {
+        // Nothing the proxy can rewrite: no connection upstream; the command's handshake
+        // below fails with no_application_protocol.
+        Ok(())
+    } else {
+        let mut config = (*tls.client_config()?).clone();
+        config.alpn_protocols = wanted;
+        let mut conn = ClientConnection::new(Arc::new(config), server_name(host)?)
+            .map_err(|e| e.to_string())?;
+        let result = handshake(&mut conn, upstream, host, deadline);
+        server_tls = Some(conn);
+        result
+    };
+    Ok((upstream_result, server_tls))
+}
+
+/// What to poll each side for: reading while its TLS wants to and the other side's queue has
+/// room (not once it ended or, for the server, once the run failed), writing while its TLS has
+/// bytes to send.
+fn events(cmd: &Side<'_>, srv: &Side<'_>, failed: bool) -> (PollFlags, PollFlags) {
+    let want = |side_ended: bool, tls_wants_read: bool, other_queue: usize, wants_write| {
+        let mut f = PollFlags::empty();
+        if !side_ended && tls_wants_read && other_queue < QUEUE_LIMIT {
+            f |= PollFlags::POLLIN;
         }
-        if (srv.ended || failure.is_some()) && cmd.queue.is_empty() && !cmd.tls.is_handshaking() {
-            cmd.close();
+        if wants_write {
+            f |= PollFlags::POLLOUT;
         }
-        cmd.flush().map_err(|e| e.to_string())?;
-        srv.flush().map_err(|e| e.to_string())?;
-        // Done: the server ended (nothing more can come back) and the command has it all, or
-        // a failure was answered.
-        if (srv.ended || failure.is_some()) && cmd.closing && !cmd.tls.wants_write() {
-            return failure.map_or(Ok(()), Err);
+        f
+    };
+    // The command is still read after a failure while its handshake runs: the answer
+    // can go out only once it is done.
+    let cmd_events = want(
+        cmd.ended || (failed && !cmd.tls.is_handshaking()),
+        cmd.tls.wants_read(),
+        srv.queue.len(),
+        cmd.tls.wants_write(),
+    );
+    let srv_events = want(
+        srv.ended || failed,
+        srv.tls.wants_read(),
+        cmd.queue.len(),
+        srv.tls.wants_write(),
+    );
+    (cmd_events, srv_events)
+}
+
+/// Reads what the command sent and passes it through the rewriter; a failure (TLS, a refused
+/// request) is kept in `failure`, and after one nothing more is passed on.
+fn command_sent(
+    cmd: &mut Side<'_>,
+    srv: &mut Side<'_>,
+    rewriter: &mut Rewriter<'_>,
+    plain: &mut Vec<u8>,
+    failure: &mut Option<String>,
+) {
+    plain.clear();
+    let result = cmd
+        .receive(plain)
+        .map_err(|e| format!("TLS with the command: {e}"));
+    let result = match result {
+        Err(e) => {
+            cmd.ended = true;
+            Err(e)
         }
-        if cmd.ended && (srv.ended || failure.is_some()) {
-            return failure.map_or(Ok(()), Err);
-        }
-        if cmd.tls.is_handshaking() && Instant::now() >= deadline {
-            return Err(
-                failure.unwrap_or_else(|| "TLS handshake with the command not done in time".into())
-            );
-        }
-        let want = |side_ended: bool, tls_wants_read: bool, other_queue: usize, wants_write| {
-            let mut f = PollFlags::empty();
-            if !side_ended && tls_wants_read && other_queue < QUEUE_LIMIT {
-                f |= PollFlags::POLLIN;
+        // After a failure, what the command sends is not passed on.
+        Ok(()) if failure.is_some() => Ok(()),
+        Ok(()) => rewrite(rewriter, plain, &mut cmd.queue, &mut srv.queue),
+    };
+    if let Err(e) = result {
+        failure.get_or_insert(e);
+    }
+}
+
+/// Reads what the server sent into the command's queue; on a TLS failure the command is told
+/// why where that cannot break what it already got (`down`: bytes it was sent so far).
+fn server_sent(
+    cmd: &mut Side<'_>,
+    srv: &mut Side<'_>,
+    rewriter: &mut Rewriter<'_>,
+    host: &str,
+    down: u64,
+    failure: &mut Option<String>,
+) {
+    let before = cmd.queue.len();
+    let result = srv.receive(&mut cmd.queue);
+    if let Rewriter::H2(_, frames) = rewriter {
+        frames.advance(cmd.queue.get(before..).unwrap_or_default());
+    }
+    if let Err(e) = result {
+        let why = format!("TLS with {host}: {e}");
+        // Tell the command why, over its TLS, where that cannot break what it got.
+        match rewriter {
+            Rewriter::H2(r, frames) if frames.at_boundary() => {
+                let first = frames.seen == 0;
+                cmd.queue
+                    .extend(goaway(first, r.last_stream, INTERNAL_ERROR, &why));
             }
-            if wants_write {
-                f |= PollFlags::POLLOUT;
+            Rewriter::Http1(_) if cmd.queue.len() == before && down == 0 => {
+                cmd.queue.extend(http1_error("502 Bad Gateway", &why));
             }
-            f
-        };
-        // The command is still read after a failure while its handshake runs: the answer
-        // can go out only once it is done.
-        let cmd_events = want(
-            cmd.ended || (failure.is_some() && !cmd.tls.is_handshaking()),
-            cmd.tls.wants_read(),
-            srv.queue.len(),
-            cmd.tls.wants_write(),
-        );
-        let srv_events = want(
-            srv.ended || failure.is_some(),
-            srv.tls.wants_read(),
-            cmd.queue.len(),
-            srv.tls.wants_write(),
-        );
-        let timeout = if cmd.tls.is_handshaking() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX)
-        } else {
-            PollTimeout::NONE
-        };
-        let mut fds = [
-            PollFd::new(client.as_fd(), cmd_events),
-            PollFd::new(upstream.as_fd(), srv_events),
-        ];
-        if cmd_events.is_empty() && srv_events.is_empty() {
-            // Nothing to wait for: both sides are stuck (each waits on the other's queue,
-            // which cannot drain). End rather than spin.
-            return Err(failure.unwrap_or_else(|| "stalled".into()));
+            _ => {}
         }
-        match poll(&mut fds, timeout) {
-            Ok(_) => {}
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(format!("poll: {e}")),
-        }
-        let ready = |fd: &PollFd<'_>| {
-            fd.revents().is_some_and(|r| {
-                r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
-            })
-        };
-        let (cmd_ready, srv_ready) = (ready(&fds[0]), ready(&fds[1]));
-        if cmd_ready && cmd_events.contains(PollFlags::POLLIN) {
-            plain.clear();
-            let result = cmd
-                .receive(&mut plain)
-                .map_err(|e| format!("TLS with the command: {e}"));
-            let result = match result {
-                Err(e) => {
-                    cmd.ended = true;
-                    Err(e)
-                }
-                // After a failure, what the command sends is not passed on.
-                Ok(()) if failure.is_some() => Ok(()),
-                Ok(()) => rewrite(rewriter, &plain, &mut cmd.queue, &mut srv.queue),
-            };
-            if let Err(e) = result {
-                failure.get_or_insert(e);
-            }
-        }
-        if srv_ready && srv_events.contains(PollFlags::POLLIN) {
-            let before = cmd.queue.len();
-            let result = srv.receive(&mut cmd.queue);
-            if let Rewriter::H2(_, frames) = rewriter {
-                frames.advance(cmd.queue.get(before..).unwrap_or_default());
-            }
-            if let Err(e) = result {
-                let why = format!("TLS with {host}: {e}");
-                // Tell the command why, over its TLS, where that cannot break what it got.
-                match rewriter {
-                    Rewriter::H2(r, frames) if frames.at_boundary() => {
-                        let first = frames.seen == 0;
-                        cmd.queue
-                            .extend(goaway(first, r.last_stream, INTERNAL_ERROR, &why));
-                    }
-                    Rewriter::Http1(_) if cmd.queue.len() == before && outcome.down == 0 => {
-                        cmd.queue.extend(http1_error("502 Bad Gateway", &why));
-                    }
-                    _ => {}
-                }
-                srv.ended = true;
-                failure.get_or_insert(why);
-            }
-        }
+        srv.ended = true;
+        failure.get_or_insert(why);
     }
 }
 

@@ -209,22 +209,7 @@ impl<'a> Requests<'a> {
                 .map(|(_, v)| *v)
         };
         let hosts: Vec<&[u8]> = named("host").collect();
-        match hosts.as_slice() {
-            [] if version == b"HTTP/1.0" => {}
-            [] => return Err(bad("HTTP/1.1 request without Host")),
-            [one] if self.names_this_host(one) => {}
-            [one] => {
-                return Err(Refused {
-                    status: "403 Forbidden",
-                    reason: format!(
-                        "Host {} is not {}, the host this connection and its secret are for",
-                        crate::text::printable(&String::from_utf8_lossy(one)),
-                        self.host
-                    ),
-                });
-            }
-            _ => return Err(bad("more than one Host header")),
-        }
+        self.check_host(&hosts, version)?;
         let lengths: Vec<&[u8]> = named("content-length").collect();
         let codings: Vec<&[u8]> = named("transfer-encoding").collect();
         let upgrade = named("upgrade").next().is_some()
@@ -273,6 +258,25 @@ impl<'a> Requests<'a> {
         out.extend_from_slice(b"\r\n");
         self.requests += 1;
         Ok(if upgrade { State::Raw } else { next })
+    }
+
+    /// The request names this connection's host once (HTTP/1.1 must; HTTP/1.0 may name none):
+    /// a secret for one host must not go to another the same server also answers for.
+    fn check_host(&self, hosts: &[&[u8]], version: &[u8]) -> Result<(), Refused> {
+        match hosts {
+            [] if version == b"HTTP/1.0" => Ok(()),
+            [] => Err(bad("HTTP/1.1 request without Host")),
+            [one] if self.names_this_host(one) => Ok(()),
+            [one] => Err(Refused {
+                status: "403 Forbidden",
+                reason: format!(
+                    "Host {} is not {}, the host this connection and its secret are for",
+                    crate::text::printable(&String::from_utf8_lossy(one)),
+                    self.host
+                ),
+            }),
+            _ => Err(bad("more than one Host header")),
+        }
     }
 
     /// `Host` names the connected host, and the connected port if it names one.
