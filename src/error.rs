@@ -77,6 +77,12 @@ pub enum JailError {
     /// and never reviewed, changed since it was reviewed).
     #[error("run {id}: {reason}")]
     RunRefused { id: String, reason: String },
+    /// A session command (`jail exec`, `session stop`) names no live session.
+    #[error("session {name}: {reason}")]
+    UnknownSession { name: String, reason: String },
+    /// A session refused a request, or ended before it was answered.
+    #[error("session {name}: {reason}")]
+    SessionRefused { name: String, reason: String },
     /// Input malformed in a way none of the kinds above names.
     #[error("{0}")]
     BadInput(String),
@@ -242,6 +248,14 @@ pub(crate) enum WireError {
         id: String,
         reason: String,
     },
+    UnknownSession {
+        name: String,
+        reason: String,
+    },
+    SessionRefused {
+        name: String,
+        reason: String,
+    },
     BadInput {
         message: String,
     },
@@ -310,6 +324,14 @@ impl From<&JailError> for WireError {
                 id: id.clone(),
                 reason: reason.clone(),
             },
+            JailError::UnknownSession { name, reason } => WireError::UnknownSession {
+                name: name.clone(),
+                reason: reason.clone(),
+            },
+            JailError::SessionRefused { name, reason } => WireError::SessionRefused {
+                name: name.clone(),
+                reason: reason.clone(),
+            },
             JailError::BadInput(message) => WireError::BadInput {
                 message: message.clone(),
             },
@@ -371,6 +393,12 @@ impl From<WireError> for JailError {
             WireError::Unsupported { what, reason } => JailError::Unsupported { what, reason },
             WireError::UnknownRun { id, reason } => JailError::UnknownRun { id, reason },
             WireError::RunRefused { id, reason } => JailError::RunRefused { id, reason },
+            WireError::UnknownSession { name, reason } => {
+                JailError::UnknownSession { name, reason }
+            }
+            WireError::SessionRefused { name, reason } => {
+                JailError::SessionRefused { name, reason }
+            }
             WireError::BadInput { message } => JailError::BadInput(message),
             WireError::LevelNotMet { required, missing } => {
                 JailError::LevelNotMet { required, missing }

@@ -45,6 +45,7 @@ pub mod protect;
 pub mod run_report;
 pub mod run_semantics;
 pub mod sandbox;
+pub mod session;
 pub mod status;
 #[cfg(target_os = "linux")]
 pub mod sys;
@@ -64,3 +65,5 @@ pub use policy::homes::HomeMode;
 pub use policy::profile::TmpOption;
 pub use policy::settings::RunSettings;
 pub use sandbox::{Child, Jail, Outcome, Status, Stopper};
+#[cfg(target_os = "linux")]
+pub use session::{ExecChild, ExecOptions, Session, SessionInfo};

@@ -413,6 +413,8 @@ fn jail_state(make: bool, cow: bool) -> Result<Vec<PathBuf>, JailError> {
     }
     own.extend(registries.iter().cloned());
     own.extend(store::registered(&registries));
+    // The sessions' control sockets: nothing inside any jail may ask a session for a command.
+    own.push(crate::session::dir::location());
     // Only real directories: a symlink in a store's place hides nothing (and the review
     // commands refuse it).
     own.retain(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()));

@@ -121,6 +121,17 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Sessions: one sandbox kept up for an agent's session, commands started into it with
+    /// `jail exec` in about a millisecond (start, list, stop).
+    Session {
+        #[command(subcommand)]
+        command: SessionCommand,
+    },
+    /// Run a command in a session, confined exactly as the session is, with this process's
+    /// stdin, stdout and stderr (a terminal too) and its signals passed on; exits with the
+    /// command's status (128+N, 124 after --timeout, 126/127), 125 when the session is unknown
+    /// or ended.
+    Exec(Box<ExecArgs>),
     /// Print the man page, roff (e.g. `jail man > /usr/local/share/man/man1/jail.1`), or a
     /// subcommand's (`jail man apply` is jail-apply(1)); with --dir, write every page there.
     Man {
@@ -152,6 +163,61 @@ pub enum ProfileCommand {
     /// Check a profile file before installing it: it parses, what it extends exists, and what
     /// it would leave out here (unset ${VAR}s, base = false). Exit 0 when usable, 125 when not.
     Check { file: PathBuf },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Start a session: the sandbox a run with these flags gets (profile, rules, network,
+    /// limits, --require, --cow), kept up with nothing running; returns when it is ready and
+    /// prints its name.
+    #[command(mut_arg("command", |a| a.required(false).hide(true)))]
+    Start {
+        /// The session's name (letters, digits, '.', '_', '-'); a fresh one when not given.
+        #[arg(long, value_parser = Text)]
+        name: Option<String>,
+        /// Stop the session after DURATION with no command running (e.g. 10m).
+        #[arg(long, value_name = "DURATION", value_parser = crate::policy::duration::parse)]
+        idle_timeout: Option<std::time::Duration>,
+        #[command(flatten)]
+        settings: Box<RunSettings>,
+    },
+    /// The live sessions (those whose supervisor was killed are cleaned up on the way).
+    List {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a session: every process of it ends (SIGTERM, SIGKILL after 2 s), what it planted
+    /// is moved aside, its report is written and a --cow session's layer waits as a run for
+    /// `jail diff` / `jail apply`. Exits with the session's exit code.
+    Stop {
+        /// The session's name, as `jail session list` shows it.
+        #[arg(value_parser = Text)]
+        name: String,
+        /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `jail exec`'s flags.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The session's name, as `jail session list` shows it.
+    #[arg(value_parser = Text)]
+    pub name: String,
+    /// The working directory, relative to the session's (or absolute, inside it).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Set variable NAME for the command (NAME=VALUE), or pass this process's NAME. Repeatable.
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
+    pub env: Vec<String>,
+    /// SIGTERM the command's process group after DURATION, SIGKILL 2 s later; exit 124.
+    #[arg(long, value_name = "DURATION", value_parser = crate::policy::duration::parse)]
+    pub timeout: Option<std::time::Duration>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// The run's flags: the settings ([`RunSettings`], where each flag is written) and what only

@@ -7,6 +7,8 @@ pub(crate) mod complete;
 mod man;
 mod probe;
 mod profile;
+#[cfg(target_os = "linux")]
+mod session;
 mod workspace;
 
 use clap::Parser;
@@ -53,6 +55,15 @@ pub fn run_cli() -> i32 {
             .map(|()| 0)
             .map_err(|e| JailError::io("writing the completion script", e)),
         Some(Command::Man { subcommand, dir }) => man::man(&subcommand, dir.as_deref()),
+        #[cfg(target_os = "linux")]
+        Some(Command::Session { command }) => session::session_command(command),
+        #[cfg(target_os = "linux")]
+        Some(Command::Exec(args)) => session::exec_command(*args),
+        #[cfg(not(target_os = "linux"))]
+        Some(Command::Session { .. } | Command::Exec(_)) => Err(JailError::unsupported(
+            "jail session",
+            "sessions need Linux (namespaces, Landlock, seccomp)",
+        )),
         Some(
             c @ (Command::Runs { .. }
             | Command::Diff { .. }
@@ -146,6 +157,10 @@ fn run(args: &RunArgs) -> Result<i32, JailError> {
         Some(fd) => crate::sandbox::read_settings(fd, &args.settings)?,
         None => args.settings.clone(),
     };
+    #[cfg(target_os = "linux")]
+    if settings.session.is_some() {
+        return crate::session::serve::serve(settings);
+    }
     let control_fd = settings.control_fd;
     let jail = Jail::from_settings(settings);
     if args.dry_run {

@@ -194,6 +194,11 @@ pub struct RunSettings {
     #[arg(long)]
     pub allow_unconfined: bool,
 
+    /// A session's name and idle timeout, when this run serves a session (`jail session start`
+    /// sets it; no flag of a run's).
+    #[arg(skip)]
+    pub session: Option<crate::session::SessionSpec>,
+
     /// The command and its arguments, after `--`.
     // Not in the JSON hand-over: a spawned jail gets it after `--`, where `ps` shows it.
     #[arg(last = true, required = true, value_name = "CMD", value_hint = clap::ValueHint::CommandWithArguments)]

@@ -306,7 +306,7 @@ fn above_stdio(socket: UnixStream) -> std::io::Result<UnixStream> {
 
 /// The jail program: `explicit`, else `$JAIL_PROGRAM`, else a `jail` beside the running program
 /// (or one directory up, where cargo puts binaries beside `examples/`), else `jail` on PATH.
-pub(super) fn find_program(explicit: Option<&Path>) -> Result<PathBuf, JailError> {
+pub(crate) fn find_program(explicit: Option<&Path>) -> Result<PathBuf, JailError> {
     if let Some(p) = explicit {
         return Ok(p.to_path_buf());
     }
@@ -435,6 +435,11 @@ mod tests {
             record: true,
             summary: true,
             allow_unconfined: true,
+            session: Some(crate::session::SessionSpec {
+                name: "s1".into(),
+                idle_timeout_ms: Some(1500),
+                stop_fd: None,
+            }),
             command: vec!["sh".into(), "-c".into(), "--not-a-flag".into()],
         }
     }

@@ -33,6 +33,8 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+#[cfg(target_os = "linux")]
+pub(crate) use child::find_program;
 pub(crate) use child::read_settings;
 pub use child::{Child, Stopper};
 pub use outcome::{Outcome, Status};
@@ -268,6 +270,12 @@ impl Jail {
     pub fn stderr(mut self, stdio: Stdio) -> Jail {
         self.stdio.stderr = Some(stdio);
         self
+    }
+
+    /// The settings and the jail program named for spawning (a session starts one too).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn parts(&self) -> (&RunSettings, Option<&std::path::Path>) {
+        (&self.settings, self.program.as_deref())
     }
 
     /// The policy the settings resolve to here and now (nothing is created or run).

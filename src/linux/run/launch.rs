@@ -633,6 +633,15 @@ fn confinement(
         stop_requests: options.control_fd,
         // Where init's tmpfs mounts for the layers go, with the view.
         layer_mounts: plan.mount.as_ref().and(layer_mounts),
+        session: match &options.session {
+            Some(spec) => Some(super::session::SessionSetup::new(
+                spec.clone(),
+                policy.profile.clone(),
+                plan.level().name().to_string(),
+                policy.cwd.clone(),
+            )?),
+            None => None,
+        },
     })
 }
 

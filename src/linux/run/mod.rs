@@ -8,4 +8,5 @@ pub mod journal;
 pub mod launch;
 pub mod plan;
 pub mod run_state;
+pub mod session;
 pub mod supervisor;

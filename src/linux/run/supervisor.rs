@@ -39,10 +39,12 @@ use crate::linux::layers::{landlock, mounts, privileges, seccomp, unix_connect};
 use crate::policy::Policy;
 
 mod command;
+mod forker;
 mod init;
 mod watch;
 
 use command::*;
+use forker::*;
 use init::*;
 use watch::*;
 
@@ -130,6 +132,9 @@ pub struct Confinement {
     /// Where the tmpfs mounts holding the copy-on-write roots' upper layers go once init has
     /// made them (with the mount view, when the plan puts the layers on tmpfs).
     pub layer_mounts: Option<crate::linux::layers::layer_bound::Mounts>,
+    /// A session: the command's place is taken by the process that forks each exec'd command,
+    /// and the supervisor serves the session's control socket.
+    pub session: Option<super::session::SessionSetup>,
 }
 
 /// What a mediated run needs before the command is forked.
@@ -313,6 +318,13 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
         Started::Running { child, status } => (child, status),
         Started::NoNamespaces(e) => return Ok(Outcome::NoNamespaces(e)),
     };
+    if let Some(session) = &conf.session {
+        if let Err(e) = session.start() {
+            let _ = kill(child, Signal::SIGKILL);
+            let _ = waitpid(child, None);
+            return Err(e);
+        }
+    }
     // A stopped command stops jail too, so that the shell sees its job stopped: only with a
     // terminal (nothing else resumes a job), and without a pid namespace only when no timeout
     // runs (a stopped supervisor enforces nothing, and there is no init to hold the deadline).

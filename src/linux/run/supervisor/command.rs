@@ -11,6 +11,8 @@ pub(super) fn command_main(
     argv: &[CString],
     view_gate: Option<std::os::unix::net::UnixStream>,
 ) -> ! {
+    // A session's process keeps its end of the channel (the supervisor's is closed here).
+    let session_channel = conf.session.as_ref().and_then(|s| s.take_inside());
     // Signal mask and ignored dispositions are inherited through execve: give the command clean
     // ones (a pipeline must end its writer with SIGPIPE as usual).
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
@@ -26,7 +28,10 @@ pub(super) fn command_main(
             );
         }
     }
-    if let Err(e) = confine(conf, policy, view_gate) {
+    let channel_fd = session_channel
+        .as_ref()
+        .map(std::os::fd::AsRawFd::as_raw_fd);
+    if let Err(e) = confine(conf, policy, view_gate, channel_fd) {
         die(EXIT_JAIL_ERROR, &e.to_string());
     }
     let mut envp = conf.envp.clone();
@@ -39,13 +44,25 @@ pub(super) fn command_main(
             Err(e) => die(EXIT_JAIL_ERROR, &format!("policy file: {e}")),
         }
     }
+    if let Some(channel) = session_channel {
+        forker_main(channel, envp, conf.mount.is_some())
+    }
     crate::timing::mark("command: confined, exec");
-    let Err(err) = nix::unistd::execvpe(&argv[0], argv, &envp);
-    let name = argv[0].to_string_lossy();
+    exec_or_die(argv, &envp)
+}
+
+/// execvpe, or the shell's exit code and message for a command that is not there (127) or
+/// cannot be run (126).
+pub(super) fn exec_or_die(argv: &[CString], envp: &[CString]) -> ! {
+    let Some(program) = argv.first() else {
+        die(EXIT_NOT_FOUND, "no command")
+    };
+    let Err(err) = nix::unistd::execvpe(program, argv, envp);
+    let name = program.to_string_lossy();
     // execvp reports EACCES when some PATH directory was unreadable even though the command is
     // nowhere: that is "not found" (as shells say), not "not executable".
     let found_somewhere = || {
-        let name = std::ffi::OsStr::from_bytes(argv[0].as_bytes());
+        let name = std::ffi::OsStr::from_bytes(program.as_bytes());
         if name.as_bytes().contains(&b'/') {
             return std::path::Path::new(name).exists();
         }
@@ -114,11 +131,14 @@ pub(super) fn confine(
     conf: &Confinement,
     policy: &Policy,
     view_gate: Option<std::os::unix::net::UnixStream>,
+    session_channel: Option<i32>,
 ) -> Result<(), JailError> {
     privileges::own_session_or_group()?;
     privileges::set_no_new_privs()?;
     privileges::drop_all_capabilities()?;
-    privileges::close_inherited_fds(&policy.keep_fds)?;
+    let mut keep = policy.keep_fds.clone();
+    keep.extend(session_channel);
+    privileges::close_inherited_fds(&keep)?;
     crate::timing::mark("command: privileges dropped");
     let pending = match &conf.landlock {
         Some(plan) => landlock::begin(plan, view_gate.is_some())?,

@@ -96,6 +96,10 @@ pub(super) fn init_start(
         Err(e) => die(EXIT_JAIL_ERROR, &format!("init: fork: {e}")),
     };
     drop(command_gate);
+    // The session's channel is the supervisor's and the forking process's, never init's.
+    if let Some(session) = &conf.session {
+        session.close();
+    }
     // With the id maps written and before /proc/sys is read-only in the view; after the fork,
     // so that the command does not wait for these four sysctl accesses to start.
     crate::linux::layers::limits::share_kernel_pools();

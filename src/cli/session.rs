@@ -1,0 +1,87 @@
+//! `jail session start|list|stop` and `jail exec`: the library's sessions
+//! ([`crate::session`]), printed.
+
+use std::ffi::OsString;
+
+use super::args::{ExecArgs, SessionCommand};
+use crate::error::JailError;
+use crate::session::client::{self, ExecOptions};
+use crate::text;
+
+pub fn session_command(command: SessionCommand) -> Result<i32, JailError> {
+    match command {
+        SessionCommand::Start {
+            name,
+            idle_timeout,
+            settings,
+        } => {
+            let program = std::env::current_exe()
+                .map_err(|e| JailError::io("finding this program (/proc/self/exe)", e))?;
+            let (session, _child) =
+                client::start(&settings, &program, name.as_deref(), idle_timeout)?;
+            // The serving process outlives this one (a session of its own): nothing to wait for.
+            println!("{}", session.name());
+            Ok(0)
+        }
+        SessionCommand::List { json } => {
+            let sessions = client::list();
+            if json {
+                println!(
+                    "{}",
+                    text::versioned_json(&serde_json::json!({ "sessions": sessions }))
+                );
+            } else if sessions.is_empty() {
+                println!("no sessions");
+            } else {
+                for s in &sessions {
+                    println!(
+                        "{}  pid {}  profile {}  level {}  running {}  execs {}  cwd {}",
+                        text::printable(&s.name),
+                        s.pid,
+                        text::printable(&s.profile),
+                        s.level,
+                        s.running,
+                        s.execs,
+                        text::path_text(&s.cwd)
+                    );
+                }
+            }
+            Ok(0)
+        }
+        SessionCommand::Stop { name, json } => {
+            let outcome = client::stop_named(&name)?;
+            if json {
+                println!("{}", text::versioned_json(&outcome));
+            } else {
+                text::say(format!(
+                    "jail: session {} ended: {} (level {})",
+                    text::printable(&name),
+                    outcome.status.name(),
+                    outcome.level.name()
+                ));
+            }
+            Ok(outcome.exit_code)
+        }
+    }
+}
+
+pub fn exec_command(args: ExecArgs) -> Result<i32, JailError> {
+    let mut env = Vec::new();
+    for e in &args.env {
+        let (k, v): (OsString, OsString) = match e.split_once('=') {
+            Some((k, v)) => (k.into(), v.into()),
+            None => match std::env::var_os(e) {
+                Some(v) => (e.into(), v),
+                // Unset here: nothing to pass (as --env NAME does for a run).
+                None => continue,
+            },
+        };
+        env.push((k, v));
+    }
+    let options = ExecOptions {
+        cwd: args.cwd,
+        env,
+        timeout: args.timeout,
+    };
+    client::exec_here(&args.name, &args.command, &options)
+}

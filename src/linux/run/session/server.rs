@@ -1,0 +1,372 @@
+//! The supervisor's server of a session's control socket: one thread accepts, one thread per
+//! caller relays. Each caller is checked first: the same user, and a process of the
+//! supervisor's own pid namespace (a process inside any jail with namespaces is in another, and
+//! one without them cannot see the socket's directory). An exec is handed to the process
+//! inside with the caller's stdio; the supervisor keeps the relay (signals in, the exit code
+//! out) and the exec's timeout, so the caller never speaks to anything inside.
+
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::SessionSetup;
+use crate::error::JailError;
+use crate::run_semantics::KILL_GRACE;
+use crate::session::dir::{self, Files};
+use crate::session::wire::{self, ExecRequest};
+use crate::session::{SessionInfo, SessionSpec};
+
+pub(super) struct Server {
+    spec: SessionSpec,
+    files: Files,
+    listener: UnixListener,
+    /// To the process inside (SEQPACKET: one record per exec).
+    channel: OwnedFd,
+    /// The run's control socket: a byte there stops the session as a run is stopped.
+    stop: OwnedFd,
+    info: SessionInfo,
+}
+
+/// What the relays share.
+struct Shared {
+    channel: OwnedFd,
+    stop: OwnedFd,
+    state: Mutex<State>,
+}
+
+struct State {
+    info: SessionInfo,
+    last_activity: Instant,
+    stopping: bool,
+}
+
+impl Server {
+    pub(super) fn new(setup: &SessionSetup, channel: OwnedFd) -> Result<Server, JailError> {
+        let spec = setup.spec.clone();
+        let stop_fd = spec
+            .stop_fd
+            .ok_or_else(|| JailError::layer("session", "start", "no control socket"))?;
+        // SAFETY: the serving process made this descriptor for the session and handed it here
+        // alone; from now on this is its only owner.
+        let stop = unsafe { OwnedFd::from_raw_fd(stop_fd) };
+        let files = Files::of(&dir::ensure()?, &spec.name);
+        // A socket left by a killed supervisor (start checked that nothing answers on it).
+        let _ = std::fs::remove_file(&files.socket);
+        let listener = UnixListener::bind(&files.socket)
+            .map_err(|e| JailError::bad_path("session socket", &files.socket, e.to_string()))?;
+        Ok(Server {
+            files,
+            listener,
+            channel,
+            stop,
+            info: SessionInfo {
+                name: spec.name.clone(),
+                pid: std::process::id(),
+                started: 0,
+                profile: setup.profile.clone(),
+                level: setup.level.clone(),
+                cwd: setup.cwd.clone(),
+                running: 0,
+                execs: 0,
+            },
+            spec,
+        })
+    }
+
+    pub(super) fn spawn(self) -> Result<(), JailError> {
+        std::thread::Builder::new()
+            .name("session".into())
+            .spawn(move || self.serve())
+            .map(drop)
+            .map_err(|e| JailError::layer("session", "thread", e))
+    }
+
+    fn serve(self) {
+        // The process inside says it is ready once every layer is in force; if it ends first,
+        // the run ends and says why.
+        match wire::recv_with_fds(self.channel.as_raw_fd(), 0) {
+            Ok(Some((wire::READY, _))) => {}
+            _ => return,
+        }
+        let mut info = self.info;
+        info.started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        if let Ok(text) = serde_json::to_vec_pretty(&info) {
+            let tmp = self.files.info.with_extension("json.tmp");
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, &self.files.info);
+            }
+        }
+        announce_ready();
+        let shared = Arc::new(Shared {
+            channel: self.channel,
+            stop: self.stop,
+            state: Mutex::new(State {
+                info,
+                last_activity: Instant::now(),
+                stopping: false,
+            }),
+        });
+        let idle = self.spec.idle_timeout_ms.map(Duration::from_millis);
+        accept_loop(&self.listener, &shared, idle);
+    }
+}
+
+/// `session start` waits for this line on the serving process's stdout; then stdout and
+/// stderr go to /dev/null (the caller that read them has gone).
+fn announce_ready() {
+    // SAFETY: write of a static buffer to descriptor 1.
+    unsafe { libc::write(1, b"ready\n".as_ptr().cast(), 6) };
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        // SAFETY: dup2 onto the standard descriptors this process owns.
+        unsafe {
+            libc::dup2(null.as_raw_fd(), 1);
+            libc::dup2(null.as_raw_fd(), 2);
+        }
+    }
+}
+
+fn accept_loop(listener: &UnixListener, shared: &Arc<Shared>, idle: Option<Duration>) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    loop {
+        let wait = match idle {
+            Some(idle) => {
+                let s = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+                let quiet = s.last_activity.elapsed();
+                if s.info.running == 0 && quiet >= idle && !s.stopping {
+                    drop(s);
+                    request_stop(shared);
+                    Duration::from_secs(1)
+                } else if s.info.running == 0 {
+                    idle.saturating_sub(quiet)
+                } else {
+                    Duration::from_secs(1)
+                }
+            }
+            None => Duration::from_secs(3600),
+        };
+        let ms = wait.as_millis().clamp(1, i32::MAX as u128) as i32;
+        let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+        match poll(
+            &mut fds,
+            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+        ) {
+            Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return,
+            Ok(_) => {}
+        }
+        let Ok((conn, _)) = listener.accept() else {
+            continue;
+        };
+        let shared = Arc::clone(shared);
+        let _ = std::thread::Builder::new()
+            .name("session-caller".into())
+            .spawn(move || caller(&shared, conn));
+    }
+}
+
+fn request_stop(shared: &Shared) {
+    let mut s = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+    if !s.stopping {
+        s.stopping = true;
+        let _ = nix::unistd::write(&shared.stop, &[crate::sandbox::control::STOP]);
+    }
+}
+
+/// Whether the process at the other end may use the session: this user, and this pid
+/// namespace (every jail with namespaces runs its tree in a pid namespace of its own).
+fn allowed(conn: &UnixStream) -> Result<(), String> {
+    let (uid, pid) = wire::peer(conn).map_err(|e| format!("peer credentials: {e}"))?;
+    // SAFETY: geteuid only queries.
+    let me = unsafe { libc::geteuid() };
+    if uid != me {
+        return Err(format!("uid {uid} may not use a session of uid {me}"));
+    }
+    let ns = |p: String| std::fs::read_link(p).ok();
+    match (
+        ns(format!("/proc/{pid}/ns/pid")),
+        ns("/proc/self/ns/pid".into()),
+    ) {
+        (Some(theirs), Some(ours)) if theirs == ours => Ok(()),
+        (Some(_), Some(_)) => Err("a process in another pid namespace (inside a jail?)".into()),
+        _ => Err(format!(
+            "the caller's pid namespace (pid {pid}) cannot be read"
+        )),
+    }
+}
+
+fn refuse(conn: &UnixStream, why: &str) {
+    let _ = wire::send(&mut &*conn, wire::REFUSED, why.as_bytes());
+}
+
+/// One caller: its request, then (for an exec) the relay until the command ends.
+fn caller(shared: &Shared, conn: UnixStream) {
+    if let Err(why) = allowed(&conn) {
+        refuse(&conn, &why);
+        return;
+    }
+    let Ok(Some((kind, fds))) = wire::recv_with_fds(conn.as_raw_fd(), 3) else {
+        return;
+    };
+    let body = match wire::recv(&mut &conn) {
+        Ok(Some((k, body))) if k == kind => body,
+        _ => return refuse(&conn, "a malformed request"),
+    };
+    match kind {
+        wire::INFO => {
+            let info = shared
+                .state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .info
+                .clone();
+            let text = serde_json::to_vec(&info).unwrap_or_default();
+            let _ = wire::send(&mut &conn, wire::INFO, &text);
+        }
+        wire::STOP => {
+            request_stop(shared);
+            // Held open until this process ends: its closing tells the caller the session has
+            // ended and its outcome is written.
+            let mut byte = [0u8; 1];
+            let _ = std::io::Read::read(&mut &conn, &mut byte);
+        }
+        wire::EXEC => exec(shared, &conn, fds, &body),
+        _ => refuse(&conn, "an unknown request"),
+    }
+}
+
+fn exec(shared: &Shared, conn: &UnixStream, stdio: Vec<OwnedFd>, body: &[u8]) {
+    let req: ExecRequest = match serde_json::from_slice(body) {
+        Ok(r) => r,
+        Err(e) => return refuse(conn, &format!("a malformed command: {e}")),
+    };
+    if let Err(why) = req.check() {
+        return refuse(conn, &why);
+    }
+    if stdio.len() != 3 {
+        return refuse(conn, "an exec carries its stdin, stdout and stderr");
+    }
+    {
+        let mut s = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.stopping {
+            drop(s);
+            return refuse(conn, "the session is ending");
+        }
+        s.info.running += 1;
+        s.info.execs += 1;
+    }
+    let code = relay(shared, conn, stdio, body, &req);
+    {
+        let mut s = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.info.running -= 1;
+        s.last_activity = Instant::now();
+    }
+    match code {
+        Ok(code) => {
+            let _ = wire::send(&mut &*conn, wire::EXIT, &wire::int_body(code));
+        }
+        Err(why) => refuse(conn, &why),
+    }
+}
+
+/// Hands the command to the process inside and relays until it ends: the caller's signals in,
+/// the exec's timeout held here, the exit code out.
+fn relay(
+    shared: &Shared,
+    conn: &UnixStream,
+    stdio: Vec<OwnedFd>,
+    body: &[u8],
+    req: &ExecRequest,
+) -> Result<i32, String> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let (ours, inside) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
+    let mut fds: Vec<i32> = stdio.iter().map(AsRawFd::as_raw_fd).collect();
+    fds.push(inside.as_raw_fd());
+    wire::send_with_fds(shared.channel.as_raw_fd(), wire::EXEC, &fds)
+        .map_err(|e| format!("the session's process is gone ({e})"))?;
+    drop((stdio, inside));
+    wire::send(&mut &ours, wire::EXEC, body).map_err(|e| format!("handing over: {e}"))?;
+    let mut deadline = req
+        .timeout_ms
+        .map(|ms| Instant::now() + Duration::from_millis(ms));
+    let (mut timed_out, mut killing, mut caller_gone) = (false, false, false);
+    let signal = |n: i32| {
+        let _ = wire::send(&mut &ours, wire::SIGNAL, &wire::int_body(n));
+    };
+    loop {
+        let wait = match deadline {
+            Some(d) => {
+                let ms = d.saturating_duration_since(Instant::now()).as_millis();
+                PollTimeout::try_from(ms.min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX)
+            }
+            None => PollTimeout::NONE,
+        };
+        let caller_fd = conn.as_fd();
+        let mut fds = [
+            PollFd::new(ours.as_fd(), PollFlags::POLLIN),
+            PollFd::new(
+                caller_fd,
+                if caller_gone {
+                    PollFlags::empty()
+                } else {
+                    PollFlags::POLLIN
+                },
+            ),
+        ];
+        let n = match poll(&mut fds, wait) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(format!("poll: {e}")),
+            Ok(n) => n,
+        };
+        let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
+        if n == 0 {
+            // The exec's timeout, then the grace: as a run's.
+            if !killing {
+                timed_out = true;
+                killing = true;
+                signal(libc::SIGTERM);
+                deadline = Some(Instant::now() + KILL_GRACE);
+            } else {
+                signal(libc::SIGKILL);
+                deadline = None;
+            }
+            continue;
+        }
+        if ready(1) {
+            match wire::recv(&mut &*conn) {
+                Ok(Some((wire::SIGNAL, b))) => {
+                    if let Some(n) = wire::body_int(&b).filter(|n| (1..=64).contains(n)) {
+                        signal(n);
+                    }
+                }
+                Ok(Some(_)) => {}
+                // The caller went away: nobody waits for the command; it ends as a stopped
+                // run's does.
+                _ => {
+                    caller_gone = true;
+                    if !killing {
+                        killing = true;
+                        signal(libc::SIGTERM);
+                        deadline = Some(Instant::now() + KILL_GRACE);
+                    }
+                }
+            }
+        }
+        if ready(0) {
+            return match wire::recv(&mut &ours) {
+                Ok(Some((wire::EXIT, b))) => {
+                    let code = wire::body_int(&b).unwrap_or(crate::error::EXIT_JAIL_ERROR);
+                    Ok(if timed_out {
+                        crate::error::EXIT_TIMEOUT
+                    } else {
+                        code
+                    })
+                }
+                _ => Err("the session ended before the command did".into()),
+            };
+        }
+    }
+}

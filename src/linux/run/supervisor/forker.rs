@@ -1,0 +1,351 @@
+//! A session's process inside: in the command's place, confined exactly as a command is (every
+//! layer in force, nothing re-applied later), it runs nothing of its own. For each exec the
+//! supervisor sends (the command's stdio and a stream of its own), it forks a monitor, which
+//! forks and execs the command and reports its end. Commands inherit the confinement by
+//! construction: they are its descendants.
+//!
+//! It is not dumpable, holds only its channel to the supervisor (closed in every command), and
+//! a command can reach it only as one process of a run can reach another of the same run (one
+//! trust domain, as the design says). On SIGTERM (a stop, the session's timeout) it passes the
+//! signal to every monitor, which passes it to its command's group, and ends when they have.
+
+use std::collections::BTreeSet;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+use super::*;
+use crate::session::wire::{self, ExecRequest};
+
+/// The forking process's loop. Never returns.
+pub(super) fn forker_main(channel: OwnedFd, envp: Vec<CString>, mount: bool) -> ! {
+    let _ = privileges::set_not_dumpable();
+    to_dev_null(&[0, 1, 2]);
+    close_run_descriptors(channel.as_raw_fd());
+    let mut set = SigSet::empty();
+    for s in [
+        Signal::SIGTERM,
+        Signal::SIGCHLD,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
+        set.add(s);
+    }
+    if sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), None).is_err() {
+        die(EXIT_JAIL_ERROR, "session: sigprocmask");
+    }
+    let sfd = match SignalFd::with_flags(&set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK) {
+        Ok(s) => s,
+        Err(e) => die(EXIT_JAIL_ERROR, &format!("session: signalfd: {e}")),
+    };
+    if wire::send_with_fds(channel.as_raw_fd(), wire::READY, &[]).is_err() {
+        die(EXIT_JAIL_ERROR, "session: the supervisor is gone");
+    }
+    crate::timing::mark("session: ready");
+    let mut monitors: BTreeSet<i32> = BTreeSet::new();
+    let mut ending = false;
+    loop {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        let listen = if ending {
+            PollFlags::empty()
+        } else {
+            PollFlags::POLLIN
+        };
+        let mut fds = [
+            PollFd::new(channel.as_fd(), listen),
+            PollFd::new(sfd.as_fd(), PollFlags::POLLIN),
+        ];
+        if let Err(e) = poll(&mut fds, PollTimeout::NONE) {
+            if e != nix::errno::Errno::EINTR {
+                die(EXIT_JAIL_ERROR, &format!("session: poll: {e}"));
+            }
+            continue;
+        }
+        let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
+        if ready(1) {
+            while let Ok(Some(info)) = sfd.read_signal() {
+                if info.ssi_signo as i32 == libc::SIGCHLD {
+                    reap_monitors(&mut monitors);
+                } else {
+                    ending = true;
+                    for m in &monitors {
+                        let _ = kill(Pid::from_raw(*m), Signal::SIGTERM);
+                    }
+                }
+            }
+        }
+        if ready(0) && !ending {
+            match wire::recv_with_fds(channel.as_raw_fd(), 4) {
+                Ok(Some((wire::EXEC, fds))) if fds.len() == 4 => {
+                    if let Some(m) = start_monitor(fds, &channel, &sfd, &envp, mount) {
+                        monitors.insert(m);
+                    }
+                }
+                Ok(Some(_)) => {}
+                // The supervisor is gone: nothing more will come; end as on a stop.
+                Ok(None) | Err(_) => {
+                    ending = true;
+                    for m in &monitors {
+                        let _ = kill(Pid::from_raw(*m), Signal::SIGTERM);
+                    }
+                }
+            }
+        }
+        if ending && monitors.is_empty() {
+            // SAFETY: leave without running anything of the parent's.
+            unsafe { libc::_exit(0) }
+        }
+    }
+}
+
+/// The descriptors a command would lose at execve (close-on-exec: the run's cgroup files, its
+/// control socket) are closed here, where no execve comes: the forking process and its monitors
+/// hold only the channel, stdio and what the command is to keep (`--keep-fd`, the policy file).
+fn close_run_descriptors(channel: i32) {
+    let open: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    for fd in open.into_iter().filter(|fd| *fd > 2 && *fd != channel) {
+        // SAFETY: F_GETFD only queries; close of a descriptor this process holds and no other
+        // code here uses (the directory listing's own is gone by now, or fails harmlessly).
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC != 0 {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+fn reap_monitors(monitors: &mut BTreeSet<i32>) {
+    loop {
+        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) | Err(_) => return,
+            Ok(status) => {
+                if let Some(pid) = status.pid() {
+                    monitors.remove(&pid.as_raw());
+                }
+            }
+        }
+    }
+}
+
+fn to_dev_null(fds: &[i32]) {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        for fd in fds {
+            // SAFETY: dup2 onto a standard descriptor this process owns.
+            unsafe { libc::dup2(null.as_raw_fd(), *fd) };
+        }
+    }
+}
+
+/// Forks the monitor of one command; returns its pid.
+fn start_monitor(
+    mut fds: Vec<OwnedFd>,
+    channel: &OwnedFd,
+    sfd: &SignalFd,
+    envp: &[CString],
+    mount: bool,
+) -> Option<i32> {
+    let stream = fds.pop().expect("four descriptors");
+    // SAFETY: the forking process is single-threaded.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            // The channel and the forker's signals are not the monitor's.
+            // SAFETY: closing descriptors this (new) process owns copies of.
+            unsafe {
+                libc::close(channel.as_raw_fd());
+                libc::close(sfd.as_fd().as_raw_fd());
+            }
+            monitor(fds, stream, envp, mount)
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => Some(child.as_raw()),
+        Err(_) => {
+            let _ = wire::send(
+                &mut std::fs::File::from(stream),
+                wire::EXIT,
+                &wire::int_body(EXIT_JAIL_ERROR),
+            );
+            None
+        }
+    }
+}
+
+/// One command: read its request, fork and exec it, pass on the signals the supervisor sends
+/// (and a stop's SIGTERM) to its process group, report its end.
+fn monitor(stdio: Vec<OwnedFd>, stream: OwnedFd, envp: &[CString], mount: bool) -> ! {
+    let mut stream = std::fs::File::from(stream);
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    let req: ExecRequest = match wire::recv(&mut stream) {
+        Ok(Some((wire::EXEC, body))) => match serde_json::from_slice(&body) {
+            Ok(r) => r,
+            Err(_) => unsafe { libc::_exit(EXIT_JAIL_ERROR) },
+        },
+        // SAFETY: leave at once; the supervisor reports the end.
+        _ => unsafe { libc::_exit(EXIT_JAIL_ERROR) },
+    };
+    let argv: Vec<CString> = req
+        .argv
+        .iter()
+        .filter_map(|a| CString::new(a.clone()).ok())
+        .collect();
+    let envp = merged_env(envp, &req.env);
+    let cwd = req.cwd.clone().and_then(|c| CString::new(c).ok());
+    // SAFETY: the monitor is single-threaded.
+    let command = match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            drop(stream);
+            command_in_session(&stdio, &argv, &envp, cwd.as_deref(), mount)
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => child,
+        Err(_) => report_end(&mut stream, EXIT_JAIL_ERROR),
+    };
+    drop(stdio);
+    watch_command(command, stream)
+}
+
+/// The session's environment with the exec's variables set over it.
+fn merged_env(session: &[CString], set: &[(Vec<u8>, Vec<u8>)]) -> Vec<CString> {
+    let mut out: Vec<CString> = session
+        .iter()
+        .filter(|kv| {
+            let name = kv
+                .as_bytes()
+                .split(|b| *b == b'=')
+                .next()
+                .unwrap_or_default();
+            !set.iter().any(|(k, _)| k == name)
+        })
+        .cloned()
+        .collect();
+    for (k, v) in set {
+        let mut kv = k.clone();
+        kv.push(b'=');
+        kv.extend_from_slice(v);
+        if let Ok(c) = CString::new(kv) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The command's process: a session of its own (its group is what signals reach), the caller's
+/// stdio, the working directory, clean signals, then execve.
+fn command_in_session(
+    stdio: &[OwnedFd],
+    argv: &[CString],
+    envp: &[CString],
+    cwd: Option<&std::ffi::CStr>,
+    mount: bool,
+) -> ! {
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    let _ = nix::unistd::setsid();
+    for (i, fd) in stdio.iter().enumerate() {
+        // SAFETY: dup2 onto the standard descriptors; the sources are open (received above).
+        if unsafe { libc::dup2(fd.as_raw_fd(), i as i32) } < 0 {
+            die(EXIT_JAIL_ERROR, "session: dup2 of the caller's stdio");
+        }
+    }
+    // A file handed in for reading still points at the host's mount: reopened in the view, as
+    // a run's stdin is.
+    if mount {
+        if let Err(e) = privileges::reopen_read_only_files_in_view(&[0, 1, 2]) {
+            die(EXIT_JAIL_ERROR, &e.to_string());
+        }
+    }
+    if let Some(dir) = cwd {
+        if let Err(e) = nix::unistd::chdir(dir) {
+            die(
+                EXIT_JAIL_ERROR,
+                &format!("--cwd {}: {}", dir.to_string_lossy(), e.desc()),
+            );
+        }
+    }
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+    for s in [Signal::SIGPIPE, Signal::SIGCHLD, Signal::SIGTERM] {
+        // SAFETY: SIG_DFL runs no handler code.
+        let _ = unsafe { nix::sys::signal::signal(s, nix::sys::signal::SigHandler::SigDfl) };
+    }
+    exec_or_die(argv, envp)
+}
+
+/// The monitor's watch: the supervisor's signals and a stop's SIGTERM to the command's group;
+/// its end reported as a run's exit code.
+fn watch_command(command: Pid, mut stream: std::fs::File) -> ! {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGCHLD);
+    set.add(Signal::SIGTERM);
+    let Ok(sfd) = SignalFd::with_flags(&set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK) else {
+        let _ = kill(command, Signal::SIGKILL);
+        report_end(&mut stream, EXIT_JAIL_ERROR)
+    };
+    let group = Pid::from_raw(-command.as_raw());
+    let mut stream_open = true;
+    loop {
+        if let Some(code) = ended(command) {
+            report_end(&mut stream, code);
+        }
+        let mut fds = [
+            PollFd::new(sfd.as_fd(), PollFlags::POLLIN),
+            PollFd::new(
+                stream.as_fd(),
+                if stream_open {
+                    PollFlags::POLLIN
+                } else {
+                    PollFlags::empty()
+                },
+            ),
+        ];
+        if poll(&mut fds, PollTimeout::NONE).is_err() {
+            continue;
+        }
+        let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
+        if ready(0) {
+            while let Ok(Some(info)) = sfd.read_signal() {
+                if info.ssi_signo as i32 == libc::SIGTERM {
+                    let _ = kill(group, Signal::SIGTERM);
+                }
+            }
+        }
+        if ready(1) {
+            match wire::recv(&mut stream) {
+                Ok(Some((wire::SIGNAL, b))) => {
+                    if let Some(sig) = wire::body_int(&b).and_then(|n| Signal::try_from(n).ok()) {
+                        // The group; a command that left it still gets the signal itself.
+                        if kill(group, sig).is_err() {
+                            let _ = kill(command, sig);
+                        }
+                    }
+                }
+                Ok(Some(_)) => {}
+                // The supervisor is gone: the command goes too.
+                _ => {
+                    stream_open = false;
+                    let _ = kill(group, Signal::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+/// The command's exit code once it has ended (128+N for a signal), reaping it.
+fn ended(command: Pid) -> Option<i32> {
+    match waitpid(command, Some(WaitPidFlag::WNOHANG)) {
+        Ok(WaitStatus::Exited(_, code)) => Some(code),
+        Ok(WaitStatus::Signaled(_, sig, _)) => Some(128 + sig as i32),
+        Ok(_) => None,
+        Err(_) => Some(EXIT_JAIL_ERROR),
+    }
+}
+
+fn report_end(stream: &mut std::fs::File, code: i32) -> ! {
+    let _ = wire::send(stream, wire::EXIT, &wire::int_body(code));
+    // SAFETY: leave without running anything of the parent's.
+    unsafe { libc::_exit(0) }
+}

@@ -1,0 +1,220 @@
+//! Where sessions live: one directory per user, 0700, outside every view (each run hides it, as
+//! it hides jail's stores), holding per session its control socket (`NAME.sock`), its
+//! description (`NAME.json`) and, once it has ended, its outcome (`NAME.end.json`).
+//!
+//! The directory is the first of `$XDG_RUNTIME_DIR/jail-sessions`, `/run/user/UID/jail-sessions`
+//! (where that runtime directory exists) and `/tmp/jail-sessions-UID`. Whatever is there must be a
+//! directory of this user's, mode 0700, not a link: another user who made it first (in /tmp)
+//! would own the sockets' names and could answer in a session's place.
+
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use crate::error::JailError;
+
+/// A session's name: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with `.` or `-` (a file
+/// name in the directory, a word in a command line).
+pub fn check_name(name: &str) -> Result<(), JailError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with(['.', '-'])
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if ok {
+        return Ok(());
+    }
+    Err(JailError::bad_flag(
+        "--name",
+        name,
+        format!(
+            "session name '{}': use 1 to 64 letters, digits, '.', '_' or '-', not starting \
+             with '.' or '-'",
+            crate::text::printable(name)
+        ),
+    ))
+}
+
+/// The directory the sessions of this user live in, without making it.
+pub fn location() -> PathBuf {
+    // SAFETY: geteuid only queries.
+    let uid = unsafe { libc::geteuid() };
+    if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && owned_dir(p, uid))
+    {
+        return run.join("jail-sessions");
+    }
+    let user_run = PathBuf::from(format!("/run/user/{uid}"));
+    if owned_dir(&user_run, uid) {
+        return user_run.join("jail-sessions");
+    }
+    PathBuf::from(format!("/tmp/jail-sessions-{uid}"))
+}
+
+fn owned_dir(p: &Path, uid: u32) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir() && m.uid() == uid)
+}
+
+/// The sessions' directory, made when missing (0700), and checked: a directory of this user's
+/// that no one else can enter.
+pub fn ensure() -> Result<PathBuf, JailError> {
+    let dir = location();
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(JailError::bad_path(
+                "the sessions' directory",
+                &dir,
+                e.to_string(),
+            ));
+        }
+    }
+    check(&dir)?;
+    Ok(dir)
+}
+
+/// The sessions' directory when it exists and is sound (nothing to list otherwise).
+pub fn existing() -> Option<PathBuf> {
+    let dir = location();
+    check(&dir).ok().map(|()| dir)
+}
+
+fn check(dir: &Path) -> Result<(), JailError> {
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| JailError::bad_path("the sessions' directory", dir, e.to_string()))?;
+    // SAFETY: geteuid only queries.
+    let uid = unsafe { libc::geteuid() };
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(JailError::bad_path(
+            "the sessions' directory",
+            dir,
+            format!(
+                "must be a directory of uid {uid} with mode 0700 (it is {} of uid {}, mode \
+                 {:o}); remove it",
+                if meta.is_dir() {
+                    "a directory"
+                } else {
+                    "not a directory"
+                },
+                meta.uid(),
+                meta.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A session's files.
+#[derive(Debug, Clone)]
+pub struct Files {
+    pub socket: PathBuf,
+    pub info: PathBuf,
+    pub end: PathBuf,
+}
+
+impl Files {
+    pub fn of(dir: &Path, name: &str) -> Files {
+        Files {
+            socket: dir.join(format!("{name}.sock")),
+            info: dir.join(format!("{name}.json")),
+            end: dir.join(format!("{name}.end.json")),
+        }
+    }
+
+    /// The socket and the description (a session that ended, or whose supervisor was killed).
+    pub fn remove_live(&self) {
+        let _ = std::fs::remove_file(&self.socket);
+        let _ = std::fs::remove_file(&self.info);
+    }
+}
+
+/// The names of the sessions with a socket in `dir`, sorted.
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let stem = name.strip_suffix(".sock")?;
+            check_name(stem).ok().map(|()| stem.to_string())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[cfg(target_os = "linux")]
+/// A fresh name: `s-` and 8 hex digits from the kernel's random pool.
+pub fn new_name() -> String {
+    let mut bytes = [0u8; 4];
+    // SAFETY: getrandom writes at most the buffer's length into it.
+    let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if got != bytes.len() as isize {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        bytes = (t.subsec_nanos() ^ std::process::id()).to_le_bytes();
+    }
+    format!(
+        "s-{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_words_a_file_can_carry() {
+        for ok in ["rev1", "a", "A.b_c-9", &"x".repeat(64)] {
+            assert!(check_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            ".x",
+            "-x",
+            "a/b",
+            "a b",
+            "..",
+            "é",
+            &"x".repeat(65),
+            "a\nb",
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+        let n = new_name();
+        assert!(
+            check_name(&n).is_ok() && n.starts_with("s-") && n.len() == 10,
+            "{n}"
+        );
+    }
+
+    #[test]
+    fn a_directory_of_someone_else_or_open_to_others_is_refused() {
+        let base = std::env::temp_dir().join(format!("jail-sessdir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let open = base.join("open");
+        std::fs::DirBuilder::new()
+            .mode(0o755)
+            .create(&open)
+            .unwrap();
+        std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        assert!(check(&open).unwrap_err().to_string().contains("0700"));
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&open, &link).unwrap();
+        assert!(check(&link).is_err());
+        let tight = base.join("tight");
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&tight)
+            .unwrap();
+        assert!(check(&tight).is_ok());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}

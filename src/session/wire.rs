@@ -1,0 +1,255 @@
+//! What goes over a session's sockets: the control socket (a `jail exec`, `session stop` or
+//! `session list` caller to the session's supervisor) and the exec socket (the supervisor to the
+//! process inside that runs one command).
+//!
+//! A message is a kind byte, a length (u32, little endian) and that many bytes of body; the
+//! first message of an exec carries the caller's stdin, stdout and stderr (SCM_RIGHTS) beside
+//! its kind byte. Bodies are bounded ([`MAX_BODY`]): a caller cannot make the supervisor hold
+//! more than that per connection.
+
+use std::ffi::OsString;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// An exec request (caller → supervisor, then supervisor → inside), JSON body.
+pub const EXEC: u8 = b'X';
+/// Stop the session (caller → supervisor): the answer is the connection closing when the
+/// session has ended; its outcome is then in the session's end file.
+pub const STOP: u8 = b'S';
+/// The session's description (caller → supervisor), answered with [`INFO`] and JSON.
+pub const INFO: u8 = b'I';
+/// A signal for the command's process group (caller → supervisor → inside), 4 bytes.
+pub const SIGNAL: u8 = b'G';
+/// The command's exit code (inside → supervisor → caller), 4 bytes: the kernel's status, 128+N
+/// for a signal, 124 after the exec's timeout, 126/127 as a shell gives them.
+pub const EXIT: u8 = b'C';
+/// The request was refused (supervisor → caller): the body is the reason, one line.
+pub const REFUSED: u8 = b'E';
+/// The process inside is ready for commands (inside → supervisor, once).
+pub const READY: u8 = b'R';
+
+/// At most this many bytes of body per message: an argv and environment far past ARG_MAX.
+pub const MAX_BODY: usize = 8 << 20;
+
+/// One command for a session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecRequest {
+    /// The program and its arguments, bytes as given.
+    pub argv: Vec<Vec<u8>>,
+    /// Variables set for this command over the session's environment, `(name, value)`.
+    pub env: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The working directory inside the session, relative to the session's own (or absolute).
+    pub cwd: Option<Vec<u8>>,
+    /// Ended (SIGTERM, SIGKILL after the grace) after this many milliseconds: exit 124.
+    pub timeout_ms: Option<u64>,
+}
+
+impl ExecRequest {
+    pub fn new(argv: &[OsString]) -> ExecRequest {
+        ExecRequest {
+            argv: argv.iter().map(|a| a.as_bytes().to_vec()).collect(),
+            ..ExecRequest::default()
+        }
+    }
+
+    pub fn argv(&self) -> Vec<OsString> {
+        self.argv
+            .iter()
+            .map(|a| OsString::from_vec(a.clone()))
+            .collect()
+    }
+
+    pub fn cwd(&self) -> Option<PathBuf> {
+        self.cwd
+            .clone()
+            .map(|c| PathBuf::from(OsString::from_vec(c)))
+    }
+
+    /// What the supervisor refuses before anything runs: no program, a NUL in a word, a name
+    /// that is no variable name.
+    pub fn check(&self) -> Result<(), String> {
+        match self.argv.first() {
+            None => return Err("no command given: jail exec NAME -- CMD [ARGS...]".into()),
+            Some(p) if p.is_empty() => return Err("the command is empty".into()),
+            _ => {}
+        }
+        let words = self.argv.iter().chain(self.env.iter().map(|(_, v)| v));
+        if words.chain(self.cwd.iter()).any(|w| w.contains(&0)) {
+            return Err("a NUL byte in the command, a value or --cwd".into());
+        }
+        for (name, _) in &self.env {
+            let ok = !name.is_empty()
+                && !name.contains(&b'=')
+                && !name.contains(&0)
+                && !name.first().is_some_and(u8::is_ascii_digit);
+            if !ok {
+                return Err(format!(
+                    "--env {}: not a variable name",
+                    crate::text::printable(&String::from_utf8_lossy(name))
+                ));
+            }
+            // The session's own variables say where the command runs: `jail status` and the
+            // notice read them, so a command of a session gets the session's.
+            if crate::run_semantics::is_jail_var(std::ffi::OsStr::from_bytes(name)) {
+                return Err(format!(
+                    "--env {}: the JAIL variables are the session's own",
+                    String::from_utf8_lossy(name)
+                ));
+            }
+        }
+        if self.timeout_ms == Some(0) {
+            return Err("--timeout must be more than 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// Writes one message.
+pub fn send(out: &mut impl Write, kind: u8, body: &[u8]) -> io::Result<()> {
+    let mut msg = Vec::with_capacity(5 + body.len());
+    msg.push(kind);
+    msg.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    msg.extend_from_slice(body);
+    out.write_all(&msg)
+}
+
+/// Reads one message; `None` at the end of the stream before a kind byte.
+pub fn recv(input: &mut impl Read) -> io::Result<Option<(u8, Vec<u8>)>> {
+    let mut head = [0u8; 5];
+    let mut got = 0;
+    while got < head.len() {
+        match input.read(&mut head[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let len = u32::from_le_bytes(head[1..].try_into().expect("4 bytes")) as usize;
+    if len > MAX_BODY {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a message of {len} bytes (at most {MAX_BODY})"),
+        ));
+    }
+    let mut body = vec![0u8; len];
+    input.read_exact(&mut body)?;
+    Ok(Some((head[0], body)))
+}
+
+/// A 4-byte body (a signal, an exit code).
+pub fn int_body(n: i32) -> [u8; 4] {
+    n.to_le_bytes()
+}
+
+pub fn body_int(body: &[u8]) -> Option<i32> {
+    Some(i32::from_le_bytes(body.try_into().ok()?))
+}
+
+/// Sends `kind` with `fds` attached (SCM_RIGHTS), as one datagram or the first bytes of a
+/// stream.
+pub fn send_with_fds(sock: RawFd, kind: u8, fds: &[RawFd]) -> io::Result<()> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    let kind = [kind];
+    let iov = [io::IoSlice::new(&kind)];
+    let cmsgs = [ControlMessage::ScmRights(fds)];
+    let cmsgs = if fds.is_empty() { &[][..] } else { &cmsgs[..] };
+    loop {
+        match sendmsg::<()>(sock, &iov, cmsgs, MsgFlags::MSG_NOSIGNAL, None) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            other => return other.map(drop).map_err(io::Error::from),
+        }
+    }
+}
+
+/// Receives one kind byte and up to `max` descriptors sent with it (close-on-exec); `None` at
+/// the end of the stream.
+pub fn recv_with_fds(sock: RawFd, max: usize) -> io::Result<Option<(u8, Vec<OwnedFd>)>> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut kind = [0u8; 1];
+    let mut iov = [io::IoSliceMut::new(&mut kind)];
+    let mut space = nix::cmsg_space!([RawFd; 8]);
+    let msg = loop {
+        match recvmsg::<()>(sock, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            other => break other.map_err(io::Error::from)?,
+        }
+    };
+    let mut fds = Vec::new();
+    for cmsg in msg.cmsgs().map_err(io::Error::from)? {
+        if let ControlMessageOwned::ScmRights(got) = cmsg {
+            // SAFETY: the kernel just installed these descriptors in our table for us.
+            fds.extend(
+                got.into_iter()
+                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+            );
+        }
+    }
+    let truncated = msg.flags.contains(MsgFlags::MSG_CTRUNC);
+    if msg.bytes == 0 {
+        return Ok(None);
+    }
+    if truncated || fds.len() > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "more descriptors than the message takes",
+        ));
+    }
+    Ok(Some((kind[0], fds)))
+}
+
+/// The uid and pid of the process at the other end of a unix socket, as the kernel recorded
+/// them when it connected.
+pub fn peer(sock: &impl AsRawFd) -> io::Result<(u32, i32)> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    // SAFETY: the descriptor is open for the call (borrowed from `sock`).
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(sock.as_raw_fd()) };
+    let cred = getsockopt(&fd, PeerCredentials).map_err(io::Error::from)?;
+    Ok((cred.uid(), cred.pid()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_and_oversized_bodies_are_refused() {
+        let mut buf = Vec::new();
+        send(&mut buf, EXIT, &int_body(-3)).unwrap();
+        send(&mut buf, REFUSED, b"no").unwrap();
+        let mut r = &buf[..];
+        let (k, b) = recv(&mut r).unwrap().unwrap();
+        assert_eq!((k, body_int(&b)), (EXIT, Some(-3)));
+        assert_eq!(recv(&mut r).unwrap().unwrap(), (REFUSED, b"no".to_vec()));
+        assert!(recv(&mut r).unwrap().is_none());
+        let mut big = vec![EXEC];
+        big.extend_from_slice(&((MAX_BODY + 1) as u32).to_le_bytes());
+        assert!(recv(&mut &big[..]).is_err());
+        // A message cut short is an error, not a clean end.
+        assert!(recv(&mut &buf[..3]).is_err());
+    }
+
+    #[test]
+    fn requests_without_a_program_or_with_bad_names_are_refused() {
+        let ok = ExecRequest::new(&["true".into()]);
+        assert!(ok.check().is_ok());
+        assert!(ExecRequest::default().check().is_err());
+        let empty = ExecRequest::new(&["".into()]);
+        assert!(empty.check().is_err());
+        let nul = ExecRequest::new(&["a\0b".into()]);
+        assert!(nul.check().is_err());
+        for name in [&b"A=B"[..], b"", b"1X", b"JAIL_POLICY", b"JAIL"] {
+            let mut r = ok.clone();
+            r.env.push((name.to_vec(), b"v".to_vec()));
+            assert!(r.check().is_err(), "{name:?}");
+        }
+        let mut t = ok.clone();
+        t.timeout_ms = Some(0);
+        assert!(t.check().is_err());
+    }
+}

@@ -1,0 +1,393 @@
+//! Sessions (`jail session start`, `jail exec`, `session stop`), as root and as an
+//! unprivileged user: a command exec'd into a session is confined exactly as a run's (the
+//! attacks proven as `Attack::prove` proves them: blocked with every layer, by each claimed layer
+//! alone, allowed with them off), the control socket cannot be reached from inside, exec
+//! passes stdio, status, cwd, env and its timeout, and a session ends whole: on stop, and when
+//! its supervisor is killed.
+
+mod common;
+
+use std::time::Duration;
+
+use Layer::{Landlock as L, Mount as M, Seccomp as S};
+use common::{Fixture, Layer, Outsider, Run, Verdict, attack_bin, full_level_or_skip, users};
+
+static NAMES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A session of a fixture's user; stopped when dropped.
+struct Sess<'a> {
+    fx: &'a Fixture,
+    name: String,
+    disabled: String,
+    stopped: bool,
+}
+
+impl<'a> Sess<'a> {
+    fn start(fx: &'a Fixture, flags: &[&str], disabled: &[Layer]) -> Sess<'a> {
+        let name = format!(
+            "t{}-{}",
+            std::process::id(),
+            NAMES.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        );
+        let disabled: Vec<&str> = disabled.iter().map(|l| l.name()).collect();
+        let disabled = disabled.join(",");
+        let mut args = vec!["session", "start", "--name", &name];
+        args.extend(flags);
+        let run = Run::from(
+            fx.command(common::jail_bin(), &args)
+                .env("JAIL_TEST_DISABLE", &disabled)
+                .output()
+                .unwrap(),
+        );
+        assert!(run.ok(), "session start {flags:?}: {}", run.describe());
+        assert_eq!(run.stdout.trim(), name, "{}", run.describe());
+        Sess {
+            fx,
+            name,
+            disabled,
+            stopped: false,
+        }
+    }
+
+    fn exec_with(&self, flags: &[&str], argv: &[&str]) -> Run {
+        let mut args = vec!["exec", &self.name];
+        args.extend(flags);
+        args.push("--");
+        args.extend(argv);
+        Run::from(
+            self.fx
+                .command(common::jail_bin(), &args)
+                .env("JAIL_TEST_DISABLE", &self.disabled)
+                .output()
+                .unwrap(),
+        )
+    }
+
+    fn exec(&self, argv: &[&str]) -> Run {
+        self.exec_with(&[], argv)
+    }
+
+    fn stop(mut self) -> Run {
+        self.stopped = true;
+        self.jail(&["session", "stop", &self.name])
+    }
+
+    fn jail(&self, args: &[&str]) -> Run {
+        Run::from(self.fx.command(common::jail_bin(), args).output().unwrap())
+    }
+
+    /// The supervisor's pid, from `session list --json`.
+    fn supervisor(&self) -> u32 {
+        let run = self.jail(&["session", "list", "--json"]);
+        let v: serde_json::Value =
+            serde_json::from_str(&run.stdout).unwrap_or_else(|_| panic!("{}", run.describe()));
+        let s = v["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == self.name.as_str())
+            .unwrap_or_else(|| panic!("{} not listed: {}", self.name, run.describe()));
+        s["pid"].as_u64().unwrap() as u32
+    }
+}
+
+impl Drop for Sess<'_> {
+    fn drop(&mut self) {
+        if !self.stopped {
+            let _ = self.jail(&["session", "stop", &self.name]);
+        }
+    }
+}
+
+fn a() -> String {
+    attack_bin().to_string_lossy().into_owned()
+}
+
+/// An attack's verdict through a session started with `disabled` layers off.
+fn attack_in_session(fx: &Fixture, flags: &[String], argv: &[String], off: &[Layer]) -> Verdict {
+    let mut flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    if off.contains(&M) && off.contains(&L) {
+        flags.push("--allow-unconfined");
+    }
+    let s = Sess::start(fx, &flags, off);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let run = s.exec(&argv);
+    common::verdict(&run)
+}
+
+/// `Attack::prove` through sessions: blocked with every layer, by each listed layer alone,
+/// allowed with all of them off.
+fn prove_in_session(name: &str, fx: &Fixture, argv: Vec<String>, blockers: &[Layer]) {
+    let flags = fx.ro_flags();
+    let who = fx.who;
+    assert_eq!(
+        attack_in_session(fx, &flags, &argv, &[]),
+        Verdict::Blocked,
+        "{name} as {who:?}: not blocked in a full session"
+    );
+    if blockers.len() > 1 {
+        for only in blockers {
+            let off: Vec<Layer> = blockers.iter().copied().filter(|l| l != only).collect();
+            assert_eq!(
+                attack_in_session(fx, &flags, &argv, &off),
+                Verdict::Blocked,
+                "{name} as {who:?}: the {} layer alone does not block it in a session",
+                only.name()
+            );
+        }
+    }
+    assert_eq!(
+        attack_in_session(fx, &flags, &argv, blockers),
+        Verdict::Allowed,
+        "{name} as {who:?}: still blocked with {blockers:?} off, so this test cannot fail"
+    );
+    common::restore_quarantined(&fx.dir);
+    let _ = std::fs::write(fx.repo.join("file.txt"), "original\n");
+}
+
+#[test]
+fn attacks_through_exec_are_blocked_as_in_a_run() {
+    if !full_level_or_skip("session-attacks") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "session-attacks");
+        let file = fx.p("repo/file.txt");
+        for op in ["write", "truncate"] {
+            prove_in_session(op, &fx, vec![a(), op.into(), file.clone()], &[M, L]);
+        }
+        let key = fx.home.join(".ssh/id_ed25519");
+        let key = key.to_string_lossy().into_owned();
+        prove_in_session(
+            "read a hidden key",
+            &fx,
+            vec![a(), "read".into(), key],
+            &[M, L],
+        );
+        let outsider = Outsider::spawn(who);
+        let pid = outsider.pid();
+        prove_in_session(
+            "ptrace a host process",
+            &fx,
+            vec![a(), "ptrace".into(), pid.clone()],
+            &[S, L, M],
+        );
+        prove_in_session(
+            "signal a host process",
+            &fx,
+            vec![a(), "kill".into(), pid, "18".into()],
+            &[L, M],
+        );
+    }
+}
+
+#[test]
+fn exec_passes_stdio_status_cwd_env_and_its_timeout() {
+    if !full_level_or_skip("session-exec") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "session-exec");
+        let flags = fx.ro_flags();
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let s = Sess::start(&fx, &flags, &[]);
+        let run = s.exec(&["sh", "-c", "echo out; echo err >&2; exit 7"]);
+        assert_eq!(run.code, Some(7), "{}", run.describe());
+        assert_eq!(
+            (run.stdout.as_str(), run.stderr.as_str()),
+            ("out\n", "err\n")
+        );
+        let run = s.exec(&["sh", "-c", "kill -TERM $$"]);
+        assert_eq!(run.code, Some(128 + 15), "{}", run.describe());
+        let run = s.exec(&["no-such-command-here"]);
+        assert_eq!(run.code, Some(127), "{}", run.describe());
+        assert!(
+            run.stderr.contains("command not found"),
+            "{}",
+            run.describe()
+        );
+        let run = s.exec(&[&fx.p("repo/file.txt")]);
+        assert_eq!(run.code, Some(126), "{}", run.describe());
+        let run = s.exec_with(&["--timeout", "0.3s"], &["sleep", "30"]);
+        assert_eq!(run.code, Some(124), "{}", run.describe());
+        let run = s.exec_with(&["--cwd", "repo/sub"], &["sh", "-c", "pwd; cat keep"]);
+        assert_eq!(
+            run.stdout,
+            format!("{}\nx\n", fx.p("repo/sub")),
+            "{}",
+            run.describe()
+        );
+        let run = s.exec_with(&["--env", "K=v 1"], &["sh", "-c", "echo \"$K|$JAIL\""]);
+        assert_eq!(run.stdout, "v 1|1\n", "{}", run.describe());
+        // The session's own variables are not the caller's to set: `jail status` reads them.
+        let run = s.exec_with(&["--env", "JAIL_POLICY=/tmp/forged"], &["true"]);
+        assert_eq!(run.code, Some(125), "{}", run.describe());
+        // stdin is the caller's.
+        let mut cmd = fx.command(
+            common::jail_bin(),
+            &["exec", &s.name, "--", "tr", "a-z", "A-Z"],
+        );
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(b"piped\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "PIPED\n");
+        // Many at once.
+        let runs: Vec<Run> = std::thread::scope(|scope| {
+            let hs: Vec<_> = (0..8)
+                .map(|i| {
+                    let s = &s;
+                    scope.spawn(move || s.exec(&["sh", "-c", &format!("sleep 0.2; exit {i}")]))
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (i, run) in runs.iter().enumerate() {
+            assert_eq!(run.code, Some(i as i32), "{}", run.describe());
+        }
+        let name = s.name.clone();
+        let stop = s.stop();
+        assert!(stop.ok(), "{}", stop.describe());
+        // Ended: an exec now names the session as unknown.
+        let run = Run::from(
+            fx.command(common::jail_bin(), &["exec", &name, "--", "true"])
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(run.code, Some(125), "{}", run.describe());
+    }
+}
+
+#[test]
+fn an_unknown_or_ended_session_is_exit_125_with_its_name() {
+    for who in users() {
+        let fx = Fixture::new(who, "session-unknown");
+        let run = Run::from(
+            fx.command(
+                common::jail_bin(),
+                &["exec", "no-such-session", "--", "true"],
+            )
+            .output()
+            .unwrap(),
+        );
+        assert_eq!(run.code, Some(125), "{}", run.describe());
+        assert!(
+            run.stderr.contains("session no-such-session"),
+            "{}",
+            run.describe()
+        );
+        let run = Run::from(
+            fx.command(common::jail_bin(), &["session", "start", "--name", "../x"])
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(run.code, Some(125), "{}", run.describe());
+    }
+}
+
+/// The control socket's directory is hidden in every view (also with the host's /tmp), and a
+/// caller in another pid namespace is refused even where it can see the socket.
+#[test]
+fn the_control_socket_is_out_of_reach_from_inside() {
+    if !full_level_or_skip("session-socket") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "session-socket");
+        let flags = ["--tmp", "host", "--allow-unix-sockets"];
+        let s = Sess::start(&fx, &flags, &[]);
+        let sock = format!("/tmp/jail-sessions-{}/{}.sock", common::uid_of(who), s.name);
+        assert!(
+            std::path::Path::new(&sock).exists(),
+            "the test expects the socket at {sock}"
+        );
+        let connect = format!(
+            "import socket; s=socket.socket(socket.AF_UNIX); s.connect('{sock}'); print('CONNECTED')"
+        );
+        let run = s.exec(&["python3", "-c", &connect]);
+        assert!(
+            !run.stdout.contains("CONNECTED") && run.code == Some(1),
+            "connected from inside: {}",
+            run.describe()
+        );
+        // The same connect from outside works: the check can fail.
+        let out = fx
+            .command(
+                std::path::Path::new("/usr/bin/env"),
+                &["python3", "-c", &connect],
+            )
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&out.stdout).contains("CONNECTED"));
+        // A caller in another pid namespace (as every jail's tree is), the socket in view.
+        if common::is_root() && who == common::Who::Root {
+            let jail = common::jail_bin().to_string_lossy().into_owned();
+            let out = std::process::Command::new("unshare")
+                .args(["--pid", "--fork", &jail, "exec", &s.name, "--", "true"])
+                .env_remove("XDG_RUNTIME_DIR")
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(125), "{err}");
+            assert!(err.contains("another pid namespace"), "{err}");
+        }
+        // And a nested jail run cannot use it either.
+        let run = s.exec(&["true"]);
+        assert!(run.ok(), "{}", run.describe());
+    }
+}
+
+#[test]
+fn stop_and_a_killed_supervisor_end_every_process() {
+    if !full_level_or_skip("session-end") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "session-end");
+        for kill_supervisor in [false, true] {
+            let s = Sess::start(&fx, &[], &[]);
+            let marker = format!("jail-sess-{}-{who:?}-{kill_supervisor}", std::process::id());
+            let run = s.exec(&[&a(), "daemon", &marker]);
+            assert!(run.stdout.contains("ALLOWED daemon"), "{}", run.describe());
+            assert!(
+                !common::processes_with(&marker).is_empty(),
+                "the daemon should live while the session does"
+            );
+            let sleeper = format!("exec -a {marker}-bg sleep 300");
+            let bg = format!("({sleeper}) >/dev/null 2>&1 </dev/null & exit 0");
+            let run = s.exec(&["bash", "-c", &bg]);
+            assert!(run.ok(), "{}", run.describe());
+            common::wait_for("the background sleep", Duration::from_secs(5), || {
+                common::processes_with(&format!("{marker}-bg")).len() == 1
+            });
+            let name = s.name.clone();
+            if kill_supervisor {
+                let pid = s.supervisor();
+                std::process::Command::new("kill")
+                    .args(["-9", &pid.to_string()])
+                    .status()
+                    .unwrap();
+                common::wait_for(
+                    "the session's processes to end",
+                    Duration::from_secs(10),
+                    || common::processes_with(&marker).is_empty(),
+                );
+                // The next session call finds it dead and cleans it up.
+                let run = s.jail(&["exec", &name, "--", "true"]);
+                assert_eq!(run.code, Some(125), "{}", run.describe());
+                let list = s.jail(&["session", "list"]);
+                assert!(!list.stdout.contains(&name), "{}", list.describe());
+                std::mem::forget(s);
+            } else {
+                let stop = s.stop();
+                assert!(stop.ok(), "{}", stop.describe());
+                assert!(
+                    common::processes_with(&marker).is_empty(),
+                    "a process of the session outlived its stop"
+                );
+            }
+        }
+    }
+}
