@@ -414,7 +414,14 @@ fn jail_state(make: bool, cow: bool) -> Result<Vec<PathBuf>, JailError> {
     own.extend(registries.iter().cloned());
     own.extend(store::registered(&registries));
     // The sessions' control sockets: nothing inside any jail may ask a session for a command.
-    own.push(crate::session::dir::location());
+    // Not under /tmp: hiding a directory inside a writable tree takes Landlock's rule off the
+    // tree itself (new files in /tmp would be refused); there the private /tmp hides it, and
+    // where /tmp is the host's, a unix connect reaches only the jail's own filesystems and the
+    // sockets allowed by name, and the server refuses callers of another pid namespace.
+    let sessions = crate::session::dir::location();
+    if !sessions.starts_with("/tmp") {
+        own.push(sessions);
+    }
     // Only real directories: a symlink in a store's place hides nothing (and the review
     // commands refuse it).
     own.retain(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()));

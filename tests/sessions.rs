@@ -391,3 +391,66 @@ fn stop_and_a_killed_supervisor_end_every_process() {
         }
     }
 }
+
+#[test]
+fn an_idle_session_stops_and_a_cow_session_hands_its_writes_back_as_a_run() {
+    if !full_level_or_skip("session-idle-cow") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "session-idle-cow");
+        let s = Sess::start(&fx, &["--idle-timeout", "0.4s"], &[]);
+        let run = s.exec(&["true"]);
+        assert!(run.ok(), "{}", run.describe());
+        let name = s.name.clone();
+        common::wait_for("the idle session to stop", Duration::from_secs(10), || {
+            !s.jail(&["session", "list"]).stdout.contains(&name)
+        });
+        let run = s.exec(&["true"]);
+        assert_eq!(run.code, Some(125), "{}", run.describe());
+        std::mem::forget(s);
+
+        // Two --cow sessions on one tree: neither sees the other's writes, the host sees none
+        // until the run is applied.
+        let repo = fx.p("repo");
+        let one = Sess::start(&fx, &["--cow", &repo], &[]);
+        let two = Sess::start(&fx, &["--cow", &repo], &[]);
+        let file = fx.p("repo/file.txt");
+        let run = one.exec(&["sh", "-c", &format!("echo from-one > {file}; cat {file}")]);
+        assert_eq!(run.stdout, "from-one\n", "{}", run.describe());
+        let run = two.exec(&["cat", &file]);
+        assert_eq!(run.stdout, "original\n", "{}", run.describe());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "original\n");
+        let stop = one.stop();
+        assert!(stop.ok(), "{}", stop.describe());
+        drop(two);
+        let runs = Run::from(
+            fx.command(common::jail_bin(), &["runs", "--json"])
+                .output()
+                .unwrap(),
+        );
+        let id = serde_json::from_str::<serde_json::Value>(&runs.stdout)
+            .ok()
+            .and_then(|v| {
+                let list = v.as_array().or(v["runs"].as_array())?.clone();
+                list.iter().find_map(|r| {
+                    let diff = Run::from(
+                        fx.command(common::jail_bin(), &["diff", r["id"].as_str()?])
+                            .output()
+                            .ok()?,
+                    );
+                    diff.stdout
+                        .contains("+from-one")
+                        .then(|| r["id"].as_str().unwrap().to_string())
+                })
+            })
+            .unwrap_or_else(|| panic!("no run with the session's write: {}", runs.describe()));
+        let apply = Run::from(
+            fx.command(common::jail_bin(), &["apply", &id])
+                .output()
+                .unwrap(),
+        );
+        assert!(apply.ok(), "{}", apply.describe());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "from-one\n");
+    }
+}

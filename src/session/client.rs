@@ -380,9 +380,15 @@ fn exec(
         stdio[2].unwrap_or(2),
     ];
     let body = serde_json::to_vec(&req).map_err(|e| JailError::BadInput(e.to_string()))?;
-    wire::send_with_fds(conn.as_raw_fd(), wire::EXEC, &fds)
-        .and_then(|()| wire::send(&mut &conn, wire::EXEC, &body))
-        .map_err(|e| refused(name, format!("sending the command: {e}")))?;
+    let sent = wire::send_with_fds(conn.as_raw_fd(), wire::EXEC, &fds)
+        .and_then(|()| wire::send(&mut &conn, wire::EXEC, &body));
+    if let Err(e) = sent {
+        // Refused before it read the request: the reason is waiting.
+        if let Ok(Some((wire::REFUSED, why))) = wire::recv(&mut &conn) {
+            return Err(refused(name, String::from_utf8_lossy(&why)));
+        }
+        return Err(refused(name, format!("sending the command: {e}")));
+    }
     Ok(ExecChild {
         session: name.to_string(),
         conn,

@@ -198,8 +198,20 @@ fn allowed(conn: &UnixStream) -> Result<(), String> {
     }
 }
 
+/// Says why, then reads what the caller still sends until it hangs up (at most a second): a
+/// unix socket closed with unread data resets the other end, which would lose the reason.
 fn refuse(conn: &UnixStream, why: &str) {
     let _ = wire::send(&mut &*conn, wire::REFUSED, why.as_bytes());
+    let _ = conn.shutdown(std::net::Shutdown::Write);
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut sink = [0u8; 4096];
+    let mut left = wire::MAX_BODY + 64;
+    while left > 0 {
+        match std::io::Read::read(&mut &*conn, &mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
 }
 
 /// One caller: its request, then (for an exec) the relay until the command ends.
