@@ -521,3 +521,55 @@ fn a_secret_reaches_the_jail_process() {
         Ok(child) => panic!("spawned, then {:?}", child.wait()),
     }
 }
+
+/// A session from the library: started from a `Jail` (no command of its own), commands exec'd
+/// into it from many threads at once, each with its own exit code and stdio, then stopped with
+/// its outcome.
+#[test]
+fn a_session_serves_execs_from_many_threads_and_stops_with_its_outcome() {
+    if !full_level_or_skip("a_session_serves_execs_from_many_threads") {
+        return;
+    }
+    let fx = Fixture::new(users()[0], "lib-session");
+    let jail = Jail::new(Vec::<String>::new())
+        .program(jail_bin())
+        .ro(&fx.repo)
+        .cwd(&fx.dir);
+    let name = format!("lib-{}", std::process::id());
+    let session = jail::Session::start(&jail, Some(&name), None).unwrap();
+    assert_eq!(session.info().unwrap().level, "full");
+    let file = fx.repo.join("file.txt").display().to_string();
+    let codes: Vec<i32> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let (session, file) = (&session, &file);
+                scope.spawn(move || {
+                    let script = format!("echo x > {file} 2>/dev/null && exit 100; exit {i}");
+                    let argv = ["/bin/sh".into(), "-c".into(), script.into()];
+                    let null = std::fs::File::open("/dev/null").unwrap();
+                    use std::os::fd::AsRawFd;
+                    let fd = Some(null.as_raw_fd());
+                    session
+                        .exec(&argv, &jail::ExecOptions::default(), [fd, fd, fd])
+                        .unwrap()
+                        .wait()
+                        .unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(
+        codes,
+        (0..8).collect::<Vec<i32>>(),
+        "a write got through, or a code was lost"
+    );
+    let outcome = session.stop().unwrap();
+    assert_eq!(
+        (outcome.status, outcome.level),
+        (Status::Stopped, Level::Full)
+    );
+    // Gone: attaching to it is an error naming it.
+    let err = jail::Session::attach(&name).unwrap_err();
+    assert!(matches!(err, JailError::UnknownSession { .. }), "{err}");
+}

@@ -454,3 +454,57 @@ fn an_idle_session_stops_and_a_cow_session_hands_its_writes_back_as_a_run() {
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "from-one\n");
     }
 }
+
+/// The caller's signals reach the command's process group, and a terminal the caller has is the
+/// command's terminal too.
+#[test]
+fn exec_passes_signals_and_a_terminal_on() {
+    if !full_level_or_skip("session-signals") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "session-signals");
+        let s = Sess::start(&fx, &[], &[]);
+        // The command traps TERM and says so: only a signal that reached its group does that.
+        let script = "trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.05; done";
+        let mut cmd = fx.command(
+            common::jail_bin(),
+            &["exec", &s.name, "--", "bash", "-c", script],
+        );
+        cmd.stdout(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        assert_eq!(line, "ready\n");
+        std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!((rest.as_str(), status.code()), ("got-term\n", Some(3)));
+        // Under a terminal: `script` gives the caller one.
+        let jail = common::jail_bin().to_string_lossy().into_owned();
+        let line = format!(
+            "{jail} exec {} -- sh -c 'test -t 0 && test -t 1 && echo TTY'",
+            s.name
+        );
+        let run = Run::from(
+            fx.command(
+                std::path::Path::new("/usr/bin/script"),
+                &["-qec", &line, "/dev/null"],
+            )
+            .output()
+            .unwrap(),
+        );
+        assert!(run.stdout.contains("TTY"), "{}", run.describe());
+        let run = s.exec(&["sh", "-c", "test -t 0 || echo NOTTY"]);
+        assert!(
+            run.stdout.contains("NOTTY"),
+            "the check cannot fail: {}",
+            run.describe()
+        );
+    }
+}
