@@ -23,6 +23,10 @@ use crate::{notice, policy_file, prepare, status, text};
 pub fn run_cli() -> i32 {
     crate::timing::start();
     complete::complete_if_asked(<Cli as clap::CommandFactory>::command);
+    #[cfg(target_os = "linux")]
+    if let Some(code) = session::exec_fast_path() {
+        return code;
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

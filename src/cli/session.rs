@@ -65,6 +65,28 @@ pub fn session_command(command: SessionCommand) -> Result<i32, JailError> {
     }
 }
 
+/// `jail exec NAME … -- CMD`, parsed on its own: an agent's every tool call pays this start, and
+/// building the whole command line (every run flag, every subcommand) and the log subscriber is
+/// a third of what the client runs. Help, a bad flag, anything else: the full parser, which
+/// prints what it always prints.
+pub fn exec_fast_path() -> Option<i32> {
+    use clap::{Args, FromArgMatches};
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if args.get(1).is_none_or(|a| a != "exec") {
+        return None;
+    }
+    let command = ExecArgs::augment_args(clap::Command::new("exec").no_binary_name(false));
+    let matches = command.try_get_matches_from(&args[1..]).ok()?;
+    let parsed = ExecArgs::from_arg_matches(&matches).ok()?;
+    Some(match exec_command(parsed) {
+        Ok(code) => code,
+        Err(e) => {
+            text::say(format!("jail: {e}"));
+            e.exit_code()
+        }
+    })
+}
+
 pub fn exec_command(args: ExecArgs) -> Result<i32, JailError> {
     let mut env = Vec::new();
     for e in &args.env {
