@@ -343,6 +343,9 @@ fn missing_state_dirs(policy: &Policy) -> Vec<PathBuf> {
     use crate::workspace::store::{self, Store};
     let mut dirs = store::registry_dirs();
     dirs.extend(Store::locate().ok().map(|s| s.root().to_path_buf()));
+    // The sessions' directory too: a command that made it could bind a session's socket name
+    // before the session does.
+    dirs.push(crate::session::dir::location());
     dirs.retain(|d| std::fs::symlink_metadata(d).is_err() && could_create(policy, d));
     dirs
 }
@@ -418,7 +421,12 @@ fn jail_state(make: bool, cow: bool) -> Result<Vec<PathBuf>, JailError> {
     // tree itself (new files in /tmp would be refused); there the private /tmp hides it, and
     // where /tmp is the host's, a unix connect reaches only the jail's own filesystems and the
     // sockets allowed by name, and the server refuses callers of another pid namespace.
-    let sessions = crate::session::dir::location();
+    // Made now when it is missing: a jail that found the place free could take it for a
+    // session started later.
+    let sessions = match make {
+        true => crate::session::dir::ensure().unwrap_or_else(|_| crate::session::dir::location()),
+        false => crate::session::dir::location(),
+    };
     if !sessions.starts_with("/tmp") {
         own.push(sessions);
     }

@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::Duration;
 
 use Layer::{Landlock as L, Mount as M, Seccomp as S};
@@ -298,7 +299,12 @@ fn the_control_socket_is_out_of_reach_from_inside() {
         let fx = Fixture::new(who, "session-socket");
         let flags = ["--tmp", "host", "--allow-unix-sockets"];
         let s = Sess::start(&fx, &flags, &[]);
-        let sock = format!("/tmp/jail-sessions-{}/{}.sock", common::uid_of(who), s.name);
+        // In jail's state directory (no XDG_RUNTIME_DIR here), which every run hides.
+        let sock = fx
+            .home
+            .join(format!(".local/state/jail/sessions/{}.sock", s.name))
+            .to_string_lossy()
+            .into_owned();
         assert!(
             std::path::Path::new(&sock).exists(),
             "the test expects the socket at {sock}"
@@ -327,6 +333,7 @@ fn the_control_socket_is_out_of_reach_from_inside() {
             let out = std::process::Command::new("unshare")
                 .args(["--pid", "--fork", &jail, "exec", &s.name, "--", "true"])
                 .env_remove("XDG_RUNTIME_DIR")
+                .env("HOME", &fx.home)
                 .output()
                 .unwrap();
             let err = String::from_utf8_lossy(&out.stderr);
@@ -507,4 +514,200 @@ fn exec_passes_signals_and_a_terminal_on() {
             run.describe()
         );
     }
+}
+
+/// What a command of a session cannot do to the exec around it: stop its monitor to outlast
+/// `--timeout`, leave a TERM-proof process in its group, or see the starter's ignored signals,
+/// umask or a path to the host's mounts through `--cwd /proc/self/fd/N`.
+#[test]
+fn an_exec_holds_its_timeout_and_the_callers_settings_against_its_command() {
+    if !full_level_or_skip("session-hold") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "session-hold");
+        let s = Sess::start(&fx, &["--rw", &fx.p("scratch")], &[]);
+        // The monitor stopped: the supervisor kills the command's group itself.
+        let marker = format!("jail-hold-{}-{who:?}", std::process::id());
+        let script = format!("kill -STOP $PPID; exec -a {marker} sleep 60");
+        let t = std::time::Instant::now();
+        let run = s.exec_with(&["--timeout", "0.5s"], &["bash", "-c", &script]);
+        assert_eq!(run.code, Some(124), "{}", run.describe());
+        assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
+        common::wait_for(
+            "the stopped exec's command to die",
+            Duration::from_secs(5),
+            || common::processes_with(&marker).is_empty(),
+        );
+        // A process of the group that ignores TERM gets the SIGKILL after the grace, also when
+        // the group's leader ended at the TERM.
+        let script = format!("(trap '' TERM; exec -a {marker}-2 sleep 60) & sleep 60");
+        let run = s.exec_with(&["--timeout", "0.3s"], &["bash", "-c", &script]);
+        assert_eq!(run.code, Some(124), "{}", run.describe());
+        common::wait_for(
+            "the TERM-proof process to die",
+            Duration::from_secs(6),
+            || common::processes_with(&format!("{marker}-2")).is_empty(),
+        );
+        // The caller's umask, whatever the starter's was.
+        let file = fx.p("scratch/made");
+        let jail = common::jail_bin().to_string_lossy().into_owned();
+        let out = fx
+            .command(
+                Path::new("/bin/sh"),
+                &[
+                    "-c",
+                    &format!("umask 077; {jail} exec {} -- touch {file}", s.name),
+                ],
+            )
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        // A directory passed as stdin is no way out of the view.
+        let out = fx
+            .command(
+                Path::new("/bin/sh"),
+                &[
+                    "-c",
+                    &format!("{jail} exec {} --cwd /proc/self/fd/0 -- ls < /", s.name),
+                ],
+            )
+            .output()
+            .unwrap();
+        let root_listing = String::from_utf8_lossy(&out.stdout);
+        let run = s.exec(&["ls", "/"]);
+        assert!(
+            out.status.code() == Some(125) || root_listing == run.stdout,
+            "--cwd through a magic link: {out:?}"
+        );
+    }
+}
+
+/// Signals the starter ignored (a session started under nohup) are not the commands'.
+#[test]
+fn a_session_started_with_ignored_signals_gives_its_commands_clean_ones() {
+    if !full_level_or_skip("session-sigign") {
+        return;
+    }
+    let fx = Fixture::new(users()[0], "session-sigign");
+    let name = format!("sigign-{}", std::process::id());
+    let jail = common::jail_bin().to_string_lossy().into_owned();
+    let out = fx
+        .command(
+            Path::new("/bin/sh"),
+            &[
+                "-c",
+                &format!("trap '' INT HUP QUIT; exec {jail} session start --name {name}"),
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let run = Run::from(
+        fx.command(
+            common::jail_bin(),
+            &["exec", &name, "--", "grep", "SigIgn", "/proc/self/status"],
+        )
+        .output()
+        .unwrap(),
+    );
+    let _ = fx
+        .command(common::jail_bin(), &["session", "stop", &name])
+        .output();
+    assert!(
+        run.stdout.contains("0000000000000000"),
+        "{}",
+        run.describe()
+    );
+}
+
+/// Two starts of one name at once: one session, the other start refused; and a process of
+/// another pid namespace answering on a session's socket is not taken for its supervisor.
+#[test]
+fn one_supervisor_per_name_and_no_impostor_answers() {
+    if !full_level_or_skip("session-lock") {
+        return;
+    }
+    let fx = Fixture::new(users()[0], "session-lock");
+    let name = format!("lock-{}", std::process::id());
+    let starts: Vec<Run> = std::thread::scope(|scope| {
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (fx, name) = (&fx, &name);
+                scope.spawn(move || {
+                    Run::from(
+                        fx.command(common::jail_bin(), &["session", "start", "--name", name])
+                            .output()
+                            .unwrap(),
+                    )
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let ok = starts.iter().filter(|r| r.ok()).count();
+    let list = Run::from(
+        fx.command(common::jail_bin(), &["session", "list", "--json"])
+            .output()
+            .unwrap(),
+    );
+    let listed = list.stdout.matches(&format!("\"{name}\"")).count();
+    let stop = Run::from(
+        fx.command(common::jail_bin(), &["session", "stop", &name])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!((ok, listed), (1, 1), "{starts:?}\n{}", list.describe());
+    assert!(stop.ok(), "{}", stop.describe());
+    assert!(
+        common::processes_running("jail-session").is_empty()
+            || !Run::from(
+                fx.command(common::jail_bin(), &["session", "list"])
+                    .output()
+                    .unwrap()
+            )
+            .stdout
+            .contains(&name),
+        "an orphaned supervisor of {name} is left"
+    );
+    // An impostor: a process of another pid namespace bound on the socket's name.
+    if !common::is_root() {
+        return;
+    }
+    let sock = fx
+        .home
+        .join(format!(".local/state/jail/sessions/{name}.sock"));
+    let fake = format!(
+        "import socket,os; s=socket.socket(socket.AF_UNIX); s.bind('{}'); s.listen(); \
+         print('up', flush=True); c,_=s.accept(); c.recv(1); c.sendall(b'C\\x04\\x00\\x00\\x00\\x00\\x00\\x00\\x00'); c.close()",
+        sock.display()
+    );
+    let mut imp = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "python3", "-c", &fake])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(imp.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let run = Run::from(
+        fx.command(common::jail_bin(), &["exec", &name, "--", "true"])
+            .output()
+            .unwrap(),
+    );
+    let _ = imp.kill();
+    let _ = imp.wait();
+    let _ = std::fs::remove_file(&sock);
+    assert_eq!(run.code, Some(125), "{}", run.describe());
+    assert!(
+        run.stderr.contains("not its supervisor"),
+        "{}",
+        run.describe()
+    );
 }

@@ -172,7 +172,7 @@ pub enum SessionCommand {
     /// prints its name.
     #[command(mut_arg("command", |a| a.required(false).hide(true)))]
     Start {
-        /// The session's name (letters, digits, '.', '_', '-'); a fresh one when not given.
+        /// The session's name (letters, digits, '_', '-'); a fresh one when not given.
         #[arg(long, value_parser = Text)]
         name: Option<String>,
         /// Stop the session after DURATION with no command running (e.g. 10m).

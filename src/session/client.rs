@@ -190,11 +190,21 @@ fn live_files(name: &str) -> Result<Files, JailError> {
 /// finished as a killed run's is.
 fn connect(name: &str, files: &Files) -> Result<UnixStream, JailError> {
     match UnixStream::connect(&files.socket) {
-        Ok(s) => Ok(s),
+        Ok(s) => match wire::check_peer(&s) {
+            Ok(()) => Ok(s),
+            Err(why) => Err(refused(
+                name,
+                format!("what answers on its socket is not its supervisor: {why}"),
+            )),
+        },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Err(unknown(name, "no such session (jail session list)"))
         }
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            // Only when no supervisor holds the name (one may be starting, not yet listening).
+            let Ok(_lock) = dir::lock(files) else {
+                return Err(unknown(name, "its supervisor is starting or not answering"));
+            };
             files.remove_live();
             crate::platform::finish_dead_runs();
             Err(unknown(
@@ -285,6 +295,14 @@ fn spawn_server(
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            // Nothing the starter holds open but the settings goes to the session, which would
+            // keep it for its whole life.
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
             libc::fcntl(fd, libc::F_SETFD, 0);
             Ok(())
         });
@@ -332,6 +350,10 @@ fn wait_ready(
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| l.strip_prefix("jail: ").unwrap_or(l))
+        .map(|l| {
+            l.strip_prefix(&format!("session {}: ", session.name))
+                .unwrap_or(l)
+        })
         .collect::<Vec<_>>()
         .join("; ");
     Err(refused(
@@ -372,6 +394,7 @@ fn exec(
     req.timeout_ms = options
         .timeout
         .map(|t| t.as_millis().clamp(1, u64::MAX as u128) as u64);
+    req.umask = own_umask();
     req.check().map_err(JailError::bad_command)?;
     let conn = connect(name, files)?;
     let fds = [
@@ -395,8 +418,18 @@ fn exec(
     })
 }
 
+/// This process's umask, read where reading it changes nothing (umask(2) sets it too, and
+/// another thread may create a file meanwhile).
+fn own_umask() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let mask = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
+    u32::from_str_radix(mask.trim(), 8).ok()
+}
+
 fn info(name: &str, files: &Files) -> Result<SessionInfo, JailError> {
     let mut conn = connect(name, files)?;
+    // A supervisor that does not answer (stopped) must not hang `session list`.
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
     wire::send_with_fds(conn.as_raw_fd(), wire::INFO, &[])
         .and_then(|()| wire::send(&mut conn, wire::INFO, b""))
         .map_err(|e| refused(name, format!("asking: {e}")))?;

@@ -3,24 +3,27 @@
 //! description (`NAME.json`) and, once it has ended, its outcome (`NAME.end.json`).
 //!
 //! The directory is the first of `$XDG_RUNTIME_DIR/jail-sessions`, `/run/user/UID/jail-sessions`
-//! (where that runtime directory exists) and `/tmp/jail-sessions-UID`. Whatever is there must be a
-//! directory of this user's, mode 0700, not a link: another user who made it first (in /tmp)
-//! would own the sockets' names and could answer in a session's place.
+//! (where that runtime directory exists) and `sessions` in jail's state directory (hidden from
+//! every run with the rest of it). Never a shared directory such as /tmp: another user could
+//! make the name first, and a jail given the host's /tmp could replace a socket in it. Whatever is
+//! there must be a directory of this user's, mode 0700, not a link. Every run makes it before its
+//! view is built, so that no jail ever starts with the place visible and free to take.
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::JailError;
 
-/// A session's name: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with `.` or `-` (a file
-/// name in the directory, a word in a command line).
+/// A session's name: 1 to 64 of `A-Z a-z 0-9 _ -`, not starting with `-` (a file name in the
+/// directory, a word in a command line). No `.`: a session's files are its name and a suffix
+/// (`NAME.sock`, `NAME.end.json`), and one name must never be another's file.
 pub fn check_name(name: &str) -> Result<(), JailError> {
     let ok = !name.is_empty()
         && name.len() <= 64
-        && !name.starts_with(['.', '-'])
+        && !name.starts_with('-')
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+            .all(|c| c.is_ascii_alphanumeric() || "_-".contains(c));
     if ok {
         return Ok(());
     }
@@ -28,8 +31,7 @@ pub fn check_name(name: &str) -> Result<(), JailError> {
         "--name",
         name,
         format!(
-            "session name '{}': use 1 to 64 letters, digits, '.', '_' or '-', not starting \
-             with '.' or '-'",
+            "session name '{}': use 1 to 64 letters, digits, '_' or '-', not starting with '-'",
             crate::text::printable(name)
         ),
     ))
@@ -49,7 +51,11 @@ pub fn location() -> PathBuf {
     if owned_dir(&user_run, uid) {
         return user_run.join("jail-sessions");
     }
-    PathBuf::from(format!("/tmp/jail-sessions-{uid}"))
+    #[cfg(target_os = "linux")]
+    if let Ok(store) = crate::workspace::store::Store::locate() {
+        return store.root().join("sessions");
+    }
+    PathBuf::from(format!("/run/jail-sessions-{uid}"))
 }
 
 fn owned_dir(p: &Path, uid: u32) -> bool {
@@ -60,6 +66,12 @@ fn owned_dir(p: &Path, uid: u32) -> bool {
 /// that no one else can enter.
 pub fn ensure() -> Result<PathBuf, JailError> {
     let dir = location();
+    if let Some(parent) = dir.parent().filter(|p| !p.exists()) {
+        let _ = std::fs::DirBuilder::new()
+            .mode(0o700)
+            .recursive(true)
+            .create(parent);
+    }
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -112,6 +124,28 @@ pub struct Files {
     pub socket: PathBuf,
     pub info: PathBuf,
     pub end: PathBuf,
+    /// Locked by the session's supervisor for its whole life.
+    pub lock: PathBuf,
+}
+
+/// Takes the session's lock (without waiting): held, a supervisor of that name lives.
+#[cfg(target_os = "linux")]
+pub fn lock(files: &Files) -> Result<std::os::fd::OwnedFd, String> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(&files.lock)
+        .map_err(|e| format!("{}: {e}", files.lock.display()))?;
+    // SAFETY: flock on a descriptor owned here.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err("a session of this name is running".into());
+    }
+    Ok(file.into())
 }
 
 impl Files {
@@ -120,6 +154,7 @@ impl Files {
             socket: dir.join(format!("{name}.sock")),
             info: dir.join(format!("{name}.json")),
             end: dir.join(format!("{name}.end.json")),
+            lock: dir.join(format!("{name}.lock")),
         }
     }
 
@@ -170,7 +205,7 @@ mod tests {
 
     #[test]
     fn names_are_words_a_file_can_carry() {
-        for ok in ["rev1", "a", "A.b_c-9", &"x".repeat(64)] {
+        for ok in ["rev1", "a", "Ab_c-9", &"x".repeat(64)] {
             assert!(check_name(ok).is_ok(), "{ok}");
         }
         for bad in [
@@ -183,6 +218,7 @@ mod tests {
             "é",
             &"x".repeat(65),
             "a\nb",
+            "cx.end",
         ] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }

@@ -19,6 +19,12 @@ pub fn serve(mut settings: RunSettings) -> Result<i32, JailError> {
     };
     dir::check_name(&spec.name)?;
     let files = Files::of(&dir::ensure()?, &spec.name);
+    // One supervisor per name, for this process's whole life: a second start of the name ends
+    // here, touching nothing of the first's.
+    let _lock = dir::lock(&files).map_err(|reason| JailError::SessionRefused {
+        name: spec.name.clone(),
+        reason,
+    })?;
     // The session's stop is a run's stop: a byte on the run's control socket.
     let (stop, control) =
         UnixStream::pair().map_err(|e| JailError::io("the session's control socket", e))?;

@@ -46,6 +46,8 @@ pub struct ExecRequest {
     pub cwd: Option<Vec<u8>>,
     /// Ended (SIGTERM, SIGKILL after the grace) after this many milliseconds: exit 124.
     pub timeout_ms: Option<u64>,
+    /// The caller's umask: files the command creates get the caller's modes.
+    pub umask: Option<u32>,
 }
 
 impl ExecRequest {
@@ -213,6 +215,94 @@ pub fn peer(sock: &impl AsRawFd) -> io::Result<(u32, i32)> {
     Ok((cred.uid(), cred.pid()))
 }
 
+/// How confined a process is, as the kernel shows it: its seccomp filters and no_new_privs.
+/// A process inside a jail has at least one filter more than the context that started the jail,
+/// and no_new_privs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Confinement {
+    pub filters: u32,
+    pub no_new_privs: bool,
+}
+
+impl Confinement {
+    pub fn of(pid: &str) -> Option<Confinement> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+        };
+        // Seccomp_filters since Linux 5.9; before, mode 2 counts as one filter.
+        let filters = match field("Seccomp_filters:") {
+            Some(n) => n.parse().ok()?,
+            None => u32::from(field("Seccomp:")? == "2"),
+        };
+        Some(Confinement {
+            filters,
+            no_new_privs: field("NoNewPrivs:")? == "1",
+        })
+    }
+
+    /// Whether `self` is more confined than `other`: then it runs inside something `other`
+    /// does not.
+    pub fn beyond(self, other: Confinement) -> bool {
+        self.filters > other.filters || (self.no_new_privs && !other.no_new_privs)
+    }
+}
+
+/// Whether the process at the other end of `sock` may be trusted as this user's own, outside any
+/// sandbox this process is not in: the same uid, the same pid namespace (every jail with
+/// namespaces runs its tree in a pid namespace of its own) and not more confined than this
+/// process (a jail without namespaces still adds a seccomp filter and no_new_privs). Both ends
+/// check: the supervisor its callers, a caller the supervisor it reached (a jailed process that
+/// bound the socket's name first would be answering in its place).
+pub fn check_peer(sock: &impl AsRawFd) -> Result<(), String> {
+    let (uid, pid) = peer(sock).map_err(|e| format!("peer credentials: {e}"))?;
+    // SAFETY: geteuid only queries.
+    let me = unsafe { libc::geteuid() };
+    if uid != me {
+        return Err(format!("uid {uid} is not this user (uid {me})"));
+    }
+    // Pid 0: a process of a pid namespace this one cannot see (a sibling's).
+    if pid <= 0 {
+        return Err("a process in another pid namespace (inside a jail?)".into());
+    }
+    // /proc/PID/status, which a process that is not dumpable (a supervisor) still shows: its
+    // NSpid has one pid per pid namespace below /proc's, so a process of a nested namespace has
+    // more of them than this one.
+    let pid = pid.to_string();
+    let (Some(theirs), Some(ours)) = (Peer::of(&pid), Peer::of("self")) else {
+        return Err(format!("process {pid} cannot be read in /proc"));
+    };
+    if theirs.pid_depth != ours.pid_depth {
+        return Err("a process in another pid namespace (inside a jail?)".into());
+    }
+    if theirs.confinement.beyond(ours.confinement) {
+        return Err(format!(
+            "process {pid} is more confined than this one (inside a jail)"
+        ));
+    }
+    Ok(())
+}
+
+/// What /proc/PID/status says of a process: how deep its pid namespace is, how confined it is.
+struct Peer {
+    pid_depth: usize,
+    confinement: Confinement,
+}
+
+impl Peer {
+    fn of(pid: &str) -> Option<Peer> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let nspid = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+        Some(Peer {
+            pid_depth: nspid.split_whitespace().count(),
+            confinement: Confinement::of(pid)?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,6 +322,21 @@ mod tests {
         assert!(recv(&mut &big[..]).is_err());
         // A message cut short is an error, not a clean end.
         assert!(recv(&mut &buf[..3]).is_err());
+    }
+
+    #[test]
+    fn more_filters_or_no_new_privs_is_more_confined() {
+        let c = |filters, no_new_privs| Confinement {
+            filters,
+            no_new_privs,
+        };
+        assert!(c(1, true).beyond(c(0, false)));
+        assert!(c(2, false).beyond(c(1, false)));
+        assert!(c(0, true).beyond(c(0, false)));
+        assert!(!c(1, true).beyond(c(1, true)));
+        assert!(!c(0, false).beyond(c(1, true)));
+        let me = Confinement::of("self").unwrap();
+        assert!(!me.beyond(me));
     }
 
     #[test]

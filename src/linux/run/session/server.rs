@@ -51,7 +51,8 @@ impl Server {
         // alone; from now on this is its only owner.
         let stop = unsafe { OwnedFd::from_raw_fd(stop_fd) };
         let files = Files::of(&dir::ensure()?, &spec.name);
-        // A socket left by a killed supervisor (start checked that nothing answers on it).
+        // A socket left by a killed supervisor: this process holds the name's lock (taken
+        // before the run began), so none lives.
         let _ = std::fs::remove_file(&files.socket);
         let listener = UnixListener::bind(&files.socket)
             .map_err(|e| JailError::bad_path("session socket", &files.socket, e.to_string()))?;
@@ -176,28 +177,6 @@ fn request_stop(shared: &Shared) {
     }
 }
 
-/// Whether the process at the other end may use the session: this user, and this pid
-/// namespace (every jail with namespaces runs its tree in a pid namespace of its own).
-fn allowed(conn: &UnixStream) -> Result<(), String> {
-    let (uid, pid) = wire::peer(conn).map_err(|e| format!("peer credentials: {e}"))?;
-    // SAFETY: geteuid only queries.
-    let me = unsafe { libc::geteuid() };
-    if uid != me {
-        return Err(format!("uid {uid} may not use a session of uid {me}"));
-    }
-    let ns = |p: String| std::fs::read_link(p).ok();
-    match (
-        ns(format!("/proc/{pid}/ns/pid")),
-        ns("/proc/self/ns/pid".into()),
-    ) {
-        (Some(theirs), Some(ours)) if theirs == ours => Ok(()),
-        (Some(_), Some(_)) => Err("a process in another pid namespace (inside a jail?)".into()),
-        _ => Err(format!(
-            "the caller's pid namespace (pid {pid}) cannot be read"
-        )),
-    }
-}
-
 /// Says why, then reads what the caller still sends until it hangs up (at most a second): a
 /// unix socket closed with unread data resets the other end, which would lose the reason.
 fn refuse(conn: &UnixStream, why: &str) {
@@ -216,7 +195,7 @@ fn refuse(conn: &UnixStream, why: &str) {
 
 /// One caller: its request, then (for an exec) the relay until the command ends.
 fn caller(shared: &Shared, conn: UnixStream) {
-    if let Err(why) = allowed(&conn) {
+    if let Err(why) = wire::check_peer(&conn) {
         refuse(&conn, &why);
         return;
     }
@@ -284,6 +263,42 @@ fn exec(shared: &Shared, conn: &UnixStream, stdio: Vec<OwnedFd>, body: &[u8]) {
     }
 }
 
+/// The next byte on `sock`, left there.
+fn first_byte(sock: &UnixStream) -> Option<u8> {
+    let mut b = [0u8; 1];
+    match nix::sys::socket::recv(
+        sock.as_raw_fd(),
+        &mut b,
+        nix::sys::socket::MsgFlags::MSG_PEEK,
+    ) {
+        Ok(1) => Some(b[0]),
+        _ => None,
+    }
+}
+
+/// The children of `pid` as this pid namespace numbers them (the monitor's: its command).
+fn children_of(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// SIGKILL to each command's process group (its id is the leader's pid, in this namespace too)
+/// and the command itself, then the monitor.
+fn kill_from_outside(monitor: i32, commands: &[i32]) {
+    for c in commands {
+        // SAFETY: kill sends a signal; no memory is involved.
+        unsafe {
+            libc::kill(-c, libc::SIGKILL);
+            libc::kill(*c, libc::SIGKILL);
+        }
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(monitor, libc::SIGKILL) };
+}
+
 /// Hands the command to the process inside and relays until it ends: the caller's signals in,
 /// the exec's timeout held here, the exit code out.
 fn relay(
@@ -295,6 +310,9 @@ fn relay(
 ) -> Result<i32, String> {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     let (ours, inside) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
+    // The monitor names itself in a credentials message: the kernel gives its pid here.
+    nix::sys::socket::setsockopt(&ours, nix::sys::socket::sockopt::PassCred, &true)
+        .map_err(|e| format!("SO_PASSCRED: {e}"))?;
     let mut fds: Vec<i32> = stdio.iter().map(AsRawFd::as_raw_fd).collect();
     fds.push(inside.as_raw_fd());
     wire::send_with_fds(shared.channel.as_raw_fd(), wire::EXEC, &fds)
@@ -305,6 +323,7 @@ fn relay(
         .timeout_ms
         .map(|ms| Instant::now() + Duration::from_millis(ms));
     let (mut timed_out, mut killing, mut caller_gone) = (false, false, false);
+    let mut inside_pids: Option<(i32, Vec<i32>)> = None;
     let signal = |n: i32| {
         let _ = wire::send(&mut &ours, wire::SIGNAL, &wire::int_body(n));
     };
@@ -343,6 +362,11 @@ fn relay(
                 deadline = Some(Instant::now() + KILL_GRACE);
             } else {
                 signal(libc::SIGKILL);
+                // The monitor may not act (a command can stop it, as one process of a run can
+                // stop another): the command's group and the monitor are killed from here.
+                if let Some((monitor, commands)) = &inside_pids {
+                    kill_from_outside(*monitor, commands);
+                }
                 deadline = None;
             }
             continue;
@@ -368,6 +392,12 @@ fn relay(
             }
         }
         if ready(0) {
+            if inside_pids.is_none() && first_byte(&ours) == Some(b'P') {
+                if let Ok(Some(monitor)) = crate::sys::recv_pid(ours.as_raw_fd()) {
+                    inside_pids = Some((monitor, children_of(monitor)));
+                }
+                continue;
+            }
             return match wire::recv(&mut &ours) {
                 Ok(Some((wire::EXIT, b))) => {
                     let code = wire::body_int(&b).unwrap_or(crate::error::EXIT_JAIL_ERROR);
@@ -377,7 +407,15 @@ fn relay(
                         code
                     })
                 }
-                _ => Err("the session ended before the command did".into()),
+                _ if timed_out => Ok(crate::error::EXIT_TIMEOUT),
+                _ => {
+                    // The monitor is gone without a word (a command killed it): what it started
+                    // goes too, as a run's tree would.
+                    if let Some((monitor, commands)) = &inside_pids {
+                        kill_from_outside(*monitor, commands);
+                    }
+                    Err("the command's monitor ended before the command did".into())
+                }
             };
         }
     }

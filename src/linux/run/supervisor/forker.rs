@@ -196,16 +196,21 @@ fn monitor(stdio: Vec<OwnedFd>, stream: OwnedFd, envp: &[CString], mount: bool) 
         .collect();
     let envp = merged_env(envp, &req.env);
     let cwd = req.cwd.clone().and_then(|c| CString::new(c).ok());
+    let umask = req.umask;
     // SAFETY: the monitor is single-threaded.
     let command = match unsafe { nix::unistd::fork() } {
         Ok(nix::unistd::ForkResult::Child) => {
             drop(stream);
-            command_in_session(&stdio, &argv, &envp, cwd.as_deref(), mount)
+            command_in_session(&stdio, &argv, &envp, (cwd.as_deref(), umask), mount)
         }
         Ok(nix::unistd::ForkResult::Parent { child }) => child,
         Err(_) => report_end(&mut stream, EXIT_JAIL_ERROR),
     };
     drop(stdio);
+    // The supervisor learns this process's pid (the kernel translates it) and from it the
+    // command's: what it kills itself when this one cannot act (stopped, killed) at the end of
+    // the exec's timeout.
+    let _ = crate::sys::send_pid(stream.as_raw_fd(), std::process::id() as i32);
     watch_command(command, stream)
 }
 
@@ -240,7 +245,7 @@ fn command_in_session(
     stdio: &[OwnedFd],
     argv: &[CString],
     envp: &[CString],
-    cwd: Option<&std::ffi::CStr>,
+    (cwd, umask): (Option<&std::ffi::CStr>, Option<u32>),
     mount: bool,
 ) -> ! {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
@@ -251,6 +256,12 @@ fn command_in_session(
             die(EXIT_JAIL_ERROR, "session: dup2 of the caller's stdio");
         }
     }
+    // The originals close before anything resolves a path: `--cwd /proc/self/fd/N` must not
+    // lead through one of them to the host's mounts.
+    for fd in stdio {
+        // SAFETY: closing this process's copies, never used again (it execs or leaves).
+        unsafe { libc::close(fd.as_raw_fd()) };
+    }
     // A file handed in for reading still points at the host's mount: reopened in the view, as
     // a run's stdin is.
     if mount {
@@ -259,17 +270,49 @@ fn command_in_session(
         }
     }
     if let Some(dir) = cwd {
-        if let Err(e) = nix::unistd::chdir(dir) {
-            die(
+        // A directory the view shows: one reached through a magic link (/proc/self/fd/N,
+        // /proc/PID/cwd) to the host's mounts is outside the root, and getcwd says so.
+        let entered = nix::unistd::chdir(dir).and_then(|()| nix::unistd::getcwd());
+        match entered {
+            Ok(p) if p.is_absolute() => {}
+            Ok(p) => die(
+                EXIT_JAIL_ERROR,
+                &format!(
+                    "--cwd {}: leads outside the session's view ({})",
+                    dir.to_string_lossy(),
+                    p.display()
+                ),
+            ),
+            Err(e) => die(
                 EXIT_JAIL_ERROR,
                 &format!("--cwd {}: {}", dir.to_string_lossy(), e.desc()),
-            );
+            ),
         }
     }
+    if let Some(mask) = umask {
+        // SAFETY: umask only sets this process's mask.
+        unsafe { libc::umask((mask & 0o777) as libc::mode_t) };
+    }
+    // The caller's signals, not the session starter's: nothing ignored, nothing blocked (a
+    // session started under nohup would otherwise hand every command an ignored SIGHUP).
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
-    for s in [Signal::SIGPIPE, Signal::SIGCHLD, Signal::SIGTERM] {
-        // SAFETY: SIG_DFL runs no handler code.
-        let _ = unsafe { nix::sys::signal::signal(s, nix::sys::signal::SigHandler::SigDfl) };
+    for n in 1..=64 {
+        if n == libc::SIGKILL || n == libc::SIGSTOP {
+            continue;
+        }
+        // The raw call: glibc's own refuses the two real-time signals it keeps for itself,
+        // which an ignoring starter would otherwise pass on too.
+        // SAFETY: a zeroed sigaction is SIG_DFL with no flags; the kernel only reads it.
+        unsafe {
+            let act: libc::sigaction = std::mem::zeroed();
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                n,
+                &act as *const libc::sigaction,
+                std::ptr::null_mut::<libc::sigaction>(),
+                8usize,
+            );
+        }
     }
     exec_or_die(argv, envp)
 }
@@ -287,9 +330,18 @@ fn watch_command(command: Pid, mut stream: std::fs::File) -> ! {
     };
     let group = Pid::from_raw(-command.as_raw());
     let mut stream_open = true;
+    // When SIGTERM went to the group (a timeout, a stop, the caller gone): the group's SIGKILL
+    // follows after the grace, also when its leader ended first.
+    let mut term_at: Option<std::time::Instant> = None;
     loop {
         if let Some(code) = ended(command) {
-            report_end(&mut stream, code);
+            let _ = wire::send(&mut stream, wire::EXIT, &wire::int_body(code));
+            if let Some(at) = term_at {
+                std::thread::sleep((at + KILL_GRACE).saturating_duration_since(Instant::now()));
+                let _ = kill(group, Signal::SIGKILL);
+            }
+            // SAFETY: leave without running anything of the parent's.
+            unsafe { libc::_exit(0) }
         }
         let mut fds = [
             PollFd::new(sfd.as_fd(), PollFlags::POLLIN),
@@ -310,6 +362,7 @@ fn watch_command(command: Pid, mut stream: std::fs::File) -> ! {
             while let Ok(Some(info)) = sfd.read_signal() {
                 if info.ssi_signo as i32 == libc::SIGTERM {
                     let _ = kill(group, Signal::SIGTERM);
+                    term_at.get_or_insert_with(Instant::now);
                 }
             }
         }
@@ -320,6 +373,9 @@ fn watch_command(command: Pid, mut stream: std::fs::File) -> ! {
                         // The group; a command that left it still gets the signal itself.
                         if kill(group, sig).is_err() {
                             let _ = kill(command, sig);
+                        }
+                        if sig == Signal::SIGTERM {
+                            term_at.get_or_insert_with(Instant::now);
                         }
                     }
                 }
