@@ -417,19 +417,8 @@ fn jail_state(make: bool, cow: bool) -> Result<Vec<PathBuf>, JailError> {
     own.extend(registries.iter().cloned());
     own.extend(store::registered(&registries));
     // The sessions' control sockets: nothing inside any jail may ask a session for a command.
-    // Not under /tmp: hiding a directory inside a writable tree takes Landlock's rule off the
-    // tree itself (new files in /tmp would be refused); there the private /tmp hides it, and
-    // where /tmp is the host's, a unix connect reaches only the jail's own filesystems and the
-    // sockets allowed by name, and the server refuses callers of another pid namespace.
-    // Made now when it is missing: a jail that found the place free could take it for a
-    // session started later.
-    let sessions = match make {
-        true => crate::session::dir::ensure().unwrap_or_else(|_| crate::session::dir::location()),
-        false => crate::session::dir::location(),
-    };
-    if !sessions.starts_with("/tmp") {
-        own.push(sessions);
-    }
+    // Made now when missing: a jail that found the place free could take it.
+    own.extend(crate::session::dir::to_hide(make));
     // Only real directories: a symlink in a store's place hides nothing (and the review
     // commands refuse it).
     own.retain(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()));

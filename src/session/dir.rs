@@ -87,6 +87,17 @@ pub fn ensure() -> Result<PathBuf, JailError> {
     Ok(dir)
 }
 
+/// The directory every run hides (made first when `make`), unless it is under /tmp: hiding a
+/// directory inside a writable tree takes Landlock's rule off the tree itself (new files in /tmp
+/// would be refused), and there a private /tmp hides it anyway.
+pub fn to_hide(make: bool) -> Option<PathBuf> {
+    let dir = match make {
+        true => ensure().unwrap_or_else(|_| location()),
+        false => location(),
+    };
+    (!dir.starts_with("/tmp")).then_some(dir)
+}
+
 /// The sessions' directory when it exists and is sound (nothing to list otherwise).
 pub fn existing() -> Option<PathBuf> {
     let dir = location();

@@ -309,6 +309,57 @@ fn relay(
     req: &ExecRequest,
 ) -> Result<i32, String> {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let ours = hand_over(shared, stdio, body)?;
+    let mut r = Relay {
+        ours,
+        deadline: req
+            .timeout_ms
+            .map(|ms| Instant::now() + Duration::from_millis(ms)),
+        timed_out: false,
+        killing: false,
+        caller_gone: false,
+        inside_pids: None,
+    };
+    loop {
+        let wait = match r.deadline {
+            Some(d) => {
+                let ms = d.saturating_duration_since(Instant::now()).as_millis();
+                PollTimeout::try_from(ms.min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX)
+            }
+            None => PollTimeout::NONE,
+        };
+        let caller = match r.caller_gone {
+            true => PollFlags::empty(),
+            false => PollFlags::POLLIN,
+        };
+        let mut fds = [
+            PollFd::new(r.ours.as_fd(), PollFlags::POLLIN),
+            PollFd::new(conn.as_fd(), caller),
+        ];
+        let n = match poll(&mut fds, wait) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(format!("poll: {e}")),
+            Ok(n) => n,
+        };
+        let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
+        let (inside, caller) = (ready(0), ready(1));
+        if n == 0 {
+            r.on_deadline();
+            continue;
+        }
+        if caller {
+            r.on_caller(conn);
+        }
+        if inside {
+            if let Some(end) = r.on_inside() {
+                return end;
+            }
+        }
+    }
+}
+
+/// The exec's stream to its monitor, made and sent with the caller's stdio; the request on it.
+fn hand_over(shared: &Shared, stdio: Vec<OwnedFd>, body: &[u8]) -> Result<UnixStream, String> {
     let (ours, inside) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
     // The monitor names itself in a credentials message: the kernel gives its pid here.
     nix::sys::socket::setsockopt(&ours, nix::sys::socket::sockopt::PassCred, &true)
@@ -319,104 +370,93 @@ fn relay(
         .map_err(|e| format!("the session's process is gone ({e})"))?;
     drop((stdio, inside));
     wire::send(&mut &ours, wire::EXEC, body).map_err(|e| format!("handing over: {e}"))?;
-    let mut deadline = req
-        .timeout_ms
-        .map(|ms| Instant::now() + Duration::from_millis(ms));
-    let (mut timed_out, mut killing, mut caller_gone) = (false, false, false);
-    let mut inside_pids: Option<(i32, Vec<i32>)> = None;
-    let signal = |n: i32| {
-        let _ = wire::send(&mut &ours, wire::SIGNAL, &wire::int_body(n));
-    };
-    loop {
-        let wait = match deadline {
-            Some(d) => {
-                let ms = d.saturating_duration_since(Instant::now()).as_millis();
-                PollTimeout::try_from(ms.min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX)
+    Ok(ours)
+}
+
+/// One exec's relay as it goes.
+struct Relay {
+    ours: UnixStream,
+    /// The timeout, then the end of the grace.
+    deadline: Option<Instant>,
+    timed_out: bool,
+    /// SIGTERM went out (the timeout, or the caller gone).
+    killing: bool,
+    caller_gone: bool,
+    /// The monitor's pid and its command's, once the monitor has named itself.
+    inside_pids: Option<(i32, Vec<i32>)>,
+}
+
+impl Relay {
+    fn signal(&self, n: i32) {
+        let _ = wire::send(&mut &self.ours, wire::SIGNAL, &wire::int_body(n));
+    }
+
+    fn begin_ending(&mut self) {
+        self.killing = true;
+        self.signal(libc::SIGTERM);
+        self.deadline = Some(Instant::now() + KILL_GRACE);
+    }
+
+    /// The exec's timeout, then the grace: as a run's.
+    fn on_deadline(&mut self) {
+        if !self.killing {
+            self.timed_out = true;
+            self.begin_ending();
+            return;
+        }
+        self.signal(libc::SIGKILL);
+        // The monitor may not act (a command can stop it, as one process of a run can stop
+        // another): the command's group and the monitor are killed from here.
+        if let Some((monitor, commands)) = &self.inside_pids {
+            kill_from_outside(*monitor, commands);
+        }
+        self.deadline = None;
+    }
+
+    /// A signal to pass on; or the caller went away, and nobody waits for the command: it ends
+    /// as a stopped run's does.
+    fn on_caller(&mut self, conn: &UnixStream) {
+        match wire::recv(&mut &*conn) {
+            Ok(Some((wire::SIGNAL, b))) => {
+                if let Some(n) = wire::body_int(&b).filter(|n| (1..=64).contains(n)) {
+                    self.signal(n);
+                }
             }
-            None => PollTimeout::NONE,
-        };
-        let caller_fd = conn.as_fd();
-        let mut fds = [
-            PollFd::new(ours.as_fd(), PollFlags::POLLIN),
-            PollFd::new(
-                caller_fd,
-                if caller_gone {
-                    PollFlags::empty()
-                } else {
-                    PollFlags::POLLIN
-                },
-            ),
-        ];
-        let n = match poll(&mut fds, wait) {
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(format!("poll: {e}")),
-            Ok(n) => n,
-        };
-        let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
-        if n == 0 {
-            // The exec's timeout, then the grace: as a run's.
-            if !killing {
-                timed_out = true;
-                killing = true;
-                signal(libc::SIGTERM);
-                deadline = Some(Instant::now() + KILL_GRACE);
-            } else {
-                signal(libc::SIGKILL);
-                // The monitor may not act (a command can stop it, as one process of a run can
-                // stop another): the command's group and the monitor are killed from here.
-                if let Some((monitor, commands)) = &inside_pids {
+            Ok(Some(_)) => {}
+            _ => {
+                self.caller_gone = true;
+                if !self.killing {
+                    self.begin_ending();
+                }
+            }
+        }
+    }
+
+    /// The monitor's word: its pid, or the command's end (`Some`).
+    fn on_inside(&mut self) -> Option<Result<i32, String>> {
+        if self.inside_pids.is_none() && first_byte(&self.ours) == Some(b'P') {
+            if let Ok(Some(monitor)) = crate::sys::recv_pid(self.ours.as_raw_fd()) {
+                self.inside_pids = Some((monitor, children_of(monitor)));
+            }
+            return None;
+        }
+        Some(match wire::recv(&mut &self.ours) {
+            Ok(Some((wire::EXIT, b))) => {
+                let code = wire::body_int(&b).unwrap_or(crate::error::EXIT_JAIL_ERROR);
+                Ok(match self.timed_out {
+                    true => crate::error::EXIT_TIMEOUT,
+                    false => code,
+                })
+            }
+            _ if self.timed_out => Ok(crate::error::EXIT_TIMEOUT),
+            _ => {
+                // The monitor is gone without a word (a command killed it): what it started goes
+                // too, as a run's tree would.
+                if let Some((monitor, commands)) = &self.inside_pids {
                     kill_from_outside(*monitor, commands);
                 }
-                deadline = None;
+                Err("the command's monitor ended before the command did".into())
             }
-            continue;
-        }
-        if ready(1) {
-            match wire::recv(&mut &*conn) {
-                Ok(Some((wire::SIGNAL, b))) => {
-                    if let Some(n) = wire::body_int(&b).filter(|n| (1..=64).contains(n)) {
-                        signal(n);
-                    }
-                }
-                Ok(Some(_)) => {}
-                // The caller went away: nobody waits for the command; it ends as a stopped
-                // run's does.
-                _ => {
-                    caller_gone = true;
-                    if !killing {
-                        killing = true;
-                        signal(libc::SIGTERM);
-                        deadline = Some(Instant::now() + KILL_GRACE);
-                    }
-                }
-            }
-        }
-        if ready(0) {
-            if inside_pids.is_none() && first_byte(&ours) == Some(b'P') {
-                if let Ok(Some(monitor)) = crate::sys::recv_pid(ours.as_raw_fd()) {
-                    inside_pids = Some((monitor, children_of(monitor)));
-                }
-                continue;
-            }
-            return match wire::recv(&mut &ours) {
-                Ok(Some((wire::EXIT, b))) => {
-                    let code = wire::body_int(&b).unwrap_or(crate::error::EXIT_JAIL_ERROR);
-                    Ok(if timed_out {
-                        crate::error::EXIT_TIMEOUT
-                    } else {
-                        code
-                    })
-                }
-                _ if timed_out => Ok(crate::error::EXIT_TIMEOUT),
-                _ => {
-                    // The monitor is gone without a word (a command killed it): what it started
-                    // goes too, as a run's tree would.
-                    if let Some((monitor, commands)) = &inside_pids {
-                        kill_from_outside(*monitor, commands);
-                    }
-                    Err("the command's monitor ended before the command did".into())
-                }
-            };
-        }
+        })
     }
 }
