@@ -384,13 +384,11 @@ fn exec(
 ) -> Result<ExecChild, JailError> {
     use std::os::unix::ffi::OsStrExt;
     let mut req = ExecRequest::new(argv);
+    let word = |s: &std::ffi::OsStr| wire::Word(s.as_bytes().to_vec());
     req.env = (options.env.iter())
-        .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+        .map(|(k, v)| (word(k), word(v)))
         .collect();
-    req.cwd = options
-        .cwd
-        .as_ref()
-        .map(|c| c.as_os_str().as_bytes().to_vec());
+    req.cwd = options.cwd.as_ref().map(|c| word(c.as_os_str()));
     req.timeout_ms = options
         .timeout
         .map(|t| t.as_millis().clamp(1, u64::MAX as u128) as u64);

@@ -35,15 +35,52 @@ pub const READY: u8 = b'R';
 /// At most this many bytes of body per message: an argv and environment far past ARG_MAX.
 pub const MAX_BODY: usize = 8 << 20;
 
+/// An argument, a name, a value or a path: bytes, written as a JSON string when they are UTF-8
+/// (as nearly every argument is: a fourth of the size of a list of numbers, so arguments as long
+/// as a one-shot run takes fit under [`MAX_BODY`]) and as the list of bytes otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Word(pub Vec<u8>);
+
+impl std::ops::Deref for Word {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        &self.0
+    }
+}
+
+impl Serialize for Word {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(&self.0) {
+            Ok(text) => s.serialize_str(text),
+            Err(_) => self.0.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Word {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Word, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Text(String),
+            Bytes(Vec<u8>),
+        }
+        Ok(Word(match Either::deserialize(d)? {
+            Either::Text(t) => t.into_bytes(),
+            Either::Bytes(b) => b,
+        }))
+    }
+}
+
 /// One command for a session.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExecRequest {
     /// The program and its arguments, bytes as given.
-    pub argv: Vec<Vec<u8>>,
+    pub argv: Vec<Word>,
     /// Variables set for this command over the session's environment, `(name, value)`.
-    pub env: Vec<(Vec<u8>, Vec<u8>)>,
+    pub env: Vec<(Word, Word)>,
     /// The working directory inside the session, relative to the session's own (or absolute).
-    pub cwd: Option<Vec<u8>>,
+    pub cwd: Option<Word>,
     /// Ended (SIGTERM, SIGKILL after the grace) after this many milliseconds: exit 124.
     pub timeout_ms: Option<u64>,
     /// The caller's umask: files the command creates get the caller's modes.
@@ -53,7 +90,7 @@ pub struct ExecRequest {
 impl ExecRequest {
     pub fn new(argv: &[OsString]) -> ExecRequest {
         ExecRequest {
-            argv: argv.iter().map(|a| a.as_bytes().to_vec()).collect(),
+            argv: argv.iter().map(|a| Word(a.as_bytes().to_vec())).collect(),
             ..ExecRequest::default()
         }
     }
@@ -61,14 +98,14 @@ impl ExecRequest {
     pub fn argv(&self) -> Vec<OsString> {
         self.argv
             .iter()
-            .map(|a| OsString::from_vec(a.clone()))
+            .map(|a| OsString::from_vec(a.to_vec()))
             .collect()
     }
 
     pub fn cwd(&self) -> Option<PathBuf> {
         self.cwd
             .clone()
-            .map(|c| PathBuf::from(OsString::from_vec(c)))
+            .map(|c| PathBuf::from(OsString::from_vec(c.0)))
     }
 
     /// What the supervisor refuses before anything runs: no program, a NUL in a word, a name
@@ -325,6 +362,16 @@ mod tests {
     }
 
     #[test]
+    fn words_are_strings_when_utf8_and_bytes_otherwise_and_read_back_the_same() {
+        let mut req = ExecRequest::new(&["echo".into(), "héllo".into()]);
+        req.argv.push(Word(b"\xff\x00x".to_vec()));
+        req.cwd = Some(Word(b"sub dir".to_vec()));
+        let text = serde_json::to_string(&req).unwrap();
+        assert!(text.contains(r#"["echo","héllo",[255,0,120]]"#), "{text}");
+        assert_eq!(serde_json::from_str::<ExecRequest>(&text).unwrap(), req);
+    }
+
+    #[test]
     fn more_filters_or_no_new_privs_is_more_confined() {
         let c = |filters, no_new_privs| Confinement {
             filters,
@@ -350,7 +397,7 @@ mod tests {
         assert!(nul.check().is_err());
         for name in [&b"A=B"[..], b"", b"1X", b"JAIL_POLICY", b"JAIL"] {
             let mut r = ok.clone();
-            r.env.push((name.to_vec(), b"v".to_vec()));
+            r.env.push((Word(name.to_vec()), Word(b"v".to_vec())));
             assert!(r.check().is_err(), "{name:?}");
         }
         let mut t = ok.clone();

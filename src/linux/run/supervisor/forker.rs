@@ -192,10 +192,10 @@ fn monitor(stdio: Vec<OwnedFd>, stream: OwnedFd, envp: &[CString], mount: bool) 
     let argv: Vec<CString> = req
         .argv
         .iter()
-        .filter_map(|a| CString::new(a.clone()).ok())
+        .filter_map(|a| CString::new(a.to_vec()).ok())
         .collect();
     let envp = merged_env(envp, &req.env);
-    let cwd = req.cwd.clone().and_then(|c| CString::new(c).ok());
+    let cwd = req.cwd.clone().and_then(|c| CString::new(c.0).ok());
     let umask = req.umask;
     // SAFETY: the monitor is single-threaded.
     let command = match unsafe { nix::unistd::fork() } {
@@ -215,7 +215,7 @@ fn monitor(stdio: Vec<OwnedFd>, stream: OwnedFd, envp: &[CString], mount: bool) 
 }
 
 /// The session's environment with the exec's variables set over it.
-fn merged_env(session: &[CString], set: &[(Vec<u8>, Vec<u8>)]) -> Vec<CString> {
+fn merged_env(session: &[CString], set: &[(wire::Word, wire::Word)]) -> Vec<CString> {
     let mut out: Vec<CString> = session
         .iter()
         .filter(|kv| {
@@ -224,12 +224,12 @@ fn merged_env(session: &[CString], set: &[(Vec<u8>, Vec<u8>)]) -> Vec<CString> {
                 .split(|b| *b == b'=')
                 .next()
                 .unwrap_or_default();
-            !set.iter().any(|(k, _)| k == name)
+            !set.iter().any(|(k, _)| k.as_slice() == name)
         })
         .cloned()
         .collect();
     for (k, v) in set {
-        let mut kv = k.clone();
+        let mut kv = k.to_vec();
         kv.push(b'=');
         kv.extend_from_slice(v);
         if let Ok(c) = CString::new(kv) {
