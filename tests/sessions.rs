@@ -549,6 +549,20 @@ fn an_exec_holds_its_timeout_and_the_callers_settings_against_its_command() {
             Duration::from_secs(6),
             || common::processes_with(&format!("{marker}-2")).is_empty(),
         );
+        // The command kills its monitor at the TERM: what is left of its group is still killed
+        // from outside after the grace.
+        let script = format!(
+            "(trap '' TERM; exec -a {marker}-3 sleep 60) >/dev/null 2>&1 & \
+             trap 'kill -9 $PPID' TERM; \
+             while :; do sleep 0.1; done"
+        );
+        let run = s.exec_with(&["--timeout", "0.3s"], &["bash", "-c", &script]);
+        assert_eq!(run.code, Some(124), "{}", run.describe());
+        common::wait_for(
+            "the monitor-killer's group to die",
+            Duration::from_secs(6),
+            || common::processes_with(&format!("{marker}-3")).is_empty(),
+        );
         // The caller's umask, whatever the starter's was.
         let file = fx.p("scratch/made");
         let jail = common::jail_bin().to_string_lossy().into_owned();

@@ -87,15 +87,38 @@ pub fn ensure() -> Result<PathBuf, JailError> {
     Ok(dir)
 }
 
-/// The directory every run hides (made first when `make`), unless it is under /tmp: hiding a
-/// directory inside a writable tree takes Landlock's rule off the tree itself (new files in /tmp
-/// would be refused), and there a private /tmp hides it anyway.
-pub fn to_hide(make: bool) -> Option<PathBuf> {
-    let dir = match make {
+/// The directories every run hides: this environment's (made first when `make`) and every other
+/// place a session of this user may live (a run whose environment lacks XDG_RUNTIME_DIR must
+/// still hide the sessions started with it). Not under /tmp: hiding a directory inside a
+/// writable tree takes Landlock's rule off the tree itself (new files in /tmp would be refused),
+/// and there a private /tmp hides it anyway.
+pub fn to_hide(make: bool) -> Vec<PathBuf> {
+    let here = match make {
         true => ensure().unwrap_or_else(|_| location()),
         false => location(),
     };
-    (!dir.starts_with("/tmp")).then_some(dir)
+    // SAFETY: geteuid only queries.
+    let uid = unsafe { libc::geteuid() };
+    let mut all = vec![
+        here,
+        PathBuf::from(format!("/run/user/{uid}/jail-sessions")),
+    ];
+    all.extend(
+        std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .map(|p| p.join("jail-sessions")),
+    );
+    #[cfg(target_os = "linux")]
+    all.extend(
+        crate::workspace::store::Store::locate()
+            .ok()
+            .map(|s| s.root().join("sessions")),
+    );
+    all.retain(|d| !d.starts_with("/tmp"));
+    all.sort();
+    all.dedup();
+    all
 }
 
 /// The sessions' directory when it exists and is sound (nothing to list otherwise).

@@ -7,6 +7,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -162,11 +163,40 @@ fn accept_loop(listener: &UnixListener, shared: &Arc<Shared>, idle: Option<Durat
         let Ok((conn, _)) = listener.accept() else {
             continue;
         };
+        // Checked before a thread is spent on it: a refused caller gets its reason and is
+        // dropped; callers past the bound are turned away, so that nothing can make the
+        // supervisor hold a thread per connection without end.
+        if let Err(why) = wire::check_peer(&conn) {
+            refuse_now(&conn, &why);
+            continue;
+        }
+        if CALLERS.load(Ordering::SeqCst) >= MAX_CALLERS {
+            refuse_now(&conn, "too many callers at once");
+            continue;
+        }
+        CALLERS.fetch_add(1, Ordering::SeqCst);
         let shared = Arc::clone(shared);
-        let _ = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("session-caller".into())
-            .spawn(move || caller(&shared, conn));
+            .spawn(move || {
+                caller(&shared, conn);
+                CALLERS.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            CALLERS.fetch_sub(1, Ordering::SeqCst);
+        }
     }
+}
+
+/// Callers served at once (each a thread): an agent's parallel tool calls are far fewer.
+const MAX_CALLERS: usize = 512;
+static CALLERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Says why and closes, without waiting for the caller (the accept loop's own refusals).
+fn refuse_now(conn: &UnixStream, why: &str) {
+    let _ = conn.set_write_timeout(Some(Duration::from_millis(100)));
+    let _ = wire::send(&mut &*conn, wire::REFUSED, why.as_bytes());
+    let _ = conn.shutdown(std::net::Shutdown::Both);
 }
 
 fn request_stop(shared: &Shared) {
@@ -182,10 +212,15 @@ fn request_stop(shared: &Shared) {
 fn refuse(conn: &UnixStream, why: &str) {
     let _ = wire::send(&mut &*conn, wire::REFUSED, why.as_bytes());
     let _ = conn.shutdown(std::net::Shutdown::Write);
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
+    let until = Instant::now() + Duration::from_secs(1);
     let mut sink = [0u8; 4096];
     let mut left = wire::MAX_BODY + 64;
     while left > 0 {
+        // One second in all, not per read: a caller that trickles bytes gets no longer.
+        let rest = until.saturating_duration_since(Instant::now());
+        if rest.is_zero() || conn.set_read_timeout(Some(rest)).is_err() {
+            break;
+        }
         match std::io::Read::read(&mut &*conn, &mut sink) {
             Ok(0) | Err(_) => break,
             Ok(n) => left = left.saturating_sub(n),
@@ -195,10 +230,9 @@ fn refuse(conn: &UnixStream, why: &str) {
 
 /// One caller: its request, then (for an exec) the relay until the command ends.
 fn caller(shared: &Shared, conn: UnixStream) {
-    if let Err(why) = wire::check_peer(&conn) {
-        refuse(&conn, &why);
-        return;
-    }
+    // The request comes at once or not at all: a caller that connects and says nothing does not
+    // keep its thread.
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
     let Ok(Some((kind, fds))) = wire::recv_with_fds(conn.as_raw_fd(), 3) else {
         return;
     };
@@ -206,6 +240,7 @@ fn caller(shared: &Shared, conn: UnixStream) {
         Ok(Some((k, body))) if k == kind => body,
         _ => return refuse(&conn, "a malformed request"),
     };
+    let _ = conn.set_read_timeout(None);
     match kind {
         wire::INFO => {
             let info = shared
@@ -432,6 +467,22 @@ impl Relay {
         }
     }
 
+    /// Once SIGTERM went out, the command's end is not the exec's: what is left of its group
+    /// has the grace, then is killed from here whatever the monitor does (a process of the group
+    /// can stop or kill it).
+    fn finish_group(&self) {
+        let Some((monitor, commands)) = &self.inside_pids else {
+            return;
+        };
+        let until = self.deadline.unwrap_or_else(Instant::now);
+        // SAFETY: kill with signal 0 only asks whether the group exists.
+        let alive = || commands.iter().any(|c| unsafe { libc::kill(-c, 0) } == 0);
+        while alive() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        kill_from_outside(*monitor, commands);
+    }
+
     /// The monitor's word: its pid, or the command's end (`Some`).
     fn on_inside(&mut self) -> Option<Result<i32, String>> {
         if self.inside_pids.is_none() && first_byte(&self.ours) == Some(b'P') {
@@ -440,7 +491,11 @@ impl Relay {
             }
             return None;
         }
-        Some(match wire::recv(&mut &self.ours) {
+        let said = wire::recv(&mut &self.ours);
+        if self.killing {
+            self.finish_group();
+        }
+        Some(match said {
             Ok(Some((wire::EXIT, b))) => {
                 let code = wire::body_int(&b).unwrap_or(crate::error::EXIT_JAIL_ERROR);
                 Ok(match self.timed_out {
