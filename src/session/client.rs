@@ -251,8 +251,11 @@ pub(crate) fn start(
     if files.socket.exists() && connect(&name, &files).is_ok() {
         return Err(refused(&name, "a session of this name is running"));
     }
-    files.remove_live();
-    let _ = std::fs::remove_file(&files.end);
+    // What a supervisor that is gone left (never while one holds the name: it may be starting).
+    if let Ok(_lock) = dir::lock(&files) {
+        files.remove_live();
+        let _ = std::fs::remove_file(&files.end);
+    }
     let mut settings = settings.clone();
     settings.command = vec![SESSION_COMMAND.into()];
     settings.session = Some(SessionSpec {
@@ -289,7 +292,8 @@ fn spawn_server(
         .stdin(std::process::Stdio::null())
         .stdout(ready_write)
         .stderr(err_write);
-    // SAFETY: between fork and exec only setsid and fcntl run: async-signal-safe, no allocation.
+    // SAFETY: between fork and exec only setsid, close_range and fcntl run: system calls, no
+    // allocation, no lock.
     unsafe {
         cmd.pre_exec(move || {
             if libc::setsid() < 0 {
