@@ -725,3 +725,58 @@ fn one_supervisor_per_name_and_no_impostor_answers() {
         run.describe()
     );
 }
+
+/// A caller more confined than the supervisor (here only no_new_privs, as every jail sets) is
+/// inside something the supervisor is not: refused, as root and as an unprivileged user.
+#[test]
+fn a_caller_more_confined_than_the_session_is_refused() {
+    if !full_level_or_skip("session-confined-caller") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "session-confined-caller");
+        let s = Sess::start(&fx, &[], &[]);
+        let jail = common::jail_bin().to_string_lossy().into_owned();
+        let mut args: Vec<String> = Vec::new();
+        if common::is_root() && who == common::Who::User {
+            let uid = common::uid_of(who);
+            args.extend([
+                format!("--reuid={uid}"),
+                format!("--regid={uid}"),
+                "--clear-groups".into(),
+            ]);
+        }
+        let run = |nnp: bool| {
+            let mut a = args.clone();
+            if nnp {
+                a.push("--no-new-privs".into());
+            }
+            a.extend([
+                jail.clone(),
+                "exec".into(),
+                s.name.clone(),
+                "--".into(),
+                "true".into(),
+            ]);
+            Run::from(
+                std::process::Command::new("setpriv")
+                    .args(&a)
+                    .current_dir(&fx.dir)
+                    .env("HOME", &fx.home)
+                    .env_remove("XDG_RUNTIME_DIR")
+                    .output()
+                    .unwrap(),
+            )
+        };
+        let refused = run(true);
+        assert_eq!(refused.code, Some(125), "{}", refused.describe());
+        assert!(
+            refused.stderr.contains("more confined"),
+            "{}",
+            refused.describe()
+        );
+        // The same caller without no_new_privs is served: the check can fail.
+        let served = run(false);
+        assert!(served.ok(), "{}", served.describe());
+    }
+}
