@@ -48,8 +48,52 @@ pub struct RunReport {
     pub network: Network,
     pub changes: ChangesSection,
     pub denials: DenialsSection,
+    /// A session's commands (`jail exec`): each one's span and what changed under the
+    /// copy-on-write roots while it ran. Absent for a run that is not a session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execs: Option<ExecsSection>,
     /// The resolved policy, as JAIL_POLICY shows it to the command.
     pub policy: serde_json::Value,
+}
+
+/// A session's execs, in the order they started.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ExecsSection {
+    /// Every exec the session started.
+    pub total: u64,
+    /// The first [`MAX_EXECS`] of them.
+    pub items: Vec<ExecItem>,
+}
+
+/// Execs listed in the report; the total counts all.
+pub const MAX_EXECS: usize = 10_000;
+/// Paths listed for one exec; the rest are counted.
+pub const MAX_EXEC_PATHS: usize = 1_000;
+
+/// One `jail exec` of a session.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExecItem {
+    /// Its number in the session, from 1; the event stream's `exec` field names it.
+    pub id: u64,
+    #[serde(with = "crate::byte_path::os_vec")]
+    pub command: Vec<std::ffi::OsString>,
+    /// `--cwd` as the caller gave it (null: the session's own).
+    #[serde(with = "crate::byte_path::option")]
+    pub cwd: Option<PathBuf>,
+    /// Milliseconds from the session's start.
+    pub started_ms: u64,
+    pub ended_ms: Option<u64>,
+    /// What `jail exec` returned (null while it ran, or when the session ended first).
+    pub exit_code: Option<i32>,
+    /// No other exec ran at any moment of its span: every change listed is its own. Otherwise
+    /// a change is listed for each exec that ran when it was seen.
+    pub alone: bool,
+    /// The paths under the copy-on-write roots that changed while it ran (created, written,
+    /// deleted, renamed, their modes changed), in order.
+    #[serde(with = "crate::byte_path::vec")]
+    pub wrote: Vec<PathBuf>,
+    /// Changed paths past [`MAX_EXEC_PATHS`], not listed.
+    pub wrote_over_limit: u64,
 }
 
 /// One layer: `achieved`, `degraded` (on, but narrower than the policy asks) or `gap` (off),
@@ -247,6 +291,7 @@ impl RunReport {
             network: network(f.policy, f.network_enforcement, f.decisions),
             changes: changes_section(&f.roots, f.changes),
             denials: denials_section(f.denials, f.layers),
+            execs: None,
             policy: f.policy_json,
         }
     }

@@ -466,6 +466,41 @@ fn network_decisions_are_counted_in_the_report() {
     );
 }
 
+/// A session's report (`--report` at `session start`, written at `session stop`) follows the
+/// schema, its `execs` included; a one-shot run's has none.
+#[test]
+fn a_sessions_report_lists_its_execs_in_the_schema() {
+    if !full_level_or_skip("report-session") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "report-session");
+        let (repo, report) = (fx.p("repo"), fx.p("session-report.json"));
+        let name = format!("rep{}", std::process::id());
+        let jail =
+            |args: &[&str]| Run::from(fx.command(common::jail_bin(), args).output().unwrap());
+        let run = jail(&[
+            "session", "start", "--name", &name, "--cow", &repo, "--report", &report,
+        ]);
+        assert!(run.ok(), "{}", run.describe());
+        let write = format!("echo x > {}", fx.p("repo/new.txt"));
+        let run = jail(&["exec", &name, "--", "sh", "-c", &write]);
+        assert!(run.ok(), "{}", run.describe());
+        let run = jail(&["session", "stop", &name]);
+        assert!(run.ok(), "{}", run.describe());
+        let v = read_report(&report);
+        assert_eq!(v["execs"]["total"], 1, "{v:#}");
+        assert_eq!(
+            v["execs"]["items"][0]["wrote"],
+            serde_json::json!([fx.p("repo/new.txt")])
+        );
+        let one_shot = fx.p("one-shot.json");
+        let run = jail(&["--report", &one_shot, "--", "true"]);
+        assert!(run.ok(), "{}", run.describe());
+        assert!(read_report(&one_shot).get("execs").is_none());
+    }
+}
+
 #[test]
 fn the_report_page_documents_every_field_of_the_schema() {
     let page =

@@ -73,6 +73,13 @@ impl<'a> Sess<'a> {
         self.jail(&["session", "stop", &self.name])
     }
 
+    /// Stops the session; what `session stop --json` printed.
+    fn stop_json(mut self) -> serde_json::Value {
+        self.stopped = true;
+        let run = self.jail(&["session", "stop", &self.name, "--json"]);
+        serde_json::from_str(&run.stdout).unwrap_or_else(|_| panic!("{}", run.describe()))
+    }
+
     fn jail(&self, args: &[&str]) -> Run {
         Run::from(self.fx.command(common::jail_bin(), args).output().unwrap())
     }
@@ -459,6 +466,105 @@ fn an_idle_session_stops_and_a_cow_session_hands_its_writes_back_as_a_run() {
         );
         assert!(apply.ok(), "{}", apply.describe());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "from-one\n");
+    }
+}
+
+/// A `--cow` session's report and event stream say which exec changed what: each exec's span,
+/// its exit code, the paths that changed while it ran, and whether another ran beside it (then a
+/// change names every exec running when it was seen). The stream's lines come from outside the
+/// sandbox (the layer, watched by the supervisor): an exec's change is seen before its end.
+#[test]
+fn a_cow_sessions_report_and_events_say_which_exec_wrote_what() {
+    if !full_level_or_skip("session-attribution") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "session-attribution");
+        let (repo, events) = (fx.p("repo"), fx.p("events.jsonl"));
+        let s = Sess::start(&fx, &["--cow", &repo, "--events", &events], &[]);
+        let path = |name: &str| fx.p(&format!("repo/{name}"));
+        let run = s.exec(&["sh", "-c", &format!("echo 1 > {}", path("one.txt"))]);
+        assert!(run.ok(), "{}", run.describe());
+        let run = s.exec(&[
+            "sh",
+            "-c",
+            &format!("echo 2 >> {}; exit 3", path("file.txt")),
+        ]);
+        assert_eq!(run.code, Some(3), "{}", run.describe());
+        // Two at once: the slow one writes after the quick one has ended.
+        let slow = format!("sleep 1; echo 3 > {}", path("three.txt"));
+        let mut args = vec!["exec", &s.name, "--", "sh", "-c", &slow];
+        let mut background = fx.command(common::jail_bin(), &args).spawn().unwrap();
+        common::wait_for("the slow exec to start", Duration::from_secs(10), || {
+            std::fs::read_to_string(&events).is_ok_and(|t| t.contains("sleep 1"))
+        });
+        args.truncate(3);
+        args.push("true");
+        let run = Run::from(fx.command(common::jail_bin(), &args).output().unwrap());
+        assert!(run.ok(), "{}", run.describe());
+        assert!(background.wait().unwrap().success());
+
+        let stop = s.stop_json();
+        let execs = &stop["report"]["execs"];
+        assert_eq!(execs["total"], 4, "{stop:#}");
+        let item = |needle: &str| -> &serde_json::Value {
+            execs["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|i| i["command"].to_string().contains(needle))
+                .unwrap_or_else(|| panic!("no exec of {needle}: {stop:#}"))
+        };
+        let wrote = |i: &serde_json::Value| i["wrote"].clone();
+        let (one, two) = (item("one.txt"), item("file.txt"));
+        let (three, quick) = (item("three.txt"), item("\"true\""));
+        assert_eq!(wrote(one), serde_json::json!([path("one.txt")]), "{stop:#}");
+        assert_eq!(
+            wrote(two),
+            serde_json::json!([path("file.txt")]),
+            "{stop:#}"
+        );
+        assert_eq!(
+            wrote(three),
+            serde_json::json!([path("three.txt")]),
+            "{stop:#}"
+        );
+        assert_eq!(wrote(quick), serde_json::json!([]), "{stop:#}");
+        assert_eq!(
+            (one["alone"].clone(), two["alone"].clone()),
+            (true.into(), true.into())
+        );
+        assert_eq!(
+            (three["alone"].clone(), quick["alone"].clone()),
+            (false.into(), false.into())
+        );
+        assert_eq!(
+            (one["exit_code"].clone(), two["exit_code"].clone()),
+            (0.into(), 3.into())
+        );
+
+        // The stream: each change names the exec that ran then, before that exec's end.
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&events)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        for (file, exec) in [("one.txt", one), ("file.txt", two), ("three.txt", three)] {
+            let at = |want: &dyn Fn(&serde_json::Value) -> bool| {
+                lines
+                    .iter()
+                    .position(want)
+                    .unwrap_or_else(|| panic!("{file}: no such line in {lines:#?}"))
+            };
+            let wrote = at(&|l| l["event"] == "wrote" && l["path"] == path(file).as_str());
+            let ended = at(&|l| l["event"] == "exec_end" && l["exec"] == exec["id"]);
+            assert_eq!(
+                lines[wrote]["execs"],
+                serde_json::json!([exec["id"]]),
+                "{file}"
+            );
+            assert!(wrote < ended, "{file}: {lines:#?}");
+        }
     }
 }
 

@@ -30,6 +30,8 @@ pub fn serve(mut settings: RunSettings) -> Result<i32, JailError> {
         UnixStream::pair().map_err(|e| JailError::io("the session's control socket", e))?;
     spec.stop_fd = Some(stop.into_raw_fd());
     settings.control_fd = Some(control.into_raw_fd());
+    // The report is part of what `session stop` hands back: which exec changed what.
+    settings.record = true;
     let result = Jail::from_settings(settings).run();
     // The outcome first, then the socket: a `session stop` that sees the socket go reads it.
     if let Ok(text) = serde_json::to_vec(&Sent::of(&result)) {

@@ -4,5 +4,6 @@
 pub mod audit;
 pub mod events;
 pub mod evidence;
+pub mod execs;
 pub mod recorder;
 pub mod view;

@@ -171,7 +171,7 @@ impl Recorder {
         run: &RunState,
         net: &NetRuntime,
         result: &Result<RunEnd, JailError>,
-        (roots, changes): (Vec<PathBuf>, Changes),
+        (roots, changes, execs): (Vec<PathBuf>, Changes, Option<&super::execs::ExecLog>),
         summary: bool,
     ) -> Result<RunReport, JailError> {
         let changes = Ok(changes);
@@ -219,7 +219,7 @@ impl Recorder {
         resources.processes_started = result.as_ref().ok().and_then(|e| e.processes);
         let gaps = run.plan.gaps.clone();
         let file = crate::policy_file::PolicyFile::new(policy, &run.plan.layers, gaps.clone());
-        let report = RunReport::build(Facts {
+        let mut report = RunReport::build(Facts {
             policy,
             policy_json: serde_json::to_value(&file).expect("serializable"),
             features: &run.facts.features,
@@ -243,6 +243,7 @@ impl Recorder {
             changes,
             denials,
         });
+        report.execs = execs.map(super::execs::ExecLog::section);
         if summary {
             crate::text::say(report.summary());
         }

@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use super::plan::{self, Denials, Facts, Fallback, RunPlan};
 use super::run_state::RunState;
@@ -24,6 +25,7 @@ use crate::linux::layers::net_setup::NetRuntime;
 use crate::linux::layers::{limits, seccomp};
 use crate::linux::observe::audit;
 use crate::linux::observe::events::{self, Events};
+use crate::linux::observe::execs::ExecLog;
 use crate::linux::observe::recorder::Recorder;
 use crate::policy::Policy;
 use crate::policy::settings::RunSettings;
@@ -66,6 +68,10 @@ pub fn launch(policy: &Policy, options: &RunSettings) -> Result<Outcome, JailErr
     crate::timing::mark("features detected");
     let mut events = match &options.events {
         Some(spec) => Some(Events::new(events::target(spec)?, &policy.command)),
+        // A session's report says which exec changed what: the layers are watched anyway.
+        None if options.session.is_some() => {
+            Some(Events::new(events::Target::Nowhere, &policy.command))
+        }
         None => None,
     };
     let mut facts = Facts::new(features, limits::Host::detect());
@@ -147,6 +153,8 @@ struct Attempt<'p> {
     watch: Watch,
     protected_writes: ProtectedWrites,
     recorder: Option<Recorder>,
+    /// A session's execs, for the event stream and the report.
+    execs: Option<Arc<ExecLog>>,
     journal: Option<super::journal::Entry>,
     /// Told the command's pid once it exists: the layers' watch and the trash's emptying.
     janitor: Rc<Option<CommandStarted>>,
@@ -221,8 +229,10 @@ impl<'p> Attempt<'p> {
             recorder.as_ref().and_then(Recorder::report_file),
             &policy,
         );
+        let execs = options.session.is_some().then(|| Arc::new(ExecLog::new()));
         if let Some(stream) = events.as_mut() {
-            watch_events(stream, &policy, &plan, cow.as_ref(), recorder.as_mut())?;
+            let found = (cow.as_ref(), recorder.as_mut(), execs.as_ref());
+            watch_events(stream, &policy, &plan, found)?;
         }
         announce(&policy, options, &plan);
         Ok(Attempt {
@@ -237,6 +247,7 @@ impl<'p> Attempt<'p> {
             watch,
             protected_writes,
             recorder,
+            execs,
             journal,
         })
     }
@@ -285,7 +296,12 @@ impl<'p> Attempt<'p> {
         let hooks = self.command_started(&limits, events);
         let mounts = self.cow.as_ref().and_then(|c| c.layer_mounts());
         let conf = confinement(
-            policy, options, &self.plan, &self.net, limits, hooks, mounts,
+            policy,
+            options,
+            &self.plan,
+            &self.net,
+            limits,
+            (hooks, mounts, self.execs.clone()),
         )?;
         crate::timing::mark("confinement built");
         if let Some(j) = &self.journal {
@@ -424,7 +440,7 @@ impl<'p> Attempt<'p> {
                 &run,
                 &self.net,
                 &result,
-                (roots, changes),
+                (roots, changes, self.execs.as_deref()),
                 options.summary,
             )?),
             None => None,
@@ -451,13 +467,19 @@ fn watch_events(
     stream: &mut Events,
     policy: &Policy,
     plan: &RunPlan,
-    cow: Option<&cow_run::CowRun>,
-    recorder: Option<&mut Recorder>,
+    (cow, recorder, execs): (
+        Option<&cow_run::CowRun>,
+        Option<&mut Recorder>,
+        Option<&Arc<ExecLog>>,
+    ),
 ) -> Result<(), JailError> {
     stream.bind(
         policy,
         crate::linux::observe::recorder::private_tmp(policy, &plan.layers),
     )?;
+    if let Some(log) = execs {
+        stream.attach_execs(log);
+    }
     if let Some(c) = cow {
         match c.layer_mounts() {
             Some(mounts) => stream.prepare_on_tmpfs(&c.roots(), mounts),
@@ -517,7 +539,7 @@ fn check_descriptors(policy: &Policy, options: &RunSettings) -> Result<(), JailE
             Some(events::Target::Fd(e)) => *e == *fd || crate::sandbox::control::same_file(*e, *fd),
             // A named pipe (or file) given as FILE and also held open on a kept descriptor.
             Some(events::Target::File(path)) => same_inode(path, *fd),
-            None => false,
+            Some(events::Target::Nowhere) | None => false,
         };
         if same {
             return Err(JailError::bad_flag(
@@ -616,8 +638,11 @@ fn confinement(
     plan: &RunPlan,
     net: &NetRuntime,
     limits: limits::Prepared,
-    command_started: Vec<CommandStarted>,
-    layer_mounts: Option<crate::linux::layers::layer_bound::Mounts>,
+    (command_started, layer_mounts, execs): (
+        Vec<CommandStarted>,
+        Option<crate::linux::layers::layer_bound::Mounts>,
+        Option<Arc<ExecLog>>,
+    ),
 ) -> Result<Confinement, JailError> {
     Ok(Confinement {
         mount: plan.mount.clone(),
@@ -639,6 +664,7 @@ fn confinement(
                 policy.profile.clone(),
                 plan.level().name().to_string(),
                 policy.cwd.clone(),
+                execs.unwrap_or_default(),
             )?),
             None => None,
         },

@@ -13,8 +13,10 @@ mod server;
 use std::cell::RefCell;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::error::JailError;
+use crate::linux::observe::execs::ExecLog;
 use crate::session::SessionSpec;
 
 /// What a session run carries besides a run's confinement.
@@ -24,6 +26,8 @@ pub struct SessionSetup {
     pub profile: String,
     pub level: String,
     pub cwd: PathBuf,
+    /// Which exec ran when, for the event stream and the report.
+    pub execs: Arc<ExecLog>,
     /// (the supervisor's end, the inside's end): each process takes what it uses.
     channel: RefCell<Option<(OwnedFd, OwnedFd)>>,
 }
@@ -34,6 +38,7 @@ impl SessionSetup {
         profile: String,
         level: String,
         cwd: PathBuf,
+        execs: Arc<ExecLog>,
     ) -> Result<SessionSetup, JailError> {
         use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
         let (ours, inside) = socketpair(
@@ -48,6 +53,7 @@ impl SessionSetup {
             profile,
             level,
             cwd,
+            execs,
             channel: RefCell::new(Some((ours, inside))),
         })
     }

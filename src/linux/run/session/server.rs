@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::SessionSetup;
 use crate::error::JailError;
+use crate::linux::observe::execs::ExecLog;
 use crate::run_semantics::KILL_GRACE;
 use crate::session::dir::{self, Files};
 use crate::session::wire::{self, ExecRequest};
@@ -27,6 +28,7 @@ pub(super) struct Server {
     /// The run's control socket: a byte there stops the session as a run is stopped.
     stop: OwnedFd,
     info: SessionInfo,
+    execs: Arc<ExecLog>,
 }
 
 /// What the relays share.
@@ -34,6 +36,7 @@ struct Shared {
     channel: OwnedFd,
     stop: OwnedFd,
     state: Mutex<State>,
+    execs: Arc<ExecLog>,
 }
 
 struct State {
@@ -73,6 +76,7 @@ impl Server {
                 execs: 0,
             },
             spec,
+            execs: Arc::clone(&setup.execs),
         })
     }
 
@@ -106,6 +110,7 @@ impl Server {
         let shared = Arc::new(Shared {
             channel: self.channel,
             stop: self.stop,
+            execs: self.execs,
             state: Mutex::new(State {
                 info,
                 last_activity: Instant::now(),
@@ -284,7 +289,14 @@ fn exec(shared: &Shared, conn: &UnixStream, stdio: Vec<OwnedFd>, body: &[u8]) {
         s.info.running += 1;
         s.info.execs += 1;
     }
+    let cwd = req.cwd.as_ref().map(|c| {
+        std::path::PathBuf::from(
+            <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(c.to_vec()),
+        )
+    });
+    let id = shared.execs.started(&req.argv(), cwd.as_deref());
     let code = relay(shared, conn, stdio, body, &req);
+    shared.execs.ended(id, code.as_ref().ok().copied());
     {
         let mut s = shared.state.lock().unwrap_or_else(|e| e.into_inner());
         s.info.running -= 1;

@@ -24,25 +24,26 @@
 //!   kernel's inotify queue overflows, the overlay's layer is scanned again (it holds exactly
 //!   the changes), so no first write is lost; in the copy fallback the loss is said in `exit`.
 
-use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use serde_json::{Value, json};
 
 use super::audit::{Denial, DenialListener};
+use super::execs::{ExecLog, Feed};
+
+mod watcher;
 use crate::error::JailError;
 use crate::linux::run::supervisor::CommandStarted;
 use crate::policy::Policy;
 use crate::workspace::store::LayerKind;
+use watcher::Watcher;
 
 /// Distinct paths reported as `wrote`; the rest are counted in `exit`.
 pub const MAX_PATHS: usize = 100_000;
@@ -56,6 +57,8 @@ const DRAIN: std::time::Duration = std::time::Duration::from_millis(500);
 pub enum Target {
     File(PathBuf),
     Fd(i32),
+    /// No stream: the layers' watch alone, for a session's report.
+    Nowhere,
 }
 
 /// Parses `--events FILE|fd:N`.
@@ -148,6 +151,19 @@ struct Sink {
 }
 
 impl Sink {
+    /// A sink whose lines go nowhere (no writer; each is dropped at once).
+    fn nowhere() -> Arc<Sink> {
+        Arc::new(Sink {
+            queue: Mutex::new(Queue {
+                ended: true,
+                ..Queue::default()
+            }),
+            moved: std::sync::Condvar::new(),
+            started: Instant::now(),
+            dropped: AtomicU64::new(0),
+        })
+    }
+
     fn emit(&self, line: Value) {
         self.push(line, false);
     }
@@ -255,6 +271,8 @@ pub struct Events {
     command: Vec<Value>,
     /// The copy-on-write roots, as the host names them.
     roots: Vec<PathBuf>,
+    /// A session's execs: each change and denial names the ones running when it was seen.
+    execs: Option<Arc<ExecLog>>,
 }
 
 enum WatchPhase {
@@ -263,7 +281,9 @@ enum WatchPhase {
     /// mounts arrive): watched once the command exists, what they hold by then reported.
     Deferred(Vec<PathBuf>, crate::linux::layers::Mounts),
     Ready(Watcher),
-    Running(JoinHandle<Tally>, OwnedFd),
+    /// The thread, the descriptor whose closing stops it, and the watcher it drains (shared, so
+    /// that an exec's end can read the queue out first).
+    Running(JoinHandle<Tally>, OwnedFd, Arc<Mutex<Watcher>>),
     Done(Tally),
 }
 
@@ -289,7 +309,26 @@ impl Events {
                 .map(|a| json!(crate::byte_path::BytePath(a.into())))
                 .collect(),
             roots: Vec::new(),
+            execs: None,
         }
+    }
+
+    /// A session's log of execs: its `exec` and `exec_end` lines go to this stream, and an exec's
+    /// end reads the watcher's queue out first. After [`Events::bind`].
+    pub fn attach_execs(&mut self, log: &Arc<ExecLog>) {
+        self.execs = Some(Arc::clone(log));
+        let Some(sink) = self.sink.clone() else {
+            return;
+        };
+        let (flush_sink, watch) = (Arc::clone(&sink), Arc::clone(&self.watch));
+        log.set_feed(Feed {
+            emit: Box::new(move |line| sink.emit(line)),
+            flush: Box::new(move || {
+                if let WatchPhase::Running(_, _, w) = &*lock(&watch) {
+                    lock(w).drain(&flush_sink);
+                }
+            }),
+        });
     }
 
     /// Opens the stream for an attempt of `policy` (once; checked again on every attempt, the
@@ -297,6 +336,10 @@ impl Events {
     /// through a symlink. `private_tmp`: the command's /tmp is its own.
     pub fn bind(&mut self, policy: &Policy, private_tmp: bool) -> Result<(), JailError> {
         let path = match &self.target {
+            Target::Nowhere => {
+                self.sink.get_or_insert_with(Sink::nowhere);
+                return Ok(());
+            }
             Target::Fd(fd) => {
                 if self.sink.is_none() {
                     let out = open_fd(*fd)?;
@@ -341,8 +384,9 @@ impl Events {
     /// Told of each denial the audit reader keeps.
     pub fn denial_listener(&self) -> Option<DenialListener> {
         let sink = Arc::clone(self.sink.as_ref()?);
+        let execs = self.execs.clone();
         Some(Arc::new(move |d: &Denial| {
-            sink.emit(json!({
+            let mut line = json!({
                 "event": "denied",
                 "operation": d.operation,
                 "path": d.path,
@@ -350,7 +394,11 @@ impl Events {
                 "pid": d.pid,
                 "command": d.comm,
                 "exe": d.exe,
-            }))
+            });
+            if let Some(log) = &execs {
+                line["execs"] = json!(log.seen(None));
+            }
+            sink.emit(line)
         }))
     }
 
@@ -361,6 +409,7 @@ impl Events {
         let watch = Arc::clone(&self.watch);
         let command = self.command.clone();
         let roots = self.roots.clone();
+        let execs = self.execs.clone();
         Some(Box::new(move |pid| {
             sink.emit(json!({
                 "event": "start",
@@ -379,7 +428,7 @@ impl Events {
                     .map(crate::linux::layers::upper_of)
                     .collect();
                 let layers: Vec<(PathBuf, PathBuf)> = roots.iter().cloned().zip(uppers).collect();
-                *phase = match Watcher::catching_up(&layers, &sink) {
+                *phase = match Watcher::catching_up(&layers, &sink, execs.clone()) {
                     Some(w) => WatchPhase::Ready(w),
                     None => WatchPhase::Idle,
                 };
@@ -388,8 +437,8 @@ impl Events {
                 let WatchPhase::Ready(w) = std::mem::replace(&mut *phase, WatchPhase::Idle) else {
                     unreachable!("matched above")
                 };
-                *phase = match w.spawn(Arc::clone(&sink)) {
-                    Ok((thread, stop)) => WatchPhase::Running(thread, stop),
+                *phase = match w.spawn(Arc::clone(&sink), execs.clone()) {
+                    Ok((thread, stop, w)) => WatchPhase::Running(thread, stop, w),
                     Err(tally) => WatchPhase::Done(tally),
                 };
             }
@@ -400,7 +449,7 @@ impl Events {
     pub fn stop_watch(&self) {
         let mut phase = lock(&self.watch);
         if let WatchPhase::Running(..) = &*phase {
-            let WatchPhase::Running(thread, stop) =
+            let WatchPhase::Running(thread, stop, _) =
                 std::mem::replace(&mut *phase, WatchPhase::Idle)
             else {
                 unreachable!("matched above")
@@ -488,249 +537,6 @@ fn open_fd(fd: i32) -> Result<Out, JailError> {
         libc::S_IFIFO | libc::S_IFREG => Ok(Out::File(File::from(own))),
         _ => Err(bad("is neither a pipe, a socket nor a regular file")),
     }
-}
-
-/// The changes of the layers, as inotify reports them.
-struct Watcher {
-    inotify: Inotify,
-    /// Each watched directory: the host path it stands for, and its path in the layer.
-    dirs: HashMap<WatchDescriptor, (PathBuf, PathBuf)>,
-    layers: Vec<(PathBuf, PathBuf)>,
-    kind: LayerKind,
-    seen: HashSet<PathBuf>,
-    tally: Tally,
-}
-
-fn mask() -> AddWatchFlags {
-    AddWatchFlags::IN_CREATE
-        | AddWatchFlags::IN_MOVED_TO
-        | AddWatchFlags::IN_MOVED_FROM
-        | AddWatchFlags::IN_DELETE
-        | AddWatchFlags::IN_MODIFY
-        | AddWatchFlags::IN_ATTRIB
-        // Writes through a shared mapping raise no IN_MODIFY; the close after them does.
-        | AddWatchFlags::IN_CLOSE_WRITE
-        | AddWatchFlags::IN_ONLYDIR
-        | AddWatchFlags::IN_DONT_FOLLOW
-}
-
-impl Watcher {
-    /// Watches every directory of each layer (an overlay's upper is empty at the start; a
-    /// copy holds the whole tree). None without layers or inotify.
-    fn new(layers: &[(PathBuf, PathBuf)], kind: LayerKind) -> Option<Watcher> {
-        if layers.is_empty() {
-            return None;
-        }
-        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
-        let mut w = Watcher {
-            inotify,
-            dirs: HashMap::new(),
-            layers: layers.to_vec(),
-            kind,
-            seen: HashSet::new(),
-            tally: Tally::default(),
-        };
-        for (host, layer) in layers {
-            w.watch_tree(host.clone(), layer.clone(), false);
-        }
-        Some(w)
-    }
-
-    /// As [`Watcher::new`] for overlay layers the command may have written already: what they
-    /// hold is reported now.
-    fn catching_up(layers: &[(PathBuf, PathBuf)], sink: &Sink) -> Option<Watcher> {
-        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
-        let mut w = Watcher {
-            inotify,
-            dirs: HashMap::new(),
-            layers: layers.to_vec(),
-            kind: LayerKind::Overlay,
-            seen: HashSet::new(),
-            tally: Tally::default(),
-        };
-        for (host, layer) in layers {
-            for p in w.watch_tree(host.clone(), layer.clone(), true) {
-                w.report(sink, p);
-            }
-        }
-        Some(w)
-    }
-
-    /// Watches `layer` and every directory below it; `report`: its entries are changes.
-    fn watch_tree(&mut self, host: PathBuf, layer: PathBuf, report: bool) -> Vec<PathBuf> {
-        let mut changed = Vec::new();
-        let mut todo = vec![(host, layer)];
-        while let Some((host, layer)) = todo.pop() {
-            match self.inotify.add_watch(&layer, mask()) {
-                Ok(wd) => {
-                    self.dirs.insert(wd, (host.clone(), layer.clone()));
-                }
-                Err(_) => self.tally.unwatched += 1,
-            }
-            let Ok(entries) = std::fs::read_dir(&layer) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let (h, l) = (host.join(entry.file_name()), entry.path());
-                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-                if report && self.is_change(&h, &l, is_dir) {
-                    changed.push(h.clone());
-                }
-                if is_dir {
-                    todo.push((h, l));
-                }
-            }
-        }
-        changed
-    }
-
-    /// An entry of the layer is a change, except a directory an overlay copied up only to
-    /// hold a changed entry (the host has it, and it is not a replacement).
-    fn is_change(&self, host: &Path, layer: &Path, is_dir: bool) -> bool {
-        if self.kind != LayerKind::Overlay || !is_dir {
-            return true;
-        }
-        let (Ok(h), Ok(l)) = (
-            std::fs::symlink_metadata(host),
-            std::fs::symlink_metadata(layer),
-        ) else {
-            return true;
-        };
-        !h.is_dir() || opaque(layer) || h.mode() != l.mode()
-    }
-
-    fn report(&mut self, sink: &Sink, path: PathBuf) {
-        if self.seen.contains(&path) {
-            return;
-        }
-        if self.seen.len() >= MAX_PATHS {
-            self.tally.over_limit += 1;
-            return;
-        }
-        sink.emit(json!({"event": "wrote", "path": crate::byte_path::Ref(&path)}));
-        self.seen.insert(path);
-        self.tally.paths += 1;
-    }
-
-    /// Reads every queued event.
-    fn drain(&mut self, sink: &Sink) {
-        loop {
-            let events = match self.inotify.read_events() {
-                Ok(e) if !e.is_empty() => e,
-                _ => return,
-            };
-            for e in events {
-                if e.mask.contains(AddWatchFlags::IN_Q_OVERFLOW) {
-                    self.overflowed(sink);
-                    continue;
-                }
-                if e.mask.contains(AddWatchFlags::IN_IGNORED) {
-                    self.dirs.remove(&e.wd);
-                    continue;
-                }
-                let (Some(name), Some((host, layer))) = (e.name, self.dirs.get(&e.wd).cloned())
-                else {
-                    continue;
-                };
-                let (h, l) = (host.join(&name), layer.join(&name));
-                let is_dir = e.mask.contains(AddWatchFlags::IN_ISDIR);
-                if is_dir && e.mask.contains(AddWatchFlags::IN_MOVED_FROM) {
-                    // The watches below keep following the moved directory: their names are
-                    // stale now (it may even have left the tree). Dropped here; where it
-                    // arrives in the tree, it is watched and scanned again under its new name.
-                    self.forget_below(&l);
-                }
-                let arrived = e
-                    .mask
-                    .intersects(AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO);
-                if is_dir && arrived {
-                    // Entries made before the watch was in place are found in the directory.
-                    for p in self.watch_tree(h.clone(), l.clone(), true) {
-                        self.report(sink, p);
-                    }
-                }
-                if self.is_change(&h, &l, is_dir) {
-                    self.report(sink, h);
-                }
-            }
-        }
-    }
-
-    /// Stops watching `layer` and every directory below it.
-    fn forget_below(&mut self, layer: &Path) {
-        let gone: Vec<WatchDescriptor> = self
-            .dirs
-            .iter()
-            .filter(|(_, (_, l))| l.starts_with(layer))
-            .map(|(wd, _)| *wd)
-            .collect();
-        for wd in gone {
-            let _ = self.inotify.rm_watch(wd);
-            self.dirs.remove(&wd);
-        }
-    }
-
-    /// The kernel's queue overflowed: an overlay's layer holds exactly the changes, so it is
-    /// read again; a copy cannot tell, and says so.
-    fn overflowed(&mut self, sink: &Sink) {
-        if self.kind != LayerKind::Overlay {
-            self.tally.lost = true;
-            return;
-        }
-        for (host, layer) in self.layers.clone() {
-            for p in self.watch_tree(host, layer, true) {
-                self.report(sink, p);
-            }
-        }
-    }
-
-    /// Runs the watch on a thread until the returned descriptor is closed.
-    fn spawn(mut self, sink: Arc<Sink>) -> Result<(JoinHandle<Tally>, OwnedFd), Tally> {
-        let Ok((stop_read, stop_write)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
-            return Err(Tally {
-                lost: true,
-                ..self.tally
-            });
-        };
-        let lost = self.tally;
-        std::thread::Builder::new()
-            .name("jail-events".into())
-            .spawn(move || {
-                loop {
-                    let mut fds = [
-                        nix::poll::PollFd::new(self.inotify.as_fd(), nix::poll::PollFlags::POLLIN),
-                        nix::poll::PollFd::new(stop_read.as_fd(), nix::poll::PollFlags::POLLIN),
-                    ];
-                    let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::NONE);
-                    let stopping = fds[1].revents().is_some_and(|r| !r.is_empty());
-                    self.drain(&sink);
-                    if stopping {
-                        return self.tally;
-                    }
-                }
-            })
-            .map(|thread| (thread, stop_write))
-            .map_err(|_| Tally { lost: true, ..lost })
-    }
-}
-
-/// Whether an overlay marked this directory of its upper layer as replacing the one below.
-fn opaque(dir: &Path) -> bool {
-    let mut value = [0u8; 2];
-    let Ok(path) = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()))
-    else {
-        return false;
-    };
-    // SAFETY: lgetxattr reads into a buffer of the given size; the path is NUL-terminated.
-    let n = unsafe {
-        libc::lgetxattr(
-            path.as_ptr(),
-            c"user.overlay.opaque".as_ptr(),
-            value.as_mut_ptr().cast(),
-            value.len(),
-        )
-    };
-    n == 1 && value[0] == b'y'
 }
 
 #[cfg(test)]
