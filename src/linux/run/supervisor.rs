@@ -329,6 +329,9 @@ pub fn run(policy: &Policy, conf: &Confinement) -> Result<Outcome, JailError> {
     // terminal (nothing else resumes a job), and without a pid namespace only when no timeout
     // runs (a stopped supervisor enforces nothing, and there is no init to hold the deadline).
     let relay_stops = tty.is_some() && (conf.mount.is_some() || policy.timeout.is_none());
+    // The command runs: the planning code is not needed again (a session's supervisor lives
+    // as long as the session).
+    crate::sys::release_program_code();
     crate::timing::mark("supervisor: supervising");
     let end = supervise(
         child,

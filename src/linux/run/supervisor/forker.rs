@@ -40,6 +40,8 @@ pub(super) fn forker_main(channel: OwnedFd, envp: Vec<CString>, mount: bool) -> 
         die(EXIT_JAIL_ERROR, "session: the supervisor is gone");
     }
     crate::timing::mark("session: ready");
+    // Lives as long as the session: the setup code it ran once need not stay resident.
+    crate::sys::release_program_code();
     let mut monitors: BTreeSet<i32> = BTreeSet::new();
     let mut ending = false;
     loop {
