@@ -102,6 +102,7 @@ pub fn launch(
     crate::text::say("jail: warning: UNCONFINED (--allow-unconfined): no sandbox on this system");
     let code = run(policy)?;
     Ok(crate::sandbox::outcome::Outcome {
+        cow_run: None,
         status: crate::sandbox::outcome::Status::Exited { code },
         exit_code: code,
         level: crate::enforcement::Level::None,

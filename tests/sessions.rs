@@ -504,7 +504,30 @@ fn a_cow_sessions_report_and_events_say_which_exec_wrote_what() {
         assert!(run.ok(), "{}", run.describe());
         assert!(background.wait().unwrap().success());
 
+        let (dir, name) = (session_dir(&fx, &s.name), s.name.clone());
         let stop = s.stop_json();
+        // Nothing of the session is left in its directory, its lock file included.
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{name}."))
+            })
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        // The layer waits as a run the outcome names.
+        let id = stop["cow_run"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{stop:#}"));
+        let diff = Run::from(
+            fx.command(common::jail_bin(), &["diff", id])
+                .output()
+                .unwrap(),
+        );
+        assert!(diff.stdout.contains("three.txt"), "{}", diff.describe());
         let execs = &stop["report"]["execs"];
         assert_eq!(execs["total"], 4, "{stop:#}");
         let item = |needle: &str| -> &serde_json::Value {
@@ -852,18 +875,13 @@ fn a_caller_more_confined_than_the_session_is_refused() {
                 "--clear-groups".into(),
             ]);
         }
-        let run = |nnp: bool| {
+        let run_as = |nnp: bool, jail_args: &[&str]| {
             let mut a = args.clone();
             if nnp {
                 a.push("--no-new-privs".into());
             }
-            a.extend([
-                jail.clone(),
-                "exec".into(),
-                s.name.clone(),
-                "--".into(),
-                "true".into(),
-            ]);
+            a.push(jail.clone());
+            a.extend(jail_args.iter().map(|x| x.to_string()));
             Run::from(
                 std::process::Command::new("setpriv")
                     .args(&a)
@@ -874,6 +892,7 @@ fn a_caller_more_confined_than_the_session_is_refused() {
                     .unwrap(),
             )
         };
+        let run = |nnp: bool| run_as(nnp, &["exec", &s.name, "--", "true"]);
         let refused = run(true);
         assert_eq!(refused.code, Some(125), "{}", refused.describe());
         assert!(
@@ -881,8 +900,39 @@ fn a_caller_more_confined_than_the_session_is_refused() {
             "{}",
             refused.describe()
         );
+        // A refused stop is a refusal, never the session's end, even with an end file there
+        // (as an earlier session of the name may leave one): the session goes on.
+        let end = Path::new(&session_dir(&fx, &s.name)).join(format!("{}.end.json", s.name));
+        let fake = r#"{"ended":{"status":"stopped","exit_code":0,"level":"full","gaps":[]}}"#;
+        let planted = Run::from(
+            fx.command(
+                Path::new("/bin/sh"),
+                &["-c", "printf %s \"$1\" > \"$2\"", "sh", fake],
+            )
+            .arg(&end)
+            .output()
+            .unwrap(),
+        );
+        assert!(planted.ok(), "{}", planted.describe());
+        let stop = run_as(true, &["session", "stop", &s.name]);
+        assert_eq!(stop.code, Some(125), "{}", stop.describe());
+        assert!(stop.stderr.contains("more confined"), "{}", stop.describe());
         // The same caller without no_new_privs is served: the check can fail.
         let served = run(false);
         assert!(served.ok(), "{}", served.describe());
     }
+}
+
+/// The directory that holds session `name`'s socket: the user's runtime directory's, else the
+/// state directory's (the fixture's commands name no XDG_RUNTIME_DIR).
+fn session_dir(fx: &Fixture, name: &str) -> String {
+    let uid = common::uid_of(fx.who);
+    let candidates = [
+        format!("/run/user/{uid}/jail-sessions"),
+        format!("{}/.local/state/jail/sessions", fx.home.display()),
+    ];
+    candidates
+        .into_iter()
+        .find(|d| Path::new(d).join(format!("{name}.sock")).exists())
+        .unwrap_or_else(|| panic!("no socket of {name}"))
 }

@@ -59,6 +59,12 @@ pub fn session_command(command: SessionCommand) -> Result<i32, JailError> {
                     outcome.status.name(),
                     outcome.level.name()
                 ));
+                // The serving process's own line about the layers went to /dev/null with it.
+                if let Some(id) = &outcome.cow_run {
+                    text::say(format!(
+                        "jail: its changes wait as run {id}; review: jail diff {id}; apply: jail apply {id}"
+                    ));
+                }
             }
             Ok(outcome.exit_code)
         }

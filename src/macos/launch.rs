@@ -105,6 +105,7 @@ pub fn launch(policy: &Policy, args: &RunSettings) -> Result<Outcome, JailError>
 fn outcome(code: i32, layers: &Layers, gaps: Vec<String>) -> Outcome {
     let signal = (code > 128 && code < 160).then_some(code - 128);
     Outcome {
+        cow_run: None,
         status: Status::of(code, signal, code == crate::error::EXIT_TIMEOUT, false),
         exit_code: code,
         level: layers.level(),

@@ -56,6 +56,10 @@ pub struct Outcome {
     pub level: Level,
     /// What the run's layers leave open, in words.
     pub gaps: Vec<String>,
+    /// The run whose copy-on-write layers wait for review (`jail diff ID`, `jail apply ID`):
+    /// set when a `--cow` run (or session) changed something in them.
+    #[serde(default)]
+    pub cow_run: Option<String>,
     /// The run report (the document `--report` writes), when [`RunSettings::record`], a report
     /// file or a summary was asked for. Linux only in this version, as `--report` is.
     ///
@@ -124,6 +128,7 @@ mod tests {
             exit_code: 137,
             level: Level::Full,
             gaps: vec!["x".into()],
+            cow_run: Some("r1".into()),
             #[cfg(target_os = "linux")]
             report: None,
         };

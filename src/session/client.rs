@@ -202,11 +202,12 @@ fn connect(name: &str, files: &Files) -> Result<UnixStream, JailError> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
             // Only when no supervisor holds the name (one may be starting, not yet listening).
-            let Ok(_lock) = dir::lock(files) else {
+            let Ok(lock) = dir::lock(files) else {
                 return Err(unknown(name, "its supervisor is starting or not answering"));
             };
             files.remove_live();
             crate::platform::finish_dead_runs();
+            files.unlock(lock);
             Err(unknown(
                 name,
                 "its supervisor is gone (killed); its files were cleaned up",
@@ -252,9 +253,12 @@ pub(crate) fn start(
         return Err(refused(&name, "a session of this name is running"));
     }
     // What a supervisor that is gone left (never while one holds the name: it may be starting).
-    if let Ok(_lock) = dir::lock(&files) {
+    // An end file too: left by an earlier session of the name (its idle timeout, an unread
+    // stop), it is not the new one's.
+    if let Ok(lock) = dir::lock(&files) {
         files.remove_live();
         let _ = std::fs::remove_file(&files.end);
+        files.unlock(lock);
     }
     let mut settings = settings.clone();
     settings.command = vec![SESSION_COMMAND.into()];
@@ -450,6 +454,14 @@ fn stop(name: &str, files: &Files) -> Result<Outcome, JailError> {
     wire::send_with_fds(conn.as_raw_fd(), wire::STOP, &[])
         .and_then(|()| wire::send(&mut conn, wire::STOP, b""))
         .map_err(|e| refused(name, format!("asking for the stop: {e}")))?;
+    // The supervisor says it is stopping, or why not: only then is the end file this session's.
+    match wire::recv(&mut conn) {
+        Ok(Some((wire::STOP, _))) => {}
+        Ok(Some((wire::REFUSED, why))) => {
+            return Err(refused(name, String::from_utf8_lossy(&why)));
+        }
+        _ => return Err(refused(name, "the supervisor did not take the stop")),
+    }
     let mut rest = Vec::new();
     let _ = conn.read_to_end(&mut rest);
     let text = std::fs::read(&files.end).map_err(|e| {

@@ -166,20 +166,29 @@ pub struct Files {
 #[cfg(target_os = "linux")]
 pub fn lock(files: &Files) -> Result<std::os::fd::OwnedFd, String> {
     use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-        .open(&files.lock)
-        .map_err(|e| format!("{}: {e}", files.lock.display()))?;
-    // SAFETY: flock on a descriptor owned here.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err("a session of this name is running".into());
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    // The holder removes the file before it lets go (so that names do not pile up): a lock
+    // taken on a file that is no longer the one at its path is taken again on the new one.
+    for _ in 0..16 {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .open(&files.lock)
+            .map_err(|e| format!("{}: {e}", files.lock.display()))?;
+        // SAFETY: flock on a descriptor owned here.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err("a session of this name is running".into());
+        }
+        let held = file.metadata().map_err(|e| e.to_string())?;
+        match std::fs::symlink_metadata(&files.lock) {
+            Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => return Ok(file.into()),
+            _ => continue,
+        }
     }
-    Ok(file.into())
+    Err("its lock file keeps being replaced".into())
 }
 
 impl Files {
@@ -196,6 +205,13 @@ impl Files {
     pub fn remove_live(&self) {
         let _ = std::fs::remove_file(&self.socket);
         let _ = std::fs::remove_file(&self.info);
+    }
+
+    /// Lets go of the name's lock (from [`lock`]) and removes its file first, while it is still
+    /// held: a waiting [`lock`] then finds the file gone and takes a new one.
+    pub fn unlock(&self, held: std::os::fd::OwnedFd) {
+        let _ = std::fs::remove_file(&self.lock);
+        drop(held);
     }
 }
 

@@ -21,7 +21,7 @@ pub fn serve(mut settings: RunSettings) -> Result<i32, JailError> {
     let files = Files::of(&dir::ensure()?, &spec.name);
     // One supervisor per name, for this process's whole life: a second start of the name ends
     // here, touching nothing of the first's.
-    let _lock = dir::lock(&files).map_err(|reason| JailError::SessionRefused {
+    let lock = dir::lock(&files).map_err(|reason| JailError::SessionRefused {
         name: spec.name.clone(),
         reason,
     })?;
@@ -41,5 +41,6 @@ pub fn serve(mut settings: RunSettings) -> Result<i32, JailError> {
         }
     }
     files.remove_live();
+    files.unlock(lock);
     result.map(|o| o.exit_code)
 }

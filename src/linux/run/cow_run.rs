@@ -356,7 +356,9 @@ impl CowRun {
 
     /// After the run (also after jail's own failure: the command may have written before it).
     /// Returns what the run changed, for the run report.
-    pub fn finish(mut self) -> Result<Vec<Change>, JailError> {
+    /// What changed, and the id of the run that holds it for review (None when nothing waits:
+    /// no change, or it went to `--patch`).
+    pub fn finish(mut self) -> Result<(Vec<Change>, Option<String>), JailError> {
         // From here on the layer may hold the command's work: an error keeps it.
         self.handed = true;
         workspace::survivors::record_end(&self.run.dir);
@@ -383,11 +385,11 @@ impl CowRun {
                 path.display()
             ));
             self.handed = false;
-            return Ok(items);
+            return Ok((items, None));
         }
         if total.changed == 0 && !commits && changes.iter().all(|c| c.set.is_empty()) {
             self.handed = false;
-            return Ok(items);
+            return Ok((items, None));
         }
         self.run.record.state = RunState::Pending;
         self.run.save()?;
@@ -410,7 +412,7 @@ impl CowRun {
             files(total.changed),
             roots.join(" ")
         ));
-        Ok(items)
+        Ok((items, Some(id.to_string())))
     }
 }
 

@@ -417,7 +417,7 @@ impl<'p> Attempt<'p> {
         crate::timing::mark("planted files checked");
         // The copy-on-write roots' changes come from their layers (exact, O(changes)), not a
         // walk.
-        if let Ok(Some(items)) = &handed {
+        if let Ok(Some((items, _))) = &handed {
             changes.changes.extend(items.iter().cloned());
             changes.changes.sort_by(|a, b| a.path.cmp(&b.path));
         }
@@ -446,8 +446,9 @@ impl<'p> Attempt<'p> {
             None => None,
         };
         let end = result?;
-        handed?;
+        let cow_run = handed?.and_then(|(_, id)| id);
         Ok(Outcome {
+            cow_run,
             status: Status::of(end.code, end.signal, end.timed_out, end.stopped),
             exit_code: if quarantined {
                 end.code

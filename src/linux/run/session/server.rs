@@ -259,6 +259,9 @@ fn caller(shared: &Shared, conn: UnixStream) {
         }
         wire::STOP => {
             request_stop(shared);
+            // Said at once: the caller reads the session's outcome only after this (a refusal
+            // instead must never be taken for the end of the session).
+            let _ = wire::send(&mut &conn, wire::STOP, b"");
             // Held open until this process ends: its closing tells the caller the session has
             // ended and its outcome is written.
             let mut byte = [0u8; 1];
