@@ -263,7 +263,11 @@ pub struct Confinement {
 
 impl Confinement {
     pub fn of(pid: &str) -> Option<Confinement> {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        Confinement::in_status(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+    }
+
+    /// From the text of a /proc/PID/status.
+    fn in_status(status: &str) -> Option<Confinement> {
         let field = |name: &str| {
             status
                 .lines()
@@ -309,7 +313,10 @@ pub fn check_peer(sock: &impl AsRawFd) -> Result<(), String> {
     // NSpid has one pid per pid namespace below /proc's, so a process of a nested namespace has
     // more of them than this one.
     let pid = pid.to_string();
-    let (Some(theirs), Some(ours)) = (Peer::of(&pid), Peer::of("self")) else {
+    // This process's own is read once: neither its pid namespace nor its filters go away.
+    static OURS: std::sync::OnceLock<Option<Peer>> = std::sync::OnceLock::new();
+    let (Some(theirs), Some(ours)) = (Peer::of(&pid), OURS.get_or_init(|| Peer::of("self")))
+    else {
         return Err(format!("process {pid} cannot be read in /proc"));
     };
     if theirs.pid_depth != ours.pid_depth {
@@ -324,6 +331,7 @@ pub fn check_peer(sock: &impl AsRawFd) -> Result<(), String> {
 }
 
 /// What /proc/PID/status says of a process: how deep its pid namespace is, how confined it is.
+#[derive(Clone, Copy)]
 struct Peer {
     pid_depth: usize,
     confinement: Confinement,
@@ -335,7 +343,7 @@ impl Peer {
         let nspid = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
         Some(Peer {
             pid_depth: nspid.split_whitespace().count(),
-            confinement: Confinement::of(pid)?,
+            confinement: Confinement::in_status(&status)?,
         })
     }
 }
