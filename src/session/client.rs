@@ -402,22 +402,14 @@ fn exec(
         .map(|t| t.as_millis().clamp(1, u64::MAX as u128) as u64);
     req.umask = own_umask();
     req.check().map_err(JailError::bad_command)?;
-    let conn = connect(name, files)?;
+    let mut conn = connect(name, files)?;
     let fds = [
         stdio[0].unwrap_or(0),
         stdio[1].unwrap_or(1),
         stdio[2].unwrap_or(2),
     ];
     let body = serde_json::to_vec(&req).map_err(|e| JailError::BadInput(e.to_string()))?;
-    let sent = wire::send_with_fds(conn.as_raw_fd(), wire::EXEC, &fds)
-        .and_then(|()| wire::send(&mut &conn, wire::EXEC, &body));
-    if let Err(e) = sent {
-        // Refused before it read the request: the reason is waiting.
-        if let Ok(Some((wire::REFUSED, why))) = wire::recv(&mut &conn) {
-            return Err(refused(name, String::from_utf8_lossy(&why)));
-        }
-        return Err(refused(name, format!("sending the command: {e}")));
-    }
+    request(name, &mut conn, wire::EXEC, &fds, &body)?;
     Ok(ExecChild {
         session: name.to_string(),
         conn,
@@ -432,13 +424,31 @@ fn own_umask() -> Option<u32> {
     u32::from_str_radix(mask.trim(), 8).ok()
 }
 
+/// Sends a request (`kind`, the descriptors, the body). A supervisor that refused the caller
+/// said why and closed before reading it: then the reason is the error, not the broken pipe.
+fn request(
+    name: &str,
+    conn: &mut UnixStream,
+    kind: u8,
+    fds: &[RawFd],
+    body: &[u8],
+) -> Result<(), JailError> {
+    let sent = wire::send_with_fds(conn.as_raw_fd(), kind, fds)
+        .and_then(|()| wire::send(&mut &*conn, kind, body));
+    match sent {
+        Ok(()) => Ok(()),
+        Err(e) => match wire::recv(conn) {
+            Ok(Some((wire::REFUSED, why))) => Err(refused(name, String::from_utf8_lossy(&why))),
+            _ => Err(refused(name, format!("sending the request: {e}"))),
+        },
+    }
+}
+
 fn info(name: &str, files: &Files) -> Result<SessionInfo, JailError> {
     let mut conn = connect(name, files)?;
     // A supervisor that does not answer (stopped) must not hang `session list`.
     let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
-    wire::send_with_fds(conn.as_raw_fd(), wire::INFO, &[])
-        .and_then(|()| wire::send(&mut conn, wire::INFO, b""))
-        .map_err(|e| refused(name, format!("asking: {e}")))?;
+    request(name, &mut conn, wire::INFO, &[], b"")?;
     match wire::recv(&mut conn) {
         Ok(Some((wire::INFO, body))) => serde_json::from_slice(&body)
             .map_err(|e| refused(name, format!("a malformed description: {e}"))),
@@ -451,9 +461,7 @@ fn info(name: &str, files: &Files) -> Result<SessionInfo, JailError> {
 /// reads the outcome it left.
 fn stop(name: &str, files: &Files) -> Result<Outcome, JailError> {
     let mut conn = connect(name, files)?;
-    wire::send_with_fds(conn.as_raw_fd(), wire::STOP, &[])
-        .and_then(|()| wire::send(&mut conn, wire::STOP, b""))
-        .map_err(|e| refused(name, format!("asking for the stop: {e}")))?;
+    request(name, &mut conn, wire::STOP, &[], b"")?;
     // The supervisor says it is stopping, or why not: only then is the end file this session's.
     match wire::recv(&mut conn) {
         Ok(Some((wire::STOP, _))) => {}

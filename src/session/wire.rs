@@ -315,8 +315,7 @@ pub fn check_peer(sock: &impl AsRawFd) -> Result<(), String> {
     let pid = pid.to_string();
     // This process's own is read once: neither its pid namespace nor its filters go away.
     static OURS: std::sync::OnceLock<Option<Peer>> = std::sync::OnceLock::new();
-    let (Some(theirs), Some(ours)) = (Peer::of(&pid), OURS.get_or_init(|| Peer::of("self")))
-    else {
+    let (Some(theirs), Some(ours)) = (Peer::of(&pid), OURS.get_or_init(|| Peer::of("self"))) else {
         return Err(format!("process {pid} cannot be read in /proc"));
     };
     if theirs.pid_depth != ours.pid_depth {
