@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sessions against a sandbox per command, in one hyperfine run: `jail exec S -- /bin/true` beside
 # bare /bin/true, bubblewrap, minijail (when installed) and a one-shot `jail -- /bin/true`; then
-# 1,000 sequential execs and 8 callers at a time, p50 and p99 of each exec's wall time.
+# 1,000 sequential execs and 8 callers at a time, p50 and p99 of each exec's wall time: through
+# `jail exec` (a process per command) and through the library (`Session::exec` from one process,
+# as an orchestrator that keeps the session does).
 # A report, not a test (see bench/README.md). Tunables: RUNS (300), WARMUP (20), SEQ (1000),
 # PAR (8), PAR_EACH (125).
 set -euo pipefail
@@ -19,8 +21,10 @@ mkdir -p "$OUT"
 # The README's install build: glibc linked statically (no dynamic loader at each start, which is
 # most of what a `jail exec` client costs beyond a bare process).
 HOST="$(rustc -vV | sed -n 's/^host: //p')"
-RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked --target "$HOST" >&2
+RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked --target "$HOST" \
+    --bin jail --example session_exec_bench >&2
 JAIL="$ROOT/target/$HOST/release/jail"
+LIBRARY="$ROOT/target/$HOST/release/examples/session_exec_bench"
 NAME="bench-$$"
 "$JAIL" session start --name "$NAME" --ro "$ROOT" >/dev/null
 trap '"$JAIL" session stop "$NAME" >/dev/null 2>&1 || true' EXIT
@@ -28,6 +32,7 @@ trap '"$JAIL" session stop "$NAME" >/dev/null 2>&1 || true' EXIT
 cmds=(-n bare /bin/true
       -n "jail exec" "$JAIL exec $NAME -- /bin/true"
       -n "jail one-shot" "$JAIL --ro $ROOT -- /bin/true"
+      -n "jail one-shot, no flags" "$JAIL -- /bin/true"
       -n bwrap "bwrap --unshare-user --unshare-pid --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp -- /bin/true")
 if command -v minijail0 >/dev/null; then
     cmds+=(-n minijail "minijail0 -p -v -- /bin/true")
@@ -71,3 +76,4 @@ print(f"- jail exec ≤ 0.4× bwrap: {ex / bwrap:.2f}; ≤ 2× bare: {ex / bare:
 print(f"- {seq} sequential execs (Python subprocess, wall): p50 {pct(seq_times, .5):.2f} ms, p99 {pct(seq_times, .99):.2f} ms")
 print(f"- {par}×{each} execs {par} at a time: p50 {pct(par_times, .5):.2f} ms, p99 {pct(par_times, .99):.2f} ms, {len(par_times) / wall:.0f} execs/s")
 EOF
+"$LIBRARY" "$NAME" "$SEQ" "$PAR" "$PAR_EACH" -- /bin/true | sed 's/^/- /'

@@ -270,6 +270,7 @@ pub fn hide_homes(
         homes: &input.homes,
         look,
         steerable: &steerable,
+        expanded: Default::default(),
     };
     let mut shown: Vec<Shown> = vec![Shown {
         path: cwd.to_path_buf(),
@@ -445,6 +446,10 @@ struct Places<'a> {
     look: &'a dyn HostLook,
     /// Whether the run (or the project) can decide what lies at a path.
     steerable: &'a dyn Fn(&Path) -> bool,
+    /// The program directories looked at already, at each venv depth: a PATH directory's many
+    /// links (rustup's proxies, a version manager's shims) lead to the same few directories,
+    /// and what is shown of one is the same each time (the first reason is the one kept).
+    expanded: std::cell::RefCell<std::collections::HashSet<(PathBuf, usize)>>,
 }
 
 /// How deep venvs may lead to other venvs' interpreters (two pointing at each other would
@@ -488,6 +493,13 @@ impl Places<'_> {
         let Some(home) = home_of(dir, self.homes) else {
             return Vec::new();
         };
+        if !self
+            .expanded
+            .borrow_mut()
+            .insert((dir.to_path_buf(), depth))
+        {
+            return Vec::new();
+        }
         let mut out = vec![Shown {
             path: dir.to_path_buf(),
             kind: Kind::Dir,
@@ -841,6 +853,7 @@ mod tests {
                 homes: &homes,
                 look: &host,
                 steerable: &|_: &Path| false,
+                expanded: Default::default(),
             };
             places
                 .of_dir(Path::new(d), "x", 0)

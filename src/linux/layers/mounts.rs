@@ -236,8 +236,9 @@ pub fn compile(policy: &Policy) -> MountPlan {
     }
     let mut placed: Vec<(PathBuf, Step)> = Vec::new();
     let mut pinned = std::collections::BTreeSet::new();
+    let by_path = ByPath::of(policy);
     for rule in policy.rules.iter().filter(|r| r.path != Path::new("/")) {
-        if not_there_to_hide(policy, rule) {
+        if not_there_to_hide(policy, &by_path, rule) {
             continue;
         }
         // A writable path inside a plainly writable tree (a protected name named exactly with
@@ -248,13 +249,12 @@ pub fn compile(policy: &Policy) -> MountPlan {
         };
         // Not where a carve-out lies beneath: the directories between a writable root and a
         // carve-out must be mount points (pinned), or `mv a a2 && mkdir a` walks away from it.
-        let narrower_beneath = policy.rules.iter().any(|o| {
-            o.path != rule.path && o.path.starts_with(&rule.path) && o.access != Access::Rw
-        });
+        let narrower_beneath = by_path.beneath(&rule.path).any(|o| o.access != Access::Rw);
         if rule.access == Access::Rw
             && plain_rw(&rule.path)
             && !narrower_beneath
-            && enclosing_rule(policy, &rule.path)
+            && by_path
+                .enclosing(&rule.path)
                 .is_some_and(|o| o.access == Access::Rw && o.path != Path::new("/"))
         {
             placed.push((rule.path.clone(), Step::WritableInside(rule.path.clone())));
@@ -275,7 +275,7 @@ pub fn compile(policy: &Policy) -> MountPlan {
                 (Access::Hide, Kind::File) => Step::HideFile(rule.path.clone()),
             },
         ));
-        pin_between(policy, rule, &mut pinned, &mut placed);
+        pin_between(&by_path, rule, &mut pinned, &mut placed);
     }
     // Parents first, so that a more specific rule is placed on top of a less specific one.
     placed.sort_by(|a, b| (depth(&a.0), &a.0).cmp(&(depth(&b.0), &b.0)));
@@ -304,11 +304,13 @@ pub fn compile(policy: &Policy) -> MountPlan {
 
 /// The rule needs no mount: a hidden path inside a hidden one, or one in the private /tmp that
 /// no shown tree holds.
-fn not_there_to_hide(policy: &Policy, rule: &PathRule) -> bool {
+fn not_there_to_hide(policy: &Policy, by_path: &ByPath, rule: &PathRule) -> bool {
     // A hidden path inside a hidden one is hidden already (`~/.ssh` under `--home hidden`):
     // covering it would need a mount point that is not there.
     if rule.access == Access::Hide
-        && enclosing_rule(policy, &rule.path).is_some_and(|o| o.access == Access::Hide)
+        && by_path
+            .enclosing(&rule.path)
+            .is_some_and(|o| o.access == Access::Hide)
     {
         return true;
     }
@@ -364,19 +366,19 @@ fn hidden_dir_step(policy: &Policy, rule: &PathRule) -> Step {
 /// A carve-out (read-only or hidden) inside a writable tree: every directory between them is
 /// pinned (placed once, unless a rule of its own places it).
 fn pin_between(
-    policy: &Policy,
+    by_path: &ByPath,
     rule: &PathRule,
     pinned: &mut std::collections::BTreeSet<PathBuf>,
     placed: &mut Vec<(PathBuf, Step)>,
 ) {
     // A carve-out inside a writable tree: pin every directory in between.
-    let enclosing = enclosing_rule(policy, &rule.path);
+    let enclosing = by_path.enclosing(&rule.path);
     if let Some(root) = enclosing.filter(|o| o.access == Access::Rw && rule.access != Access::Rw) {
         for dir in rule.path.ancestors().skip(1) {
             if dir == root.path {
                 break;
             }
-            if pinned.insert(dir.to_path_buf()) && policy.rules.iter().all(|o| o.path != dir) {
+            if pinned.insert(dir.to_path_buf()) && by_path.at(dir).is_none() {
                 placed.push((dir.to_path_buf(), Step::Pin(dir.to_path_buf())));
             }
         }
@@ -404,13 +406,35 @@ fn shown_in_tmp(policy: &Policy) -> Vec<PathBuf> {
     out
 }
 
-/// The most specific rule above `path` (not at it).
-fn enclosing_rule<'a>(policy: &'a Policy, path: &Path) -> Option<&'a PathRule> {
-    policy
-        .rules
-        .iter()
-        .filter(|o| o.path != path && path.starts_with(&o.path))
-        .max_by_key(|o| depth(&o.path))
+/// The policy's rules by path, for what compile asks of each rule (the nearest rule above it,
+/// the rules beneath it) in O(depth) and O(log n) rather than a pass over all rules each time: a
+/// profile has a few hundred, and the passes were a fifth of a start's instructions.
+struct ByPath<'a>(std::collections::BTreeMap<&'a Path, &'a PathRule>);
+
+impl<'a> ByPath<'a> {
+    /// The last rule of a path wins, as the passes it replaces took the last of equals.
+    fn of(policy: &'a Policy) -> ByPath<'a> {
+        ByPath(policy.rules.iter().map(|r| (r.path.as_path(), r)).collect())
+    }
+
+    fn at(&self, path: &Path) -> Option<&'a PathRule> {
+        self.0.get(path).copied()
+    }
+
+    /// The most specific rule above `path` (not at it): its nearest ancestor with a rule.
+    fn enclosing(&self, path: &Path) -> Option<&'a PathRule> {
+        path.ancestors().skip(1).find_map(|a| self.at(a))
+    }
+
+    /// The rules strictly beneath `path`. Paths order component by component, so a path's
+    /// descendants follow it at once, before any sibling (`/a/b/c` < `/a/bc`).
+    fn beneath<'s>(&'s self, path: &'s Path) -> impl Iterator<Item = &'a PathRule> + 's {
+        use std::ops::Bound::{Excluded, Unbounded};
+        self.0
+            .range::<Path, _>((Excluded(path), Unbounded))
+            .take_while(move |(p, _)| p.starts_with(path))
+            .map(|(_, r)| *r)
+    }
 }
 
 fn fail(step: &str, path: &Path, e: impl std::fmt::Display) -> JailError {
@@ -623,6 +647,48 @@ mod tests {
             access,
             kind,
             origin: Origin::Default,
+        }
+    }
+
+    /// The index answers as the passes over every rule did, siblings that share a prefix of
+    /// bytes (`/a/b`, `/a/bc`, `/a/b.d`) included.
+    #[test]
+    fn rules_by_path_answer_as_a_pass_over_every_rule() {
+        let paths = [
+            "/", "/a", "/a/b", "/a/b/c", "/a/b/c/d", "/a/bc", "/a/b.d", "/a/b-", "/ab", "/a/bc/x",
+        ];
+        let p = policy(
+            paths
+                .iter()
+                .enumerate()
+                .map(|(i, p)| rule(p, [Access::Ro, Access::Rw, Access::Hide][i % 3], Kind::Dir))
+                .collect(),
+            TmpMode::Private,
+        );
+        let by_path = ByPath::of(&p);
+        let queries = paths
+            .iter()
+            .chain(&["/a/b/c/d/e", "/a/bcd", "/z", "/a/b/x"]);
+        for q in queries.map(Path::new) {
+            let slow_enclosing = p
+                .rules
+                .iter()
+                .filter(|o| o.path != q && q.starts_with(&o.path))
+                .max_by_key(|o| depth(&o.path))
+                .map(|o| &o.path);
+            assert_eq!(
+                by_path.enclosing(q).map(|o| &o.path),
+                slow_enclosing,
+                "{q:?}"
+            );
+            let mut slow_beneath: Vec<&PathBuf> = (p.rules.iter())
+                .filter(|o| o.path != q && o.path.starts_with(q))
+                .map(|o| &o.path)
+                .collect();
+            slow_beneath.sort();
+            let fast: Vec<&PathBuf> = by_path.beneath(q).map(|o| &o.path).collect();
+            assert_eq!(fast, slow_beneath, "{q:?}");
+            assert_eq!(by_path.at(q).is_some(), p.rules.iter().any(|o| o.path == q));
         }
     }
 
