@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::credfiles;
 use super::profile::{Expansion, ProfileEnv};
 use super::secrets::secret_in_value;
+use super::wildcard::NameSet;
 pub use super::wildcard::matches;
 
 /// The environment rules from the command line (they beat the profile's).
@@ -114,7 +115,11 @@ pub fn child_env(
     expand: &Expansion,
 ) -> Result<ChildEnv, String> {
     let clear = profile.clear || flags.clear;
-    let first = |list: &[String], name: &str| list.iter().find(|p| matches(p, name)).cloned();
+    let (keep, deny, flag_deny) = (
+        NameSet::new(&profile.keep),
+        NameSet::new(&profile.deny),
+        NameSet::new(&flags.deny),
+    );
     let mut out = ChildEnv {
         cleared: clear,
         ..Default::default()
@@ -135,11 +140,7 @@ pub fn child_env(
             continue;
         };
         let kept_by_flag = flags.keep.iter().any(|n| n == name);
-        let kept_by_name = kept_by_flag
-            || profile
-                .keep
-                .iter()
-                .any(|p| !p.contains('*') && matches(p, name));
+        let kept_by_name = kept_by_flag || keep.names(name);
         let files = credfiles::named_files(name, &value, expand.home, expand.cwd);
         if let (false, Some(files)) = (kept_by_name, &files) {
             out.credential_files
@@ -147,7 +148,7 @@ pub fn child_env(
         }
         let why = if kept_by_flag {
             None
-        } else if let Some(p) = first(&flags.deny, name) {
+        } else if let Some(p) = flag_deny.first(name) {
             Some(format!("--env-deny {p}"))
         } else if kept_by_name {
             None
@@ -155,9 +156,9 @@ pub fn child_env(
             Some("names a credential file".to_string())
         } else if let Some(kind) = secret {
             Some(format!("value is {kind}"))
-        } else if first(&profile.keep, name).is_some() {
+        } else if keep.first(name).is_some() {
             None
-        } else if let Some(p) = first(&profile.deny, name) {
+        } else if let Some(p) = deny.first(name) {
             Some(format!("name matches {p}"))
         } else if clear {
             Some("environment cleared".to_string())
@@ -165,8 +166,7 @@ pub fn child_env(
             None
         };
         // Asked only of the few names kept on purpose: a pattern match per variable costs.
-        let credential =
-            || files.is_some() || secret.is_some() || first(&profile.deny, name).is_some();
+        let credential = || files.is_some() || secret.is_some() || deny.first(name).is_some();
         if why.is_none() && kept_by_name && credential() {
             out.kept_credentials.push(name.to_string());
         }

@@ -40,6 +40,50 @@ pub fn matches(pattern: &str, name: &str) -> bool {
     true
 }
 
+/// A list of names and patterns, asked for its first entry (in list order) that [`matches`] a
+/// name: the plain names (most of a profile's lists) by one hash lookup, only the patterns one
+/// by one. Made once per list, asked once per variable of the environment.
+pub struct NameSet<'a> {
+    /// Each plain name, ASCII upper-cased, with its place in the list and its text.
+    plain: std::collections::HashMap<String, (usize, &'a str)>,
+    /// The entries with a `*`, in list order.
+    patterns: Vec<(usize, &'a str)>,
+}
+
+impl<'a> NameSet<'a> {
+    pub fn new(list: &'a [String]) -> NameSet<'a> {
+        let mut plain = std::collections::HashMap::new();
+        let mut patterns = Vec::new();
+        for (i, entry) in list.iter().enumerate() {
+            if entry.contains('*') {
+                patterns.push((i, entry.as_str()));
+            } else {
+                plain
+                    .entry(entry.to_ascii_uppercase())
+                    .or_insert((i, entry.as_str()));
+            }
+        }
+        NameSet { plain, patterns }
+    }
+
+    /// The first entry of the list that matches `name`.
+    pub fn first(&self, name: &str) -> Option<&'a str> {
+        let plain = self.plain.get(&name.to_ascii_uppercase()).copied();
+        let before = plain.map_or(usize::MAX, |(i, _)| i);
+        self.patterns
+            .iter()
+            .take_while(|(i, _)| *i < before)
+            .find(|(_, p)| matches(p, name))
+            .or(plain.as_ref())
+            .map(|(_, p)| *p)
+    }
+
+    /// Whether a plain entry (no `*`) names `name`.
+    pub fn names(&self, name: &str) -> bool {
+        self.plain.contains_key(&name.to_ascii_uppercase())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,5 +98,27 @@ mod tests {
         assert!(!matches("*_TOKEN_*", "A_TOKEN"));
         assert!(matches("PATH", "PATH") && !matches("PATH", "PATHS"));
         assert!(matches("LC_*", "LC_ALL"));
+    }
+
+    #[test]
+    fn a_name_set_answers_as_the_list_in_order() {
+        let list: Vec<String> = ["AWS_*", "GITHUB_TOKEN", "*_TOKEN", "home", "H*"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let set = NameSet::new(&list);
+        for name in [
+            "AWS_KEY",
+            "github_token",
+            "NPM_TOKEN",
+            "HOME",
+            "HOST",
+            "PATH",
+            "GITHUB_TOKENX",
+        ] {
+            let slow = list.iter().find(|p| matches(p, name)).map(String::as_str);
+            assert_eq!(set.first(name), slow, "{name}");
+        }
+        assert!(set.names("Github_Token") && set.names("HOME") && !set.names("NPM_TOKEN"));
     }
 }
