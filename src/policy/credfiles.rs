@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::wildcard::matches;
+use super::wildcard::NameSet;
 
 /// Variables that name one credential file or directory.
 const NAMES: &[&str] = &[
@@ -90,16 +90,26 @@ pub fn named_files(
     home: Option<&Path>,
     base: &Path,
 ) -> Option<Vec<PathBuf>> {
-    let is = |list: &[&str]| list.iter().any(|p| matches(p, name));
-    let raw: Vec<&str> = if is(LISTS) {
+    // Split once per process: asked for every variable of the environment at each start.
+    static SETS: std::sync::OnceLock<[NameSet<'static>; 4]> = std::sync::OnceLock::new();
+    let [lists, ssh, names, patterns] = SETS.get_or_init(|| {
+        [
+            NameSet::new(LISTS),
+            NameSet::new(SSH_COMMANDS),
+            NameSet::new(NAMES),
+            NameSet::new(PATTERNS),
+        ]
+    });
+    let is = |set: &NameSet| set.first(name).is_some();
+    let raw: Vec<&str> = if is(lists) {
         value.split(':').collect()
-    } else if is(SSH_COMMANDS) {
+    } else if is(ssh) {
         let keys = ssh_identity_files(value);
         if keys.is_empty() {
             return None;
         }
         keys
-    } else if is(NAMES) || is(PATTERNS) {
+    } else if is(names) || is(patterns) {
         vec![value]
     } else {
         return None;
