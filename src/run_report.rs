@@ -85,8 +85,9 @@ pub struct ExecItem {
     pub ended_ms: Option<u64>,
     /// What `jail exec` returned (null while it ran, or when the session ended first).
     pub exit_code: Option<i32>,
-    /// No other exec ran at any moment of its span: every change listed is its own. Otherwise
-    /// a change is listed for each exec that ran when it was seen.
+    /// No other exec ran at any moment of its span, and no process an earlier exec left behind
+    /// lived when it started: every change listed is its own. Otherwise a change is listed for
+    /// each exec that ran when it was seen.
     pub alone: bool,
     /// The paths under the copy-on-write roots that changed while it ran (created, written,
     /// deleted, renamed, their modes changed), in order.

@@ -503,6 +503,16 @@ fn a_cow_sessions_report_and_events_say_which_exec_wrote_what() {
         let run = Run::from(fx.command(common::jail_bin(), &args).output().unwrap());
         assert!(run.ok(), "{}", run.describe());
         assert!(background.wait().unwrap().success());
+        // A process an exec leaves behind writes while a later exec runs alone: that exec is
+        // not `alone` (the change is not surely its own).
+        let leave = format!(
+            "setsid sh -c 'sleep 0.5; echo late > {}' </dev/null >/dev/null 2>&1 &",
+            path("late.txt")
+        );
+        let run = s.exec(&["sh", "-c", &leave]);
+        assert!(run.ok(), "{}", run.describe());
+        let run = s.exec(&["sleep", "1.5"]);
+        assert!(run.ok(), "{}", run.describe());
 
         let (dir, name) = (session_dir(&fx, &s.name), s.name.clone());
         let stop = s.stop_json();
@@ -529,7 +539,7 @@ fn a_cow_sessions_report_and_events_say_which_exec_wrote_what() {
         );
         assert!(diff.stdout.contains("three.txt"), "{}", diff.describe());
         let execs = &stop["report"]["execs"];
-        assert_eq!(execs["total"], 4, "{stop:#}");
+        assert_eq!(execs["total"], 6, "{stop:#}");
         let item = |needle: &str| -> &serde_json::Value {
             execs["items"]
                 .as_array()
@@ -565,6 +575,13 @@ fn a_cow_sessions_report_and_events_say_which_exec_wrote_what() {
             (one["exit_code"].clone(), two["exit_code"].clone()),
             (0.into(), 3.into())
         );
+        let after = item("\"1.5\"");
+        assert_eq!(
+            wrote(after),
+            serde_json::json!([path("late.txt")]),
+            "{stop:#}"
+        );
+        assert_eq!(after["alone"], false, "{stop:#}");
 
         // The stream: each change names the exec that ran then, before that exec's end.
         let lines: Vec<serde_json::Value> = std::fs::read_to_string(&events)

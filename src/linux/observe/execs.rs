@@ -9,7 +9,10 @@
 //!   coming after it.
 //! - The layer does not say which process wrote: a change seen while several execs ran names
 //!   them all, and each of them is marked not `alone`; one seen while none ran (a process an
-//!   exec left behind) names none.
+//!   exec left behind) names none. A process an earlier exec left behind may write while a
+//!   later one runs: an exec that starts while such a process lives is not `alone` either
+//!   (they are the children of the process above the forking one, besides it: orphans go to the
+//!   namespace's init, or to the supervisor, the reaper without one).
 //! - Bounded: the first [`MAX_EXECS`] execs are kept (the total counts all), and
 //!   [`MAX_EXEC_PATHS`] paths of each.
 
@@ -33,6 +36,8 @@ pub struct ExecLog {
     started: Instant,
     state: Mutex<State>,
     feed: OnceLock<Feed>,
+    /// The forking process and its parent (the reaper of what execs leave behind), once known.
+    forker: OnceLock<(i32, i32)>,
 }
 
 #[derive(Default)]
@@ -69,7 +74,33 @@ impl ExecLog {
             started: Instant::now(),
             state: Mutex::new(State::default()),
             feed: OnceLock::new(),
+            forker: OnceLock::new(),
         }
+    }
+
+    /// The session's forking process exists (its pid as this process sees it).
+    pub fn forker_started(&self, pid: i32) {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if let Some(ids) = crate::sys::stat_ids(pid, &stat) {
+            let _ = self.forker.set((pid, ids.ppid));
+        }
+    }
+
+    /// Whether a process an earlier exec left behind is alive: a child of the reaper other
+    /// than the forking process. Unknown counts as yes.
+    fn strays(&self) -> bool {
+        let Some(&(forker, reaper)) = self.forker.get() else {
+            return true;
+        };
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{reaper}/task")) else {
+            return true;
+        };
+        tasks.flatten().any(|t| {
+            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            children
+                .split_whitespace()
+                .any(|c| c.parse::<i32>().is_ok_and(|c| c != forker))
+        })
     }
 
     /// Connects the event stream (once; a log without it still fills the report).
@@ -88,11 +119,12 @@ impl ExecLog {
     /// An exec is handed to the session: it runs from now.
     pub fn started(&self, command: &[OsString], cwd: Option<&Path>) -> ExecId {
         let ms = self.ms();
+        let strays = self.strays();
         let id = {
             let mut s = self.lock();
             s.total += 1;
             let number = s.total;
-            let alone = s.running.is_empty();
+            let alone = s.running.is_empty() && !strays;
             for &i in &s.running.clone() {
                 s.items[i].item.alone = false;
             }
@@ -201,9 +233,47 @@ mod tests {
         vec![OsString::from(a)]
     }
 
+    /// A log whose forking process's reaper is a process with no children: no strays.
+    fn log_without_strays() -> (ExecLog, std::process::Child) {
+        let log = ExecLog::new();
+        let reaper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let _ = log.forker.set((i32::MAX, reaper.id() as i32));
+        (log, reaper)
+    }
+
+    #[test]
+    fn an_exec_started_while_an_earlier_ones_process_lives_is_not_alone() {
+        // The reaper is this test's own process: the `sleep` below is a stray of it.
+        let log = ExecLog::new();
+        let mut stray = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let _ = log.forker.set((i32::MAX, std::process::id() as i32));
+        let a = log.started(&argv("a"), None);
+        log.ended(a, Some(0));
+        let _ = stray.kill();
+        let _ = stray.wait();
+        let (clean, mut reaper) = log_without_strays();
+        let b = clean.started(&argv("b"), None);
+        clean.ended(b, Some(0));
+        let _ = reaper.kill();
+        let _ = reaper.wait();
+        assert!(!log.section().items[0].alone);
+        assert!(clean.section().items[0].alone);
+        // Unknown (no forking process yet) counts as not alone.
+        let unknown = ExecLog::new();
+        let c = unknown.started(&argv("c"), None);
+        unknown.ended(c, Some(0));
+        assert!(!unknown.section().items[0].alone);
+    }
+
     #[test]
     fn a_change_names_the_execs_running_when_it_was_seen() {
-        let log = ExecLog::new();
+        let (log, mut reaper) = log_without_strays();
         assert!(log.seen(Some(Path::new("/r/before"))).is_empty());
         let a = log.started(&argv("a"), None);
         assert_eq!(log.seen(Some(Path::new("/r/x"))), vec![1]);
@@ -230,6 +300,8 @@ mod tests {
         assert_eq!(s.items[1].exit_code, Some(3));
         assert_eq!(s.items[1].cwd.as_deref(), Some(Path::new("sub")));
         assert!(s.items[2].ended_ms.is_some() && s.items[2].exit_code.is_none());
+        let _ = reaper.kill();
+        let _ = reaper.wait();
     }
 
     #[test]

@@ -371,6 +371,10 @@ impl<'p> Attempt<'p> {
                 }
             }));
         }
+        if let Some(log) = &self.execs {
+            let log = Arc::clone(log);
+            hooks.push(Box::new(move |pid| log.forker_started(pid)));
+        }
         if let Some(stream) = events {
             hooks.extend(stream.command_started(self.plan.denials_reported.clone()));
         }
