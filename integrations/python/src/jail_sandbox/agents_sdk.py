@@ -110,6 +110,7 @@ class JailSandboxSessionState(SandboxSessionState):
     jail_args: list[str]
     workspace_root_owned: bool = False
     cow_roots: list[str] = []
+    report_path: str | None = None
     runs_before: list[str] = []
     outcome: dict[str, object] | None = None
 
@@ -162,6 +163,7 @@ class JailSandboxSession(BaseSandboxSession):
                 jail=self._jail_bin,
                 verify=True,
                 cow_roots=self.state.cow_roots,
+                report_path=self.state.report_path,
             )
         except JailError as e:
             # Fail closed: the SDK's start() raises and nothing runs.
@@ -301,13 +303,13 @@ class JailSandboxSession(BaseSandboxSession):
             ["sh", "-c", 'cat > "$1"', "sh", arg], input=bytes(body or b"")
         )
         if not res.ok():
-            # The kernel's answer (EROFS for a read-only project) is in stderr.
+            # The kernel's answer (EROFS for a read-only project) is in stderr: it goes into
+            # the message, which is what the SDK's tools show the model.
+            stderr = res.stderr.decode("utf-8", errors="replace").strip()
             raise WorkspaceArchiveWriteError(
                 path=workspace_path,
-                context={
-                    "exit_code": res.exit_code,
-                    "stderr": res.stderr.decode("utf-8", errors="replace"),
-                },
+                context={"exit_code": res.exit_code, "stderr": stderr},
+                message=f"failed to write {workspace_path} in the jail: {stderr}",
             )
 
     # -- manifest, snapshots -------------------------------------------------------------
@@ -448,6 +450,7 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
             jail_args=args,
             workspace_root_owned=owned,
             cow_roots=[os.path.realpath(p) for p in cow],
+            report_path=os.path.abspath(options.report) if options.report else None,
         )
         return self._wrap_session(self._session(state), instrumentation=self._instrumentation)
 
@@ -485,5 +488,6 @@ def _attach_if_alive(jail: str, state: JailSandboxSessionState) -> JailSession |
     except SessionGone:
         return None
     session.cow_roots = list(state.cow_roots)
+    session.report_path = state.report_path
     session._runs_before = set(state.runs_before)
     return session

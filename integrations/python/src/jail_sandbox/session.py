@@ -186,6 +186,7 @@ class JailSession:
         self.args = list(args)
         self.cow_roots = list(cow_roots)
         self._runs_before = set(runs_before)
+        self.report_path: str | None = None
         self.outcome: Outcome | None = None
         self.verified_status: str | None = None
 
@@ -270,7 +271,14 @@ class JailSession:
             extra_args=extra_args,
         )
         return cls.start_with_args(
-            args, name=name, cwd=cwd, env=env, jail=jail, verify=verify, cow_roots=cow_list
+            args,
+            name=name,
+            cwd=cwd,
+            env=env,
+            jail=jail,
+            verify=verify,
+            cow_roots=cow_list,
+            report_path=report,
         )
 
     @classmethod
@@ -284,9 +292,11 @@ class JailSession:
         jail: str | os.PathLike[str] | None = None,
         verify: bool = True,
         cow_roots: Iterable[str | os.PathLike[str]] = (),
+        report_path: str | os.PathLike[str] | None = None,
     ) -> JailSession:
         """:meth:`start` with the flags already built (:meth:`build_args`); `cow_roots` are
-        the `--cow` paths among them, whose runs :meth:`stop` reports."""
+        the `--cow` paths among them, whose runs :meth:`stop` reports, and `report_path` the
+        `--report` file, which :meth:`stop` reads into the outcome."""
         jail_path = find_jail(jail)
         name = name if name is not None else f"py-{secrets.token_hex(4)}"
         cwd_path = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
@@ -320,6 +330,8 @@ class JailSession:
             cow_roots=cow_real,
             runs_before=runs_before,
         )
+        if report_path is not None:
+            session.report_path = os.path.abspath(os.fspath(report_path))
         if verify:
             try:
                 session.verify()
@@ -518,13 +530,21 @@ class JailSession:
                 and run.get("state") == "pending"
                 and set(run.get("roots", [])) <= roots
             ]
+        report = raw.get("report")
+        if report is None and self.report_path is not None:
+            # `session stop` leaves the report in the --report file.
+            try:
+                with open(self.report_path, "rb") as f:
+                    report = json.load(f)
+            except (OSError, ValueError):
+                report = None
         self.outcome = Outcome(
             name=self.name,
             status=str(raw.get("status")),
             exit_code=int(raw.get("exit_code", proc.returncode)),
             level=str(raw.get("level")),
             gaps=list(raw.get("gaps") or []),
-            report=raw.get("report"),
+            report=report,
             cow_runs=cow_runs,
             raw=raw,
         )
