@@ -328,6 +328,13 @@ class JailSandboxSession(BaseSandboxSession):
     async def provision_manifest_accounts(self) -> None:
         _refuse_accounts(self.state.manifest)
 
+    async def _persist_snapshot(self) -> None:
+        # A session whose jail never started (start refused) ran nothing: there is no
+        # workspace of its to persist, and an empty archive would wipe it on resume.
+        if self._jail is None:
+            return
+        await super()._persist_snapshot()
+
     async def persist_workspace(self) -> io.IOBase:
         root = self.state.manifest.root
         excludes: list[str] = []
