@@ -252,13 +252,13 @@ def test_unproven_confinement_fails_the_run_before_any_call(jail_bin, project):
     options = JailSandboxClientOptions(
         workspace=str(project), mode="rw", extra_args=("--allow-userns",)
     )
-    before = session_names(jail_bin)
     with pytest.raises(Exception) as e:
         run_agent(client, options, [[Exec("touch ran", "c")], Say("done")])
     chain = _chain(e.value)
     assert "NotConfined" in chain and "exited 2" in chain, chain
     assert not (project / "ran").exists()
-    assert session_names(jail_bin) == before
+    [name] = re.findall(r"jail status in session (oa-[0-9a-f]+) exited 2", chain)[:1]
+    assert name not in session_names(jail_bin)  # stopped again at once
     assert isinstance(_find(e.value, NotConfined), NotConfined)
 
 
@@ -276,20 +276,31 @@ def test_required_level_unmet_fails_the_run(jail_bin, project, scratch):
     runtime = scratch / "runtime"
     runtime.mkdir(mode=0o700)
     marker = runtime / "ran"
-    tests = Path(__file__).parent
     code = textwrap.dedent(
         f"""
-        import sys
-        sys.path.insert(0, {str(tests)!r})
+        import asyncio, sys
+        from agents import Runner
+        from agents.run import RunConfig
+        from agents.sandbox import SandboxAgent, SandboxRunConfig
         from jail_sandbox.agents_sdk import JailSandboxClient, JailSandboxClientOptions
-        from jail_sandbox.scripted import Exec, Say
-        from test_agents_sdk import run_agent, _chain
-        client = JailSandboxClient()
-        options = JailSandboxClientOptions(workspace={str(project)!r}, mode="ro")
+        from jail_sandbox.scripted import Exec, Say, ScriptedModel, ScriptedProvider
+        model = ScriptedModel(steps=[[Exec("touch {marker}", "c")], Say("done")])
+        config = RunConfig(
+            model_provider=ScriptedProvider(model), tracing_disabled=True,
+            sandbox=SandboxRunConfig(
+                client=JailSandboxClient(),
+                options=JailSandboxClientOptions(workspace={str(project)!r}, mode="ro"),
+            ),
+        )
+        agent = SandboxAgent(name="nested", instructions="x", model="scripted")
         try:
-            run_agent(client, options, [[Exec("touch {marker}", "c")], Say("done")])
+            asyncio.run(Runner.run(agent, "go", run_config=config))
         except Exception as e:
-            print("REFUSED", _chain(e))
+            chain = []
+            while e is not None:
+                chain.append(f"{{type(e).__name__}}: {{e}}")
+                e = e.__cause__
+            print("REFUSED", model.turns, " | ".join(chain))
             sys.exit(0)
         print("RAN")
         """
@@ -300,7 +311,7 @@ def test_required_level_unmet_fails_the_run(jail_bin, project, scratch):
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.startswith("REFUSED"), proc.stdout + proc.stderr
+    assert proc.stdout.startswith("REFUSED 0 "), proc.stdout + proc.stderr  # no model turn
     assert "required enforcement level 'full' not met" in proc.stdout
     assert "SessionStartError" in proc.stdout
     assert not marker.exists()
@@ -364,3 +375,30 @@ def test_hydrate_into_a_read_only_workspace_is_refused_by_the_kernel(jail_bin, p
 
     assert "Read-only file system" in asyncio.run(scenario())
     assert not (project / "injected.txt").exists()
+
+
+def test_a_foreign_state_cannot_choose_its_jail_flags(jail_bin, project):
+    """A serialized state is data: a client that did not create it refuses its flags, or
+    replaces them with its own resume_options."""
+    maker = JailSandboxClient(jail=jail_bin)
+
+    async def scenario():
+        session = await maker.create(
+            options=JailSandboxClientOptions(workspace=str(project), mode="ro")
+        )
+        payload = maker.serialize_session_state(session.state)
+        payload["jail_args"] = ["--rw", str(project)]  # tampered
+        other = JailSandboxClient(jail=jail_bin)
+        with pytest.raises(ValueError, match="resume_options"):
+            await other.resume(other.deserialize_session_state(payload))
+        strict = JailSandboxClient(
+            jail=jail_bin, resume_options=JailSandboxClientOptions(mode="ro")
+        )
+        resumed = await strict.resume(strict.deserialize_session_state(payload))
+        async with resumed:
+            r = await resumed.exec("echo x > README.md", shell=True)
+        return r
+
+    r = asyncio.run(scenario())
+    assert r.exit_code == 2 and b"Read-only file system" in r.stderr
+    assert (project / "README.md").read_text() == "hello\n"

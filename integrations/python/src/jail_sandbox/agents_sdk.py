@@ -127,8 +127,10 @@ class JailSandboxSession(BaseSandboxSession):
         jail: str,
         env: dict[str, str] | None = None,
         on_outcome: Callable[[Outcome], None] | None = None,
+        may_attach: bool = True,
     ) -> None:
         self.state = state
+        self._may_attach = may_attach
         self._jail_bin = jail
         self._env = env
         self._on_outcome = on_outcome
@@ -149,7 +151,10 @@ class JailSandboxSession(BaseSandboxSession):
         if not await asyncio.to_thread(os.path.isdir, root):
             raise WorkspaceStartError(path=Path(root), context={"reason": "workspace_missing"})
         try:
-            existing = await asyncio.to_thread(_attach_if_alive, self._jail_bin, self.state)
+            existing = None
+            if self._may_attach:
+                # A resumed state of this client's own: its session may still run.
+                existing = await asyncio.to_thread(_attach_if_alive, self._jail_bin, self.state)
             if existing is not None:
                 self._jail = existing
                 self._set_start_state_preserved(True)
@@ -379,6 +384,11 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
     raises :class:`jail_sandbox.JailNotFound` before any run. `outcomes` collects, in order,
     how each session this client started ended (`jail session stop --json`, with the
     copy-on-write runs it left), also for sessions the Runner created and cleaned up itself.
+
+    A serialized session state is data, not policy: `resume()` takes a state's jail flags only
+    when this client created them; a state from elsewhere gets the flags of `resume_options`
+    (for its own workspace), and without them is refused. `delete()` removes only temporary
+    workspaces this client made.
     """
 
     backend_id = "jail"
@@ -389,42 +399,35 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
         *,
         jail: str | os.PathLike[str] | None = None,
         env: dict[str, str] | None = None,
+        resume_options: JailSandboxClientOptions | None = None,
         instrumentation: Instrumentation | None = None,
         dependencies: Dependencies | None = None,
     ) -> None:
         self.jail = find_jail(jail)
         self._env = dict(env) if env is not None else None
+        self._resume_options = resume_options
         self._instrumentation = instrumentation if instrumentation is not None else Instrumentation()
         self._dependencies = dependencies
+        self._created: dict[str, list[str]] = {}
+        self._owned_roots: set[str] = set()
         self.outcomes: list[Outcome] = []
 
-    def _session(self, state: JailSandboxSessionState) -> JailSandboxSession:
+    def _session(
+        self, state: JailSandboxSessionState, *, may_attach: bool = True
+    ) -> JailSandboxSession:
         return JailSandboxSession(
-            state=state, jail=self.jail, env=self._env, on_outcome=self.outcomes.append
+            state=state,
+            jail=self.jail,
+            env=self._env,
+            on_outcome=self.outcomes.append,
+            may_attach=may_attach,
         )
 
-    async def create(
-        self,
-        *,
-        snapshot: SnapshotSpec | SnapshotBase | None = None,
-        manifest: Manifest | None = None,
-        options: JailSandboxClientOptions | None = None,
-    ) -> SandboxSession:
-        options = options if options is not None else JailSandboxClientOptions()
-        manifest = manifest if manifest is not None else Manifest()
-        self._validate_manifest_for_create(manifest)
-        _refuse_accounts(manifest)
-
-        workspace = options.workspace
-        if workspace is None and manifest.root != _DEFAULT_MANIFEST_ROOT:
-            workspace = manifest.root
-        owned = workspace is None
-        if workspace is None:
-            workspace = await asyncio.to_thread(tempfile.mkdtemp, prefix="jail-sandbox-")
-        workspace = os.path.realpath(workspace)
-        if not os.path.isdir(workspace):
-            raise ValueError(f"the workspace {workspace} is not a directory")
-
+    @staticmethod
+    def _flags(
+        options: JailSandboxClientOptions, manifest: Manifest, workspace: str
+    ) -> tuple[list[str], list[str], str | None]:
+        """jail's flags for these options: (args, the --cow roots, the report file)."""
         ro = list(options.ro_paths)
         rw = list(options.rw_paths)
         for grant in manifest.extra_path_grants:
@@ -447,6 +450,33 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
             report=options.report,
             extra_args=options.extra_args,
         )
+        report = os.path.abspath(options.report) if options.report else None
+        return args, [os.path.realpath(p) for p in cow], report
+
+    async def create(
+        self,
+        *,
+        snapshot: SnapshotSpec | SnapshotBase | None = None,
+        manifest: Manifest | None = None,
+        options: JailSandboxClientOptions | None = None,
+    ) -> SandboxSession:
+        options = options if options is not None else JailSandboxClientOptions()
+        manifest = manifest if manifest is not None else Manifest()
+        self._validate_manifest_for_create(manifest)
+        _refuse_accounts(manifest)
+
+        workspace = options.workspace
+        if workspace is None and manifest.root != _DEFAULT_MANIFEST_ROOT:
+            workspace = manifest.root
+        owned = workspace is None
+        if workspace is None:
+            workspace = await asyncio.to_thread(tempfile.mkdtemp, prefix="jail-sandbox-")
+        workspace = os.path.realpath(workspace)
+        if not os.path.isdir(workspace):
+            raise ValueError(f"the workspace {workspace} is not a directory")
+        if owned:
+            self._owned_roots.add(workspace)
+        args, cow_roots, report = self._flags(options, manifest, workspace)
         manifest = manifest.model_copy(update={"root": workspace}, deep=True)
         session_id = uuid.uuid4()
         state = JailSandboxSessionState(
@@ -456,9 +486,10 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
             jail_name=f"oa-{secrets.token_hex(6)}",
             jail_args=args,
             workspace_root_owned=owned,
-            cow_roots=[os.path.realpath(p) for p in cow],
-            report_path=os.path.abspath(options.report) if options.report else None,
+            cow_roots=cow_roots,
+            report_path=report,
         )
+        self._created[state.jail_name] = list(args)
         return self._wrap_session(self._session(state), instrumentation=self._instrumentation)
 
     async def delete(self, session: SandboxSession) -> SandboxSession:
@@ -466,15 +497,39 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
         if not isinstance(inner, JailSandboxSession):
             raise TypeError("JailSandboxClient.delete expects a JailSandboxSession")
         await inner._stop_jail()
-        if inner.state.workspace_root_owned:
-            await asyncio.to_thread(shutil.rmtree, inner.state.manifest.root, True)
+        root = inner.state.manifest.root
+        if inner.state.workspace_root_owned and root in self._owned_roots:
+            await asyncio.to_thread(shutil.rmtree, root, True)
+            self._owned_roots.discard(root)
         return session
 
     async def resume(self, state: SandboxSessionState) -> SandboxSession:
         if not isinstance(state, JailSandboxSessionState):
             raise TypeError("JailSandboxClient.resume expects a JailSandboxSessionState")
         state.assert_path_grants_rebound()
-        return self._wrap_session(self._session(state), instrumentation=self._instrumentation)
+        _refuse_accounts(state.manifest)
+        own = self._created.get(state.jail_name) == state.jail_args
+        if not own:
+            if self._resume_options is None:
+                raise ValueError(
+                    "a session state this client did not create names its own jail flags: "
+                    "give JailSandboxClient(resume_options=...) to resume it"
+                )
+            workspace = os.path.realpath(state.manifest.root)
+            args, cow_roots, report = self._flags(self._resume_options, state.manifest, workspace)
+            state = state.model_copy(
+                update={
+                    "jail_args": args,
+                    "cow_roots": cow_roots,
+                    "report_path": report,
+                    "workspace_root_owned": False,
+                }
+            )
+        # A foreign state never attaches to a live session of its name (whoever started it,
+        # with whatever flags): it starts its own, and a live one of the name makes that fail.
+        return self._wrap_session(
+            self._session(state, may_attach=own), instrumentation=self._instrumentation
+        )
 
     def deserialize_session_state(self, payload: dict[str, object]) -> SandboxSessionState:
         return self._deserialize_session_state_payload(payload, JailSandboxSessionState)

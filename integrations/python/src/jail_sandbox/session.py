@@ -509,17 +509,29 @@ class JailSession:
         """Stop the session (every process of it ends) and return how it ended."""
         if self.outcome is not None:
             return self.outcome
-        proc = _run_control([self.jail, "session", "stop", self.name, "--json"])
-        text = _text(proc.stdout).strip()
-        try:
-            raw = json.loads(text) if text else None
-        except json.JSONDecodeError:
-            raw = None
-        if not isinstance(raw, dict):
-            raise SessionGone(
-                f"jail session stop {self.name} (exit {proc.returncode}): "
-                f"{_text(proc.stderr).strip()}"
-            )
+        attempts = 0
+        while True:
+            attempts += 1
+            proc = _run_control([self.jail, "session", "stop", self.name, "--json"])
+            text = _text(proc.stdout).strip()
+            try:
+                raw = json.loads(text) if text else None
+            except json.JSONDecodeError:
+                raw = None
+            if not isinstance(raw, dict):
+                raise SessionGone(
+                    f"jail session stop {self.name} (exit {proc.returncode}): "
+                    f"{_text(proc.stderr).strip()}"
+                )
+            # Trust, then check: the session must be gone from the list once stop answered.
+            if not self.alive():
+                break
+            if attempts >= 2:
+                raise JailError(
+                    f"jail session stop {self.name} answered {raw.get('status')!r} twice, "
+                    "but the session is still listed: its processes may still run"
+                )
+        raw = dict(raw, stop_attempts=attempts)
         cow_runs: list[dict[str, Any]] = []
         if self.cow_roots:
             roots = set(self.cow_roots)
