@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # The Python package's suite: a venv of Debian's python3 (a path a jail shows: not under a
 # home, not under /tmp), this package with its pinned openai-agents from the registry, and
-# pytest against a jail binary: $JAIL_BIN, else this checkout's target/release/jail, else
-# `jail` on PATH. Extra arguments go to pytest.
+# pytest against a jail binary: $JAIL_BIN, else this checkout's release build (target/, or
+# $CARGO_TARGET_DIR), else `jail` on PATH. Extra arguments go to pytest.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 venv="${JAIL_SANDBOX_VENV:-/var/tmp/jail-sandbox-venv}"
 
 jail="${JAIL_BIN:-}"
 if [[ -z $jail ]]; then
-    if [[ -x $here/../../target/release/jail ]]; then
-        jail="$here/../../target/release/jail"
+    built="${CARGO_TARGET_DIR:-$here/../../target}/release/jail"
+    if [[ -x $built ]]; then
+        jail="$built"
     else
         jail="$(command -v jail)" || { echo "test.sh: no jail binary (set JAIL_BIN)" >&2; exit 1; }
     fi
