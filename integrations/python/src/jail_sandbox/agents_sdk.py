@@ -393,6 +393,8 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
 
     backend_id = "jail"
     supports_default_options = True
+    # `env`, when given, is the whole environment the sessions' commands start from (PATH
+    # included); jail still removes secrets from it. By default, this process's.
 
     def __init__(
         self,

@@ -491,6 +491,11 @@ class JailSession:
         result = self.status()
         if result.exit_code != 0:
             output = (result.stdout_text + result.stderr_text).strip()
+            if result.exit_code in (126, 127):
+                output += (
+                    f" (the jail binary {self.jail} is not visible inside the session: keep it"
+                    " outside the home directories and /tmp, or on PATH)"
+                )
             raise NotConfined(
                 f"jail status in session {self.name} exited {result.exit_code}: {output}",
                 exit_code=result.exit_code,
