@@ -109,7 +109,14 @@ def test_cow_session_edits_come_back_as_a_jail_run(jail_bin, project):
     assert (project / "README.md").read_text() == "hello\n"
     assert not (project / "src" / "new.py").exists()
     [outcome] = client.outcomes
-    [run_id] = outcome.cow_run_ids
+    run_id = outcome.cow_run  # session stop --json's own: the run the layer waits as
+    assert run_id is not None and outcome.cow_run_ids == [run_id]
+    # the report's execs say which tool call changed what
+    wrote = {e["command"][-1]: sorted(Path(p).name for p in e["wrote"]) for e in outcome.execs
+             if e["wrote"]}
+    assert wrote["echo changed > README.md"] == ["README.md"], outcome.execs
+    assert ["new.py"] in wrote.values() and ["app.py"] in wrote.values(), wrote
+    assert all(e["wrote"] == [] for e in outcome.execs if e["command"][:1] == ["cat"])
     diff = jail_cli(jail_bin, "diff", run_id)
     assert diff.returncode == 0, diff.stderr
     assert "+changed" in diff.stdout and "src/new.py" in diff.stdout
@@ -132,6 +139,18 @@ def test_timeout_stops_the_tree(jail_bin, project):
     assert "never" not in model.outputs["slow"]
     assert wait_gone("sleep 987.5") == []
     assert shell(model.outputs["after"]) == (0, "alive\n")
+
+
+def test_the_outcome_has_no_run_when_nothing_changed(jail_bin, project):
+    client = JailSandboxClient(jail=jail_bin)
+    options = JailSandboxClientOptions(workspace=str(project), mode="cow")
+    model, _ = run_agent(client, options, [
+        [Exec("cat README.md; exit 124", "own")],
+        Say("done"),
+    ])
+    [outcome] = client.outcomes
+    assert outcome.cow_run is None and outcome.cow_run_ids == []
+    assert any(e["exit_code"] == 124 for e in outcome.execs), outcome.execs
 
 
 def test_every_tool_call_runs_confined(jail_bin, project, monkeypatch):

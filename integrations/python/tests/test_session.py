@@ -93,9 +93,23 @@ def test_cow_session_edits_come_back_as_a_jail_run(jail_bin, project):
     with JailSession.start(cwd=project, cow=[project], jail=jail_bin) as s:
         r = s.exec(["sh", "-c", "echo changed > README.md && echo new > NEW.txt && cat README.md"])
         assert (r.exit_code, r.stdout) == (0, b"changed\n")
+        assert s.exec(["cat", "NEW.txt"]).exit_code == 0
+        assert s.exec(["sh", "-c", "exit 3"], cwd="src").exit_code == 3
     assert (project / "README.md").read_text() == "hello\n"
     assert not (project / "NEW.txt").exists()
-    [run_id] = s.outcome.cow_run_ids
+    # The run the layer waits as is the outcome's own cow_run (session stop --json).
+    run_id = s.outcome.cow_run
+    assert run_id is not None and s.outcome.cow_run_ids == [run_id]
+    assert s.outcome.raw["cow_run"] == run_id
+    # The report's execs: which exec changed what (the status check first, then ours).
+    execs = s.outcome.execs
+    assert s.outcome.report["execs"]["total"] == len(execs) == 4, s.outcome.report["execs"]
+    status, write, read, fail = execs
+    assert status["command"] == [jail_bin, "status"] and status["wrote"] == []
+    assert write["command"][:2] == ["sh", "-c"] and write["exit_code"] == 0 and write["alone"]
+    assert sorted(os.path.basename(p) for p in write["wrote"]) == ["NEW.txt", "README.md"]
+    assert read["command"] == ["cat", "NEW.txt"] and read["wrote"] == []
+    assert fail["exit_code"] == 3 and fail["cwd"] == "src"  # as given to jail exec --cwd
     diff = jail_cli(jail_bin, "diff", run_id)
     assert diff.returncode == 0, diff.stderr
     assert "+changed" in diff.stdout and "NEW.txt" in diff.stdout
@@ -103,6 +117,30 @@ def test_cow_session_edits_come_back_as_a_jail_run(jail_bin, project):
     assert applied.returncode == 0, applied.stderr
     assert (project / "README.md").read_text() == "changed\n"
     assert (project / "NEW.txt").read_text() == "new\n"
+
+
+def test_nothing_changed_no_cow_run(jail_bin, project):
+    with JailSession.start(cwd=project, cow=[project], jail=jail_bin) as s:
+        assert s.exec(["cat", "README.md"]).exit_code == 0
+    assert s.outcome.cow_run is None and s.outcome.cow_run_ids == []
+    assert [e["command"] for e in s.outcome.execs][-1] == ["cat", "README.md"]
+    with JailSession.start(cwd=project, ro=[project], jail=jail_bin) as s:
+        pass
+    assert s.outcome.cow_run is None and s.outcome.report["schema"] == "jail-run-report/1"
+
+
+def test_cow_run_is_the_sessions_own_not_another_runs(jail_bin, project):
+    """A --cow run of the same project that ends while the session runs is not the
+    session's (the outcome names the session's run; no guess from `jail runs`)."""
+    with JailSession.start(cwd=project, cow=[project], jail=jail_bin) as s:
+        assert s.exec(["sh", "-c", "echo mine > mine.txt"]).exit_code == 0
+        other = jail_cli(jail_bin, "--cow", str(project), "--", "sh", "-c",
+                         "echo theirs > theirs.txt", cwd=project)
+        assert other.returncode == 0, other.stderr
+    run_id = s.outcome.cow_run
+    diff = jail_cli(jail_bin, "diff", run_id)
+    assert diff.returncode == 0, diff.stderr
+    assert "mine.txt" in diff.stdout and "theirs.txt" not in diff.stdout
 
 
 def test_report_comes_back_with_the_outcome(jail_bin, project, scratch):

@@ -9,7 +9,7 @@
     run_config = RunConfig(sandbox=SandboxRunConfig(
         client=client, options=JailSandboxClientOptions(workspace="./repo", mode="cow")))
     result = await Runner.run(agent, "fix the failing test", run_config=run_config)
-    client.outcomes[-1].cow_run_ids      # for `jail diff ID` / `jail apply ID`
+    client.outcomes[-1].cow_run          # for `jail diff ID` / `jail apply ID` (None: no change)
 
 One `jail session` per SDK session. Every SDK operation that touches the workspace (the
 shell tool's commands, apply_patch's reads and writes, manifest materialization, ls, mkdir,
@@ -85,7 +85,7 @@ class JailSandboxClientOptions(BaseSandboxClientOptions):
     default `/workspace`, else a fresh temporary directory that `delete()` removes. `mode`
     is how the workspace is given: `ro` (`--ro`: every write fails with the kernel's EROFS),
     `rw` (`--rw`, with jail's guards on what runs on the host later), or `cow` (`--cow`: the
-    writes wait in a layer for `jail diff` / `jail apply`; see `Outcome.cow_run_ids`).
+    writes wait in a layer for `jail diff` / `jail apply`; see `Outcome.cow_run`).
     """
 
     type: Literal["jail"] = "jail"
@@ -99,7 +99,7 @@ class JailSandboxClientOptions(BaseSandboxClientOptions):
     ro_paths: tuple[str, ...] = ()
     rw_paths: tuple[str, ...] = ()
     report: str | None = None
-    """A file for the run report (`--report`); the outcome then carries it too."""
+    """A file for the run report (`--report`) too; the outcome always carries it."""
     extra_args: tuple[str, ...] = ()
     """More `jail session start` flags (`--net`, `--limit`, ...), as a list of words."""
 
@@ -109,10 +109,8 @@ class JailSandboxSessionState(SandboxSessionState):
     jail_name: str
     jail_args: list[str]
     workspace_root_owned: bool = False
-    cow_roots: list[str] = []
-    report_path: str | None = None
-    runs_before: list[str] = []
     outcome: dict[str, object] | None = None
+    """How the session ended (status, exit_code, level, gaps, cow_run), without the report."""
 
 
 class JailSandboxSession(BaseSandboxSession):
@@ -167,8 +165,6 @@ class JailSandboxSession(BaseSandboxSession):
                 env=self._env,
                 jail=self._jail_bin,
                 verify=True,
-                cow_roots=self.state.cow_roots,
-                report_path=self.state.report_path,
             )
         except JailError as e:
             # Fail closed: the SDK's start() raises and nothing runs.
@@ -180,7 +176,6 @@ class JailSandboxSession(BaseSandboxSession):
             ) from e
         self.outcome = None
         self.state.outcome = None
-        self.state.runs_before = sorted(self._jail._runs_before)
 
     async def _after_start_failed(self) -> None:
         # A half-started session (the manifest could not be written, ...) is not left running.
@@ -194,7 +189,9 @@ class JailSandboxSession(BaseSandboxSession):
             return
         outcome = await asyncio.to_thread(self._jail.stop)
         self.outcome = outcome
-        self.state.outcome = dict(outcome.raw, cow_run_ids=outcome.cow_run_ids)
+        self.state.outcome = {
+            k: outcome.raw.get(k) for k in ("status", "exit_code", "level", "gaps", "cow_run")
+        }
         if self._on_outcome is not None:
             self._on_outcome(outcome)
 
@@ -382,8 +379,8 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
 
     The jail binary is found at construction (`jail=`, `$JAIL_BIN`, PATH): a missing one
     raises :class:`jail_sandbox.JailNotFound` before any run. `outcomes` collects, in order,
-    how each session this client started ended (`jail session stop --json`, with the
-    copy-on-write runs it left), also for sessions the Runner created and cleaned up itself.
+    how each session this client started ended (`jail session stop --json`: its `cow_run`
+    and its report, whose `execs` say which command changed what), also for sessions the Runner created and cleaned up itself.
 
     A serialized session state is data, not policy: `resume()` takes a state's jail flags only
     when this client created them; a state from elsewhere gets the flags of `resume_options`
@@ -428,8 +425,8 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
     @staticmethod
     def _flags(
         options: JailSandboxClientOptions, manifest: Manifest, workspace: str
-    ) -> tuple[list[str], list[str], str | None]:
-        """jail's flags for these options: (args, the --cow roots, the report file)."""
+    ) -> list[str]:
+        """jail's flags for these options."""
         ro = list(options.ro_paths)
         rw = list(options.rw_paths)
         for grant in manifest.extra_path_grants:
@@ -441,7 +438,7 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
             (ro if grant.read_only else rw).append(grant.path)
         cow: list[str] = []
         {"ro": ro, "rw": rw, "cow": cow}[options.mode].insert(0, workspace)
-        args = JailSession.build_args(
+        return JailSession.build_args(
             ro=ro,
             rw=rw,
             cow=cow,
@@ -452,8 +449,6 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
             report=options.report,
             extra_args=options.extra_args,
         )
-        report = os.path.abspath(options.report) if options.report else None
-        return args, [os.path.realpath(p) for p in cow], report
 
     async def create(
         self,
@@ -478,7 +473,7 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
             raise ValueError(f"the workspace {workspace} is not a directory")
         if owned:
             self._owned_roots.add(workspace)
-        args, cow_roots, report = self._flags(options, manifest, workspace)
+        args = self._flags(options, manifest, workspace)
         manifest = manifest.model_copy(update={"root": workspace}, deep=True)
         session_id = uuid.uuid4()
         state = JailSandboxSessionState(
@@ -488,8 +483,6 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
             jail_name=f"oa-{secrets.token_hex(6)}",
             jail_args=args,
             workspace_root_owned=owned,
-            cow_roots=cow_roots,
-            report_path=report,
         )
         self._created[state.jail_name] = list(args)
         return self._wrap_session(self._session(state), instrumentation=self._instrumentation)
@@ -518,14 +511,9 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
                     "give JailSandboxClient(resume_options=...) to resume it"
                 )
             workspace = os.path.realpath(state.manifest.root)
-            args, cow_roots, report = self._flags(self._resume_options, state.manifest, workspace)
+            args = self._flags(self._resume_options, state.manifest, workspace)
             state = state.model_copy(
-                update={
-                    "jail_args": args,
-                    "cow_roots": cow_roots,
-                    "report_path": report,
-                    "workspace_root_owned": False,
-                }
+                update={"jail_args": args, "workspace_root_owned": False}
             )
         # A foreign state never attaches to a live session of its name (whoever started it,
         # with whatever flags): it starts its own, and a live one of the name makes that fail.
@@ -548,10 +536,7 @@ def _refuse_accounts(manifest: Manifest) -> None:
 def _attach_if_alive(jail: str, state: JailSandboxSessionState) -> JailSession | None:
     """A resumed state's jail session, when it still runs (proven confined again)."""
     try:
-        session = JailSession.attach(state.jail_name, jail=jail, verify=True)
+        return JailSession.attach(state.jail_name, jail=jail, verify=True)
     except SessionGone:
         return None
-    session.cow_roots = list(state.cow_roots)
-    session.report_path = state.report_path
-    session._runs_before = set(state.runs_before)
-    return session
+

@@ -16,6 +16,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,22 +132,63 @@ class ExecResult:
 
 @dataclass
 class Outcome:
-    """How a session ended: `jail session stop --json`, plus the copy-on-write runs it left."""
+    """How a session ended: what `jail session stop NAME --json` printed.
+
+    `cow_run` is the run whose `--cow` layers wait for review (`jail diff ID`,
+    `jail apply ID`), None when the session changed nothing there; `report` is the run
+    report, whose `execs` say which exec changed what."""
 
     name: str
     status: str
     exit_code: int
     level: str
     gaps: list[str]
-    report: dict[str, Any] | None
-    cow_runs: list[dict[str, Any]] = field(default_factory=list)
-    """The pending runs of `jail runs --json` this session left (a `--cow` session that
-    changed something): each `id` is for `jail diff ID` / `jail apply ID`."""
+    report: dict[str, Any]
+    cow_run: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
     def cow_run_ids(self) -> list[str]:
-        return [run["id"] for run in self.cow_runs]
+        """`[cow_run]`, or `[]` when nothing waits for review."""
+        return [self.cow_run] if self.cow_run is not None else []
+
+    @property
+    def execs(self) -> list[dict[str, Any]]:
+        """The report's execs: each `jail exec`'s `command`, `cwd`, `started_ms`, `ended_ms`,
+        `exit_code`, `wrote` (paths under the `--cow` roots changed while it ran) and `alone`."""
+        section = self.report.get("execs")
+        return list(section.get("items", [])) if isinstance(section, dict) else []
+
+    @classmethod
+    def parse(cls, name: str, raw: Any) -> Outcome:
+        """The outcome from `session stop --json`'s document; :class:`JailError` when it is not
+        one this package understands (a jail older than `cow_run` and `report` in it)."""
+        if not isinstance(raw, dict):
+            raise JailError(f"jail session stop {name} printed no outcome")
+        missing = [k for k in ("status", "exit_code", "level", "cow_run", "report") if k not in raw]
+        if missing:
+            raise JailError(
+                f"jail session stop {name} --json has no {', '.join(missing)}: this jail is "
+                "too old for jail_sandbox (it needs the outcome's cow_run and report)"
+            )
+        cow_run, report = raw["cow_run"], raw["report"]
+        if cow_run is not None and (not isinstance(cow_run, str) or not cow_run):
+            raise JailError(f"jail session stop {name}: cow_run is not a run id: {cow_run!r}")
+        if not isinstance(report, dict):
+            raise JailError(f"jail session stop {name}: the outcome carries no run report")
+        exit_code = raw["exit_code"]
+        if not isinstance(exit_code, int) or isinstance(exit_code, bool):
+            raise JailError(f"jail session stop {name}: exit_code {exit_code!r}")
+        return cls(
+            name=name,
+            status=str(raw["status"]),
+            exit_code=exit_code,
+            level=str(raw["level"]),
+            gaps=[str(g) for g in raw.get("gaps") or []],
+            report=report,
+            cow_run=cow_run,
+            raw=raw,
+        )
 
 
 def _run_control(argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
@@ -177,16 +219,11 @@ class JailSession:
         jail: str,
         cwd: str,
         args: Sequence[str] = (),
-        cow_roots: Sequence[str] = (),
-        runs_before: Iterable[str] = (),
     ) -> None:
         self.name = name
         self.jail = jail
         self.cwd = cwd
         self.args = list(args)
-        self.cow_roots = list(cow_roots)
-        self._runs_before = set(runs_before)
-        self.report_path: str | None = None
         self.outcome: Outcome | None = None
         self.verified_status: str | None = None
 
@@ -258,11 +295,10 @@ class JailSession:
         :class:`NotConfined` (the session was stopped again: `jail status` inside did not
         exit 0). Never returns a session that would run a command unconfined.
         """
-        cow_list = [os.path.abspath(os.fspath(p)) for p in cow]
         args = cls.build_args(
             ro=ro,
             rw=rw,
-            cow=cow_list,
+            cow=cow,
             profile=profile,
             require=require,
             timeout=timeout,
@@ -277,8 +313,6 @@ class JailSession:
             env=env,
             jail=jail,
             verify=verify,
-            cow_roots=cow_list,
-            report_path=report,
         )
 
     @classmethod
@@ -291,22 +325,14 @@ class JailSession:
         env: Mapping[str, str] | None = None,
         jail: str | os.PathLike[str] | None = None,
         verify: bool = True,
-        cow_roots: Iterable[str | os.PathLike[str]] = (),
-        report_path: str | os.PathLike[str] | None = None,
     ) -> JailSession:
-        """:meth:`start` with the flags already built (:meth:`build_args`); `cow_roots` are
-        the `--cow` paths among them, whose runs :meth:`stop` reports, and `report_path` the
-        `--report` file, which :meth:`stop` reads into the outcome."""
+        """:meth:`start` with the flags already built (:meth:`build_args`)."""
         jail_path = find_jail(jail)
         name = name if name is not None else f"py-{secrets.token_hex(4)}"
         cwd_path = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
         args = list(args)
         if any(not isinstance(a, str) for a in args):
             raise TypeError("jail's flags must be strings")
-        cow_real = [os.path.realpath(os.fspath(p)) for p in cow_roots]
-        runs_before: set[str] = set()
-        if cow_real:
-            runs_before = {run["id"] for run in _list_runs(jail_path)}
         proc = _run_control(
             [jail_path, "session", "start", "--name", name, *args],
             cwd=cwd_path,
@@ -322,16 +348,7 @@ class JailSession:
         started = _text(proc.stdout).strip()
         if started != name:
             raise SessionStartError(f"jail session start answered {started!r}, not {name!r}")
-        session = cls(
-            name,
-            jail=jail_path,
-            cwd=cwd_path,
-            args=args,
-            cow_roots=cow_real,
-            runs_before=runs_before,
-        )
-        if report_path is not None:
-            session.report_path = os.path.abspath(os.fspath(report_path))
+        session = cls(name, jail=jail_path, cwd=cwd_path, args=args)
         if verify:
             try:
                 session.verify()
@@ -342,7 +359,11 @@ class JailSession:
 
     @classmethod
     def attach(
-        cls, name: str, *, jail: str | os.PathLike[str] | None = None, verify: bool = True
+        cls,
+        name: str,
+        *,
+        jail: str | os.PathLike[str] | None = None,
+        verify: bool = True,
     ) -> JailSession:
         """A session another process started (`jail session list` must show it)."""
         jail_path = find_jail(jail)
@@ -405,6 +426,7 @@ class JailSession:
         Raises :class:`SessionGone` when jail answered 125 and the session is not there."""
         full = self.exec_argv(argv, cwd=cwd, env=env, timeout=timeout)
         backstop = None if timeout is None else timeout + _BACKSTOP_GRACE_S
+        began = time.monotonic()
         proc = subprocess.Popen(
             full,
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
@@ -427,7 +449,7 @@ class JailSession:
             proc.kill()
             proc.wait()
             raise
-        return self._result(argv, proc.returncode, stdout, stderr, timeout)
+        return self._result(argv, proc.returncode, stdout, stderr, timeout, began)
 
     async def aexec(
         self,
@@ -441,6 +463,7 @@ class JailSession:
         """:meth:`exec` for asyncio. A cancelled call ends its command (SIGTERM to the
         `jail exec` client, which passes it on to the command's process group)."""
         full = self.exec_argv(argv, cwd=cwd, env=env, timeout=timeout)
+        began = time.monotonic()
         proc = await asyncio.create_subprocess_exec(
             *full,
             stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
@@ -458,7 +481,7 @@ class JailSession:
             await asyncio.shield(_end(proc))
             raise
         assert proc.returncode is not None
-        return self._result(argv, proc.returncode, stdout, stderr, timeout)
+        return self._result(argv, proc.returncode, stdout, stderr, timeout, began)
 
     def _result(
         self,
@@ -467,6 +490,7 @@ class JailSession:
         stdout: bytes,
         stderr: bytes,
         timeout: float | None,
+        began: float,
     ) -> ExecResult:
         if code == EXIT_JAIL_ERROR and not self.alive():
             raise SessionGone(f"jail session {self.name} is gone: {_text(stderr).strip()}")
@@ -511,60 +535,36 @@ class JailSession:
         return self.info() is not None
 
     def stop(self) -> Outcome:
-        """Stop the session (every process of it ends) and return how it ended."""
+        """Stop the session (every process of it ends) and return how it ended.
+
+        Raises :class:`SessionGone` when there is no such session, :class:`JailError` when
+        jail refused the stop (the session goes on) or answered but the session is still
+        listed afterwards (never taken for its end)."""
         if self.outcome is not None:
             return self.outcome
-        attempts = 0
-        while True:
-            attempts += 1
-            proc = _run_control([self.jail, "session", "stop", self.name, "--json"])
-            text = _text(proc.stdout).strip()
-            try:
-                raw = json.loads(text) if text else None
-            except json.JSONDecodeError:
-                raw = None
-            if not isinstance(raw, dict):
-                raise SessionGone(
-                    f"jail session stop {self.name} (exit {proc.returncode}): "
-                    f"{_text(proc.stderr).strip()}"
-                )
-            # Trust, then check: the session must be gone from the list once stop answered.
-            if not self.alive():
-                break
-            if attempts >= 2:
+        proc = _run_control([self.jail, "session", "stop", self.name, "--json"])
+        text = _text(proc.stdout).strip()
+        try:
+            raw = json.loads(text) if text else None
+        except json.JSONDecodeError:
+            raw = None
+        if not isinstance(raw, dict):
+            why = _text(proc.stderr).strip()
+            if self.alive():
                 raise JailError(
-                    f"jail session stop {self.name} answered {raw.get('status')!r} twice, "
-                    "but the session is still listed: its processes may still run"
+                    f"jail session stop {self.name} refused (exit {proc.returncode}): {why}; "
+                    "the session goes on"
                 )
-        raw = dict(raw, stop_attempts=attempts)
-        cow_runs: list[dict[str, Any]] = []
-        if self.cow_roots:
-            roots = set(self.cow_roots)
-            cow_runs = [
-                run
-                for run in _list_runs(self.jail)
-                if run.get("id") not in self._runs_before
-                and run.get("state") == "pending"
-                and set(run.get("roots", [])) <= roots
-            ]
-        report = raw.get("report")
-        if report is None and self.report_path is not None:
-            # `session stop` leaves the report in the --report file.
-            try:
-                with open(self.report_path, "rb") as f:
-                    report = json.load(f)
-            except (OSError, ValueError):
-                report = None
-        self.outcome = Outcome(
-            name=self.name,
-            status=str(raw.get("status")),
-            exit_code=int(raw.get("exit_code", proc.returncode)),
-            level=str(raw.get("level")),
-            gaps=list(raw.get("gaps") or []),
-            report=report,
-            cow_runs=cow_runs,
-            raw=raw,
-        )
+            raise SessionGone(f"jail session stop {self.name} (exit {proc.returncode}): {why}")
+        outcome = Outcome.parse(self.name, raw)
+        # Jail answers a stop only once the session has ended; a session still listed after
+        # it is never taken for an ended one.
+        if self.alive():
+            raise JailError(
+                f"jail session stop {self.name} answered {outcome.status!r}, but the session "
+                "is still listed: its processes may still run"
+            )
+        self.outcome = outcome
         return self.outcome
 
     def _stop_quietly(self) -> None:
@@ -608,11 +608,3 @@ def _session_info(jail: str, name: str) -> dict[str, Any] | None:
         if entry.get("name") == name:
             return dict(entry)
     return None
-
-
-def _list_runs(jail: str) -> list[dict[str, Any]]:
-    proc = _run_control([jail, "runs", "--json"])
-    if proc.returncode != 0:
-        raise JailError(f"jail runs failed: {_text(proc.stderr).strip()}")
-    runs = json.loads(proc.stdout or b"[]")
-    return [dict(r) for r in runs] if isinstance(runs, list) else []
