@@ -141,16 +141,37 @@ def test_timeout_stops_the_tree(jail_bin, project):
     assert shell(model.outputs["after"]) == (0, "alive\n")
 
 
-def test_the_outcome_has_no_run_when_nothing_changed(jail_bin, project):
+def test_exit_124_is_not_a_timeout_and_the_outcome_has_no_run(jail_bin, project):
     client = JailSandboxClient(jail=jail_bin)
     options = JailSandboxClientOptions(workspace=str(project), mode="cow")
     model, _ = run_agent(client, options, [
-        [Exec("cat README.md; exit 124", "own")],
+        [Exec("echo 'Command timed out'; exit 124", "own", yield_time_ms=20000)],
         Say("done"),
     ])
+    assert shell(model.outputs["own"]) == (124, "Command timed out\n"), model.outputs["own"]
     [outcome] = client.outcomes
     assert outcome.cow_run is None and outcome.cow_run_ids == []
     assert any(e["exit_code"] == 124 for e in outcome.execs), outcome.execs
+
+
+def test_manifest_environment_reaches_the_command_not_the_client(jail_bin, project):
+    """A manifest's (or a resumed state's) variables are the command's: XDG_RUNTIME_DIR,
+    HOME or LD_PRELOAD never steer the jail exec client on this side (here the client would
+    look for the session in the workspace's run/ and not find it)."""
+    runtime = project / "run"
+    (runtime / "jail-sessions").mkdir(parents=True)
+    runtime.chmod(0o700)
+    (runtime / "jail-sessions").chmod(0o700)
+    manifest = Manifest(environment={"value": {
+        "XDG_RUNTIME_DIR": str(runtime), "HOME": str(project)}})
+    client = JailSandboxClient(jail=jail_bin)
+    options = JailSandboxClientOptions(workspace=str(project), mode="rw")
+    model, _ = run_agent(client, options, [
+        [Exec('printf "%s|%s" "$XDG_RUNTIME_DIR" "$HOME"', "env")],
+        Say("done"),
+    ], manifest=manifest)
+    code, out = shell(model.outputs["env"])
+    assert (code, out) == (0, f"{runtime}|{project}"), model.outputs["env"]
 
 
 def test_every_tool_call_runs_confined(jail_bin, project, monkeypatch):

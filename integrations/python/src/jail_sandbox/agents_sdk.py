@@ -536,7 +536,19 @@ def _refuse_accounts(manifest: Manifest) -> None:
 def _attach_if_alive(jail: str, state: JailSandboxSessionState) -> JailSession | None:
     """A resumed state's jail session, when it still runs (proven confined again)."""
     try:
-        return JailSession.attach(state.jail_name, jail=jail, verify=True)
+        return JailSession.attach(
+            state.jail_name, jail=jail, verify=True, require=_required(state.jail_args)
+        )
     except SessionGone:
         return None
 
+
+def _required(args: list[str]) -> str | None:
+    """The level the session's flags require (`--require LEVEL`), if any."""
+    required = None
+    for i, word in enumerate(args):
+        if word == "--require" and i + 1 < len(args):
+            required = args[i + 1]
+        elif word.startswith("--require="):
+            required = word.split("=", 1)[1]
+    return required

@@ -45,6 +45,23 @@ EXIT_JAIL_ERROR = 125
 # module ends it itself (jail sends SIGKILL two seconds after the SIGTERM).
 _BACKSTOP_GRACE_S = 10.0
 _CONTROL_TIMEOUT_S = 60.0
+_LEVELS = {"none": 0, "partial": 1, "full": 2}
+
+# An exec's variables are for the command, not for the `jail exec` client that carries them:
+# these would steer the client itself (the dynamic loader, which session directory it
+# connects to, its home and state, its locale files), so they travel on its command line
+# (`--env NAME=VALUE`) instead of its environment. The others go by name (`--env NAME`),
+# their values kept off the command line.
+_CLIENT_VARS = frozenset(
+    "HOME PATH TMPDIR SHELL USER LOGNAME container GCONV_PATH LOCPATH NLSPATH LANG LANGUAGE "
+    "TZ TZDIR HOSTALIASES RES_OPTIONS LOCALDOMAIN GNUPGHOME DISPLAY WAYLAND_DISPLAY XAUTHORITY "
+    "SCREENDIR STY TMUX POSIXLY_CORRECT".split()
+)
+_CLIENT_VAR_PREFIXES = ("LD_", "XDG_", "JAIL_", "RUST_", "GLIBC_", "MALLOC_", "LC_", "_")
+
+
+def _client_var(name: str) -> bool:
+    return name in _CLIENT_VARS or name.startswith(_CLIENT_VAR_PREFIXES)
 
 
 class JailError(Exception):
@@ -333,6 +350,14 @@ class JailSession:
         args = list(args)
         if any(not isinstance(a, str) for a in args):
             raise TypeError("jail's flags must be strings")
+        writable = _writable_grant_over(jail_path, args, cwd_path)
+        if writable is not None:
+            # A command could replace it, and the `jail status` of a later verify() (attach,
+            # a resumed SDK session) would be the command's own.
+            raise SessionStartError(
+                f"the jail binary {jail_path} would be writable inside the session ({writable}):"
+                " keep it outside every --rw and --cow path"
+            )
         proc = _run_control(
             [jail_path, "session", "start", "--name", name, *args],
             cwd=cwd_path,
@@ -364,12 +389,27 @@ class JailSession:
         *,
         jail: str | os.PathLike[str] | None = None,
         verify: bool = True,
+        require: str | None = "full",
     ) -> JailSession:
-        """A session another process started (`jail session list` must show it)."""
+        """A session another process started (`jail session list` must show it).
+
+        With `require` (`full` unless asked otherwise), the level the session's supervisor
+        reports to `jail session list` on this side must reach it: no command of the session
+        can speak there. `verify` runs `jail status` inside, as :meth:`start` does; the
+        commands that ran before may have changed what it can see, so the level from outside
+        is the check that counts for a session this process did not start."""
         jail_path = find_jail(jail)
         info = _session_info(jail_path, name)
         if info is None:
             raise SessionGone(f"no jail session {name!r}")
+        if require is not None:
+            level = str(info.get("level"))
+            if _LEVELS.get(level, -1) < _LEVELS.get(require, len(_LEVELS)):
+                raise NotConfined(
+                    f"jail session {name} runs at level {level!r}, {require!r} required",
+                    exit_code=0,
+                    output=json.dumps(info),
+                )
         session = cls(name, jail=jail_path, cwd=str(info.get("cwd", "/")))
         if verify:
             session.verify()
@@ -387,7 +427,9 @@ class JailSession:
     ) -> list[str]:
         """The `jail exec` command line for `argv`. Values of `env` are not in it: they pass
         through the client's environment (`--env NAME`), so no other user sees them in
-        /proc/PID/cmdline."""
+        /proc/PID/cmdline; except those that would steer the client itself (`LD_PRELOAD`,
+        `XDG_RUNTIME_DIR`, `HOME`, ...: `--env NAME=VALUE`), which never reach its
+        environment."""
         if not argv:
             raise ValueError("an empty command")
         words = [os.fspath(a) for a in argv]
@@ -395,20 +437,23 @@ class JailSession:
             raise TypeError("a command's words must be str")
         out = [self.jail, "exec", self.name]
         if cwd is not None:
-            out += ["--cwd", os.fspath(cwd)]
-        for key in env or {}:
-            if not key or "=" in key or "\0" in key:
+            out += [f"--cwd={os.fspath(cwd)}"]
+        for key, value in (env or {}).items():
+            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
                 raise ValueError(f"not a variable name: {key!r}")
-            out += ["--env", key]
+            if not isinstance(value, str) or "\0" in value:
+                raise ValueError(f"the value of {key} is not a string without NUL")
+            out += [f"--env={key}={value}" if _client_var(key) else f"--env={key}"]
         if timeout is not None:
             out += ["--timeout", jail_duration(timeout)]
         return out + ["--", *words]
 
     def _client_env(self, env: Mapping[str, str] | None) -> dict[str, str] | None:
-        if not env:
+        passed = {k: v for k, v in (env or {}).items() if not _client_var(k)}
+        if not passed:
             return None
         merged = dict(os.environ)
-        merged.update(env)
+        merged.update(passed)
         return merged
 
     def exec(
@@ -501,7 +546,13 @@ class JailSession:
             code,
             stdout,
             stderr,
-            timed_out=timeout is not None and code == EXIT_TIMEOUT,
+            # 124 is also a code any command can exit with: only one given after the
+            # timeout had passed is the timeout's.
+            timed_out=(
+                timeout is not None
+                and code == EXIT_TIMEOUT
+                and time.monotonic() - began >= timeout
+            ),
         )
 
     # -- status, list, stop --------------------------------------------------------------
@@ -549,13 +600,16 @@ class JailSession:
         except json.JSONDecodeError:
             raw = None
         if not isinstance(raw, dict):
+            # The stop's stderr is jail's own (no command of the session writes there). Only
+            # its "no such session" is an end: a refusal may come to a caller that `session
+            # list` does not show the session to either (one more confined than it).
             why = _text(proc.stderr).strip()
-            if self.alive():
-                raise JailError(
-                    f"jail session stop {self.name} refused (exit {proc.returncode}): {why}; "
-                    "the session goes on"
-                )
-            raise SessionGone(f"jail session stop {self.name} (exit {proc.returncode}): {why}")
+            if "no such session" in why:
+                raise SessionGone(f"jail session stop {self.name}: {why}")
+            raise JailError(
+                f"jail session stop {self.name} refused (exit {proc.returncode}): {why}; "
+                "the session may go on"
+            )
         outcome = Outcome.parse(self.name, raw)
         # Jail answers a stop only once the session has ended; a session still listed after
         # it is never taken for an ended one.
@@ -607,4 +661,22 @@ def _session_info(jail: str, name: str) -> dict[str, Any] | None:
     for entry in json.loads(proc.stdout).get("sessions", []):
         if entry.get("name") == name:
             return dict(entry)
+    return None
+
+
+def _writable_grant_over(path: str, args: Sequence[str], cwd: str) -> str | None:
+    """The `--rw`/`--cow` flag among `args` whose path holds `path` (both real paths), if any."""
+    real = os.path.realpath(path)
+    words = list(args)
+    for i, word in enumerate(words):
+        for flag in ("--rw", "--cow"):
+            if word == flag and i + 1 < len(words):
+                value = words[i + 1]
+            elif word.startswith(flag + "="):
+                value = word[len(flag) + 1 :]
+            else:
+                continue
+            root = os.path.realpath(os.path.join(cwd, value))
+            if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+                return f"{flag} {value}"
     return None

@@ -1,0 +1,200 @@
+"""What the Python side believes comes from jail on this side, never from what a sandboxed
+command prints, exits with or leaves behind; and stop() never takes a refusal for an end."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import jail_cli, session_names
+
+from jail_sandbox import (
+    JailError,
+    JailSession,
+    NotConfined,
+    Outcome,
+    SessionGone,
+    SessionStartError,
+)
+
+# -- the outcome ----------------------------------------------------------------------------
+
+
+def _stop_json(**over):
+    raw = {"status": "stopped", "exit_code": 0, "level": "full", "gaps": [], "cow_run": None,
+           "report": {"schema": "jail-run-report/1"}}
+    raw.update(over)
+    return {k: v for k, v in raw.items() if v is not ...}
+
+
+def test_outcome_parse_takes_cow_run_and_report():
+    o = Outcome.parse("s", _stop_json(cow_run="r-1", report={"execs": {"total": 1, "items": [
+        {"id": 1, "command": ["true"], "wrote": []}]}}))
+    assert o.cow_run == "r-1" and o.cow_run_ids == ["r-1"]
+    assert o.execs == [{"id": 1, "command": ["true"], "wrote": []}]
+
+
+@pytest.mark.parametrize("missing", ["cow_run", "report"])
+def test_outcome_without_cow_run_or_report_is_an_error(missing):
+    with pytest.raises(JailError, match=f"no {missing}: this jail is too old"):
+        Outcome.parse("s", _stop_json(**{missing: ...}))
+
+
+@pytest.mark.parametrize("bad", [{"cow_run": ""}, {"cow_run": 7}, {"report": None},
+                                 {"exit_code": "0"}])
+def test_outcome_with_malformed_fields_is_an_error(bad):
+    with pytest.raises(JailError):
+        Outcome.parse("s", _stop_json(**bad))
+
+
+def _fake_jail(dir: Path, stop_json: dict | None, listed: list[dict]) -> str:
+    """A stand-in for jail: `session stop` prints `stop_json`, `session list` lists `listed`."""
+    path = dir / "fake-jail"
+    path.write_text(textwrap.dedent(f"""\
+        #!/usr/bin/env python3
+        import json, sys
+        args = sys.argv[1:]
+        if args[:2] == ["session", "list"]:
+            print(json.dumps({{"sessions": {listed!r}}}))
+        elif args[:2] == ["session", "stop"]:
+            out = {stop_json!r}
+            if out is None:
+                sys.stderr.write("jail: refused\\n"); sys.exit(125)
+            print(json.dumps(out))
+        else:
+            sys.exit(125)
+        """))
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_stop_of_an_older_jail_says_so(tmp_path):
+    fake = _fake_jail(tmp_path, _stop_json(cow_run=...), [])
+    s = JailSession("fake", jail=fake, cwd="/")
+    with pytest.raises(JailError, match="too old"):
+        s.stop()
+    assert s.outcome is None
+
+
+def test_an_outcome_while_the_session_is_still_listed_is_not_an_end(tmp_path):
+    fake = _fake_jail(tmp_path, _stop_json(), [{"name": "fake", "level": "full"}])
+    with pytest.raises(JailError, match="still listed"):
+        JailSession("fake", jail=fake, cwd="/").stop()
+
+
+def test_a_refused_stop_of_a_listed_session_is_a_refusal(tmp_path):
+    fake = _fake_jail(tmp_path, None, [{"name": "fake", "level": "full"}])
+    with pytest.raises(JailError, match="refused.*may go on") as e:
+        JailSession("fake", jail=fake, cwd="/").stop()
+    assert not isinstance(e.value, SessionGone)
+    # not listed is no proof of an end (a refused caller is shown no session either)
+    fake = _fake_jail(tmp_path, None, [])
+    with pytest.raises(JailError) as e:
+        JailSession("fake", jail=fake, cwd="/").stop()
+    assert not isinstance(e.value, SessionGone)
+
+
+def test_stop_of_no_such_session_is_session_gone(jail_bin):
+    with pytest.raises(SessionGone, match="no such session"):
+        JailSession("py-never-started", jail=jail_bin, cwd="/").stop()
+
+
+def test_a_refused_stop_leaves_the_session_running(jail_bin, project):
+    """The real refusal: a caller more confined than the session (no_new_privs)."""
+    s = JailSession.start(cwd=project, ro=[project], jail=jail_bin)
+    try:
+        code = (
+            "from jail_sandbox import JailSession, JailError, SessionGone\n"
+            f"s = JailSession({s.name!r}, jail={jail_bin!r}, cwd='/')\n"
+            "try:\n    s.stop(); print('STOPPED')\n"
+            "except SessionGone as e: print('GONE', e)\n"
+            "except JailError as e: print('REFUSED', e)\n"
+        )
+        import sys
+
+        proc = subprocess.run(["setpriv", "--no-new-privs", sys.executable, "-c", code],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert proc.stdout.startswith("REFUSED"), proc.stdout + proc.stderr
+        assert "more confined" in proc.stdout and "may go on" in proc.stdout
+        assert s.name in session_names(jail_bin)
+        assert s.exec(["echo", "still"]).stdout == b"still\n"
+    finally:
+        s.stop()
+    assert s.outcome.status == "stopped"
+
+
+def test_attach_checks_the_level_from_outside(tmp_path):
+    fake = _fake_jail(tmp_path, None, [{"name": "low", "level": "partial", "cwd": "/"}])
+    with pytest.raises(NotConfined, match="'partial', 'full' required"):
+        JailSession.attach("low", jail=fake, verify=False)
+    assert JailSession.attach("low", jail=fake, verify=False, require="partial").name == "low"
+
+
+# -- exit codes -----------------------------------------------------------------------------
+
+
+def test_exit_124_before_the_timeout_is_the_commands_own(jail_bin, project):
+    with JailSession.start(cwd=project, ro=[project], jail=jail_bin) as s:
+        r = s.exec(["sh", "-c", "echo 'jail: timed out' >&2; exit 124"], timeout=30)
+        assert r.exit_code == 124 and not r.timed_out
+        r = s.exec(["sleep", "5"], timeout=1)
+        assert r.exit_code == 124 and r.timed_out
+
+
+def test_exit_125_of_a_command_is_not_a_gone_session(jail_bin, project):
+    with JailSession.start(cwd=project, ro=[project], jail=jail_bin) as s:
+        r = s.exec(["sh", "-c", "echo 'jail: unknown session' >&2; exit 125"])
+        assert r.exit_code == 125
+        assert s.exec(["true"]).exit_code == 0
+
+
+# -- what steers the jail exec client -------------------------------------------------------
+
+
+def test_variables_that_steer_the_client_stay_out_of_its_environment(jail_bin, project):
+    s = JailSession("x", jail=jail_bin, cwd=str(project))
+    env = {"LD_PRELOAD": "/w/evil.so", "XDG_RUNTIME_DIR": "/w/run", "HOME": "/w",
+           "API_TOKEN": "secret"}
+    argv = s.exec_argv(["true"], env=env)
+    assert "--env=LD_PRELOAD=/w/evil.so" in argv and "--env=XDG_RUNTIME_DIR=/w/run" in argv
+    assert "--env=API_TOKEN" in argv and "secret" not in " ".join(argv)
+    client = s._client_env(env)
+    assert client["API_TOKEN"] == "secret"
+    for name in ("LD_PRELOAD", "XDG_RUNTIME_DIR", "HOME"):
+        assert client.get(name) == os.environ.get(name)
+
+
+def test_an_exec_cannot_point_the_client_at_a_socket_in_the_workspace(jail_bin, project):
+    """XDG_RUNTIME_DIR chooses the directory the client looks for sessions in: one in a
+    workspace the command can write would reach a server the command runs. The command gets
+    the variable; the client keeps its own and reaches the real session."""
+    runtime = project / "run"
+    with JailSession.start(cwd=project, rw=[project], jail=jail_bin) as s:
+        made = s.exec(["sh", "-c", 'mkdir -m 700 "$1" "$1/jail-sessions"', "sh", str(runtime)])
+        assert made.exit_code == 0, made.stderr
+        r = s.exec(["sh", "-c", 'printf %s "$XDG_RUNTIME_DIR"; ' + jail_bin + " status >/dev/null"],
+                   env={"XDG_RUNTIME_DIR": str(runtime)})
+        assert (r.exit_code, r.stdout) == (0, str(runtime).encode()), r.stderr
+
+
+# -- the jail binary ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["rw", "cow"])
+def test_a_jail_binary_the_session_could_rewrite_is_refused(jail_bin, project, scratch, flag):
+    """A command could replace it, and a later `jail status` (attach, resume) would be its."""
+    bindir = scratch / "bin"
+    bindir.mkdir()
+    copy = bindir / "jail"
+    shutil.copy(jail_bin, copy)
+    copy.chmod(0o755)
+    with pytest.raises(SessionStartError, match="writable inside the session"):
+        JailSession.start(cwd=project, ro=[project], jail=str(copy), **{flag: [scratch]})
+    with pytest.raises(SessionStartError, match="writable inside the session"):
+        JailSession.start_with_args([f"--{flag}={bindir}"], cwd=project, jail=str(copy))
