@@ -79,7 +79,12 @@ def main(argv: list[str]) -> int:
     )
     outcome = client.outcomes[-1]
     print(f"\nsession {outcome.name}: {outcome.status}, level {outcome.level}")
-    for run_id in outcome.cow_run_ids:
+    for item in outcome.execs:
+        if item["wrote"]:
+            # the paths are the command's: repr, never raw onto the terminal
+            print(f"exec {item['id']} changed {', '.join(repr(p) for p in item['wrote'])}")
+    if outcome.cow_run is not None:
+        run_id = outcome.cow_run
         print(f"the edits wait as run {run_id}: jail diff {run_id}; jail apply {run_id}")
     return 0
 
