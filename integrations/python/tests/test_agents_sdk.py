@@ -442,3 +442,20 @@ def test_a_foreign_state_cannot_choose_its_jail_flags(jail_bin, project):
     r = asyncio.run(scenario())
     assert r.exit_code == 2 and b"Read-only file system" in r.stderr
     assert (project / "README.md").read_text() == "hello\n"
+
+
+def test_a_background_process_does_not_hold_the_tool_call(jail_bin, project):
+    import time
+
+    client = JailSandboxClient(jail=jail_bin)
+    options = JailSandboxClientOptions(workspace=str(project), mode="ro")
+    began = time.monotonic()
+    model, _ = run_agent(client, options, [
+        [Exec("sleep 987.71 & echo started", "bg")],
+        [Exec("echo next", "next")],
+        Say("done"),
+    ])
+    assert time.monotonic() - began < 30
+    assert shell(model.outputs["bg"]) == (0, "started\n")
+    assert shell(model.outputs["next"]) == (0, "next\n")
+    assert wait_gone("sleep 987.71") == []  # the session's stop ended it

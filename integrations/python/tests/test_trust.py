@@ -198,3 +198,33 @@ def test_a_jail_binary_the_session_could_rewrite_is_refused(jail_bin, project, s
         JailSession.start(cwd=project, ro=[project], jail=str(copy), **{flag: [scratch]})
     with pytest.raises(SessionStartError, match="writable inside the session"):
         JailSession.start_with_args([f"--{flag}={bindir}"], cwd=project, jail=str(copy))
+
+
+# -- output held open -----------------------------------------------------------------------
+
+
+def test_output_held_by_what_a_command_left_running_does_not_hold_the_call(jail_bin, project):
+    """A command that leaves a process behind with its stdout (`server &`) returns once it
+    has exited, with what it wrote; the process goes on until the session stops."""
+    import asyncio
+    import time
+
+    from conftest import wait_gone
+
+    s = JailSession.start(cwd=project, ro=[project], jail=jail_bin)
+    try:
+        began = time.monotonic()
+        r = s.exec(["sh", "-c", "sleep 987.61 & echo started"], timeout=60)
+        assert (r.exit_code, r.stdout, r.output_left_open) == (0, b"started\n", True)
+        r = asyncio.run(s.aexec(["sh", "-c", "setsid sleep 987.62 & echo started >&2"]))
+        assert (r.exit_code, r.stderr, r.output_left_open) == (0, b"started\n", True)
+        assert time.monotonic() - began < 15
+        assert wait_gone("sleep 987.6", within=0.2) != []  # still running
+        big = s.exec(["head", "-c", "3000000", "/dev/zero"])
+        assert len(big.stdout) == 3000000 and not big.output_left_open
+        echoed = asyncio.run(s.aexec(["cat"], input=b"x" * 2_000_000))
+        assert echoed.stdout == b"x" * 2_000_000
+        assert s.exec(["cat"], input=b"y" * 2_000_000).stdout == b"y" * 2_000_000
+    finally:
+        s.stop()
+    assert wait_gone("sleep 987.6") == []

@@ -16,6 +16,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,9 @@ EXIT_JAIL_ERROR = 125
 # module ends it itself (jail sends SIGKILL two seconds after the SIGTERM).
 _BACKSTOP_GRACE_S = 10.0
 _CONTROL_TIMEOUT_S = 60.0
+# After `jail exec` has exited, how long its output pipes may stay open (held by processes the
+# command left running) before the call returns without what they write later.
+_OUTPUT_GRACE_S = 1.0
 _LEVELS = {"none": 0, "partial": 1, "full": 2}
 
 # An exec's variables are for the command, not for the `jail exec` client that carries them:
@@ -132,7 +136,11 @@ class ExecResult:
     stdout: bytes
     stderr: bytes
     timed_out: bool = False
-    """The command's `--timeout` ended it (`jail exec` exited 124 with a timeout set)."""
+    """The command's `--timeout` ended it (`jail exec` exited 124 after the timeout passed)."""
+    output_left_open: bool = False
+    """Processes the command left running still held its stdout or stderr when it exited:
+    what they write later is not in `stdout`/`stderr` (the call returned once the command
+    itself had exited and a short grace had passed)."""
 
     @property
     def ok(self) -> bool:
@@ -472,29 +480,25 @@ class JailSession:
         full = self.exec_argv(argv, cwd=cwd, env=env, timeout=timeout)
         backstop = None if timeout is None else timeout + _BACKSTOP_GRACE_S
         began = time.monotonic()
-        proc = subprocess.Popen(
-            full,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=self._client_env(env),
-        )
+        run = _Running(full, self._client_env(env), input)
+        backstopped = False
         try:
-            stdout, stderr = proc.communicate(input, timeout=backstop)
-        except subprocess.TimeoutExpired:
-            # jail exec passes SIGTERM on to the command's process group.
-            proc.send_signal(signal.SIGTERM)
             try:
-                stdout, stderr = proc.communicate(timeout=5)
+                run.proc.wait(timeout=backstop)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                stdout, stderr = proc.communicate()
-            return ExecResult(list(argv_str(argv)), EXIT_TIMEOUT, stdout, stderr, timed_out=True)
+                # jail exec passes SIGTERM on to the command's process group.
+                backstopped = True
+                run.proc.send_signal(signal.SIGTERM)
+                try:
+                    run.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    run.proc.kill()
+                    run.proc.wait()
         except BaseException:
-            proc.kill()
-            proc.wait()
+            run.proc.kill()
+            run.proc.wait()
             raise
-        return self._result(argv, proc.returncode, stdout, stderr, timeout, began)
+        return self._finish(argv, run, timeout, began, backstopped)
 
     async def aexec(
         self,
@@ -508,25 +512,39 @@ class JailSession:
         """:meth:`exec` for asyncio. A cancelled call ends its command (SIGTERM to the
         `jail exec` client, which passes it on to the command's process group)."""
         full = self.exec_argv(argv, cwd=cwd, env=env, timeout=timeout)
-        began = time.monotonic()
-        proc = await asyncio.create_subprocess_exec(
-            *full,
-            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self._client_env(env),
-        )
         backstop = None if timeout is None else timeout + _BACKSTOP_GRACE_S
+        began = time.monotonic()
+        # A subprocess.Popen and threads, not asyncio's subprocess transport: before Python
+        # 3.12 its wait() also waits for the output pipes to close, and a pipe a left-behind
+        # process holds must outlive the event loop without it.
+        run = _Running(full, self._client_env(env), input)
+        backstopped = False
         try:
-            stdout, stderr = await asyncio.wait_for(proc.communicate(input), timeout=backstop)
+            await asyncio.wait_for(_exited(run.proc), timeout=backstop)
         except asyncio.TimeoutError:
-            await _end(proc)
-            return ExecResult(list(argv_str(argv)), EXIT_TIMEOUT, b"", b"", timed_out=True)
+            backstopped = True
+            await _end(run.proc)
         except BaseException:
-            await asyncio.shield(_end(proc))
+            await asyncio.shield(_end(run.proc))
             raise
-        assert proc.returncode is not None
-        return self._result(argv, proc.returncode, stdout, stderr, timeout, began)
+        return await asyncio.to_thread(self._finish, argv, run, timeout, began, backstopped)
+
+    def _finish(
+        self,
+        argv: Sequence[str | os.PathLike[str]],
+        run: _Running,
+        timeout: float | None,
+        began: float,
+        backstopped: bool,
+    ) -> ExecResult:
+        stdout, stderr, left_open = run.output()
+        if backstopped:
+            return ExecResult(
+                list(argv_str(argv)), EXIT_TIMEOUT, stdout, stderr, timed_out=True,
+                output_left_open=left_open,
+            )
+        assert run.proc.returncode is not None
+        return self._result(argv, run.proc.returncode, stdout, stderr, timeout, began, left_open)
 
     def _result(
         self,
@@ -536,6 +554,7 @@ class JailSession:
         stderr: bytes,
         timeout: float | None,
         began: float,
+        left_open: bool = False,
     ) -> ExecResult:
         if code == EXIT_JAIL_ERROR and not self.alive():
             raise SessionGone(f"jail session {self.name} is gone: {_text(stderr).strip()}")
@@ -553,6 +572,7 @@ class JailSession:
                 and code == EXIT_TIMEOUT
                 and time.monotonic() - began >= timeout
             ),
+            output_left_open=left_open,
         )
 
     # -- status, list, stop --------------------------------------------------------------
@@ -634,24 +654,104 @@ class JailSession:
         self.stop()
 
 
+class _Pump(threading.Thread):
+    """Reads one of a `jail exec` client's output pipes to its end; after :meth:`take`, what
+    comes later is read and dropped (a pipe left full would stop its writers)."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(daemon=True)
+        self._stream = stream
+        self._data = bytearray()
+        self._keep = True
+        self._lock = threading.Lock()
+
+    def run(self) -> None:
+        try:
+            while chunk := self._stream.read1(65536):
+                with self._lock:
+                    if self._keep:
+                        self._data += chunk
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                self._stream.close()
+            except OSError:
+                pass
+
+    def take(self) -> bytes:
+        with self._lock:
+            self._keep = False
+            return bytes(self._data)
+
+
+def _feed(stdin: Any, data: bytes) -> None:
+    try:
+        stdin.write(data)
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+    finally:
+        try:
+            stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+
+class _Running:
+    """One `jail exec` client: its output read by threads, its input fed by one."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None, input: bytes | None):
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.pumps = [_Pump(self.proc.stdout), _Pump(self.proc.stderr)]
+        for pump in self.pumps:
+            pump.start()
+        if input is not None:
+            threading.Thread(target=_feed, args=(self.proc.stdin, input), daemon=True).start()
+
+    def output(self) -> tuple[bytes, bytes, bool]:
+        """Once the client has exited: stdout, stderr, and whether something the command
+        left running still holds them (not waited for past the grace)."""
+        deadline = time.monotonic() + _OUTPUT_GRACE_S
+        for pump in self.pumps:
+            pump.join(max(0.0, deadline - time.monotonic()))
+        left_open = any(pump.is_alive() for pump in self.pumps)
+        stdout, stderr = (pump.take() for pump in self.pumps)
+        return stdout, stderr, left_open
+
+
 def argv_str(argv: Sequence[str | os.PathLike[str]]) -> list[str]:
     return [os.fspath(a) for a in argv]  # type: ignore[misc]
 
 
-async def _end(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is None:
+async def _exited(proc: subprocess.Popen[bytes]) -> None:
+    """Until the `jail exec` client has exited (its pipes may stay open: see :class:`_Pump`)."""
+    pause = 0.002
+    while proc.poll() is None:
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+async def _end(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the client (it passes it on to the command's group), SIGKILL after 5 s."""
+    if proc.poll() is None:
         try:
             proc.send_signal(signal.SIGTERM)
         except ProcessLookupError:
             pass
         try:
-            await asyncio.wait_for(proc.wait(), timeout=5)
+            await asyncio.wait_for(_exited(proc), timeout=5)
         except asyncio.TimeoutError:
             try:
                 proc.kill()
             except ProcessLookupError:
                 pass
-            await proc.wait()
+            await _exited(proc)
 
 
 def _session_info(jail: str, name: str) -> dict[str, Any] | None:
