@@ -228,3 +228,20 @@ def test_output_held_by_what_a_command_left_running_does_not_hold_the_call(jail_
     finally:
         s.stop()
     assert wait_gone("sleep 987.6") == []
+
+
+def test_every_variable_jail_reads_is_kept_from_the_client():
+    """Each environment variable jail's own sources read is one an exec passes on the command
+    line, never in the client's environment (a new one in jail must be added here too)."""
+    import re
+
+    from jail_sandbox.session import _client_var
+
+    src = Path(__file__).resolve().parents[3] / "src"
+    names = set()
+    for path in src.rglob("*.rs"):
+        text = path.read_text()
+        names |= set(re.findall(r'env::var(?:_os)?\(\s*"([A-Za-z_][A-Za-z0-9_]*)"', text))
+        names |= set(re.findall(r'const VAR: &str = "([A-Za-z_][A-Za-z0-9_]*)"', text))
+    assert {"XDG_RUNTIME_DIR", "HOME", "RUST_LOG"} <= names, names
+    assert [n for n in sorted(names) if not _client_var(n)] == []
