@@ -245,3 +245,24 @@ def test_every_variable_jail_reads_is_kept_from_the_client():
         names |= set(re.findall(r'const VAR: &str = "([A-Za-z_][A-Za-z0-9_]*)"', text))
     assert {"XDG_RUNTIME_DIR", "HOME", "RUST_LOG"} <= names, names
     assert [n for n in sorted(names) if not _client_var(n)] == []
+
+
+def test_a_jail_in_a_relative_path_directory_is_never_found(tmp_path, monkeypatch, jail_bin):
+    """A relative PATH entry names the current directory's: a `jail` a command wrote into the
+    project must not be what the next session runs on this side."""
+    from jail_sandbox import JailNotFound, find_jail
+
+    fake = tmp_path / "jail"
+    fake.write_text("#!/bin/sh\ntouch \"$(dirname \"$0\")/ran\"\n")
+    fake.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JAIL_BIN", raising=False)
+    real_dir = os.path.dirname(jail_bin)
+    for path in (f".:{real_dir}", f":{real_dir}", f"{real_dir}:."):
+        monkeypatch.setenv("PATH", path)
+        assert find_jail() == jail_bin
+        assert find_jail("jail") == jail_bin
+    monkeypatch.setenv("PATH", ".")
+    with pytest.raises(JailNotFound):
+        find_jail()
+    assert not (tmp_path / "ran").exists()

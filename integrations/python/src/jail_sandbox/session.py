@@ -99,21 +99,29 @@ class SessionGone(JailError):
 
 
 def find_jail(jail: str | os.PathLike[str] | None = None) -> str:
-    """The absolute path of the jail binary: `jail`, else `$JAIL_BIN`, else `jail` on PATH."""
+    """The absolute path of the jail binary: `jail`, else `$JAIL_BIN`, else `jail` on PATH.
+
+    On PATH, only its absolute directories count: a relative one (`.`, `bin`, an empty entry)
+    names the current directory's, often the very project a session lets a command write."""
     candidate = os.fspath(jail) if jail is not None else os.environ.get("JAIL_BIN")
     if candidate is None:
-        candidate = shutil.which("jail")
+        candidate = _which("jail")
         if candidate is None:
             raise JailNotFound("no `jail` binary: pass jail=..., set JAIL_BIN or put it on PATH")
     elif os.sep not in candidate:
-        found = shutil.which(candidate)
+        found = _which(candidate)
         if found is None:
-            raise JailNotFound(f"no `{candidate}` on PATH")
+            raise JailNotFound(f"no `{candidate}` in PATH's absolute directories")
         candidate = found
     path = os.path.abspath(candidate)
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         raise JailNotFound(f"{path} is not an executable file")
     return path
+
+
+def _which(name: str) -> str | None:
+    dirs = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(d)]
+    return shutil.which(name, path=os.pathsep.join(dirs)) if dirs else None
 
 
 def jail_duration(seconds: float) -> str:
