@@ -72,7 +72,7 @@ impl<'a> Pattern<'a> {
     }
 }
 
-/// A list of names and patterns, asked for its first entry (in list order) that [`matches`] a
+/// A list of names and patterns, asked for its first entry (in list order) that [`matches()`] a
 /// name: the plain names (most of a profile's lists) by one hash lookup, only the patterns one
 /// by one. Made once per list, asked once per variable of the environment.
 pub struct NameSet<'a> {
