@@ -56,6 +56,36 @@ fn spawned_runs_end_with_their_typed_outcome() {
         std::fs::read_to_string(fx.repo.join("file.txt")).unwrap(),
         "original\n"
     );
+    // A --cow run's outcome names the run its layer waits as; none when nothing changed.
+    let cow = |script: &str| {
+        Jail::new(["/bin/sh", "-c", script])
+            .program(jail_bin())
+            .cow(&fx.repo)
+            .cwd(&fx.dir)
+            .spawn()
+            .unwrap()
+            .wait()
+            .unwrap()
+    };
+    let o = cow(&format!("echo x > {}/file.txt", fx.repo.display()));
+    let id = o
+        .cow_run
+        .clone()
+        .unwrap_or_else(|| panic!("no cow_run: {o:?}"));
+    // The run is in this process's store (the library's jail has this process's HOME).
+    let jail = |args: &[&str]| {
+        Run::from(
+            std::process::Command::new(jail_bin())
+                .args(args)
+                .output()
+                .unwrap(),
+        )
+    };
+    let diff = jail(&["diff", &id]);
+    assert!(diff.stdout.contains("file.txt"), "{}", diff.describe());
+    let discarded = jail(&["discard", &id]);
+    assert!(discarded.ok(), "{}", discarded.describe());
+    assert_eq!(cow("true").cow_run, None);
 }
 
 #[test]
