@@ -1,0 +1,317 @@
+// OpenClaw's sandbox backend interface, implemented with jail sessions.
+//
+// OpenClaw (dist/context-*.mjs, resolveProvisionedSandboxContext) calls the factory once per agent
+// run with the scope key, the workspace directories and the resolved `agents.*.sandbox` block; the
+// handle it gets back serves the exec tool (buildExecSpec: an argv OpenClaw spawns and supervises,
+// timeouts and kills included), the file tools (createFsBridge; every read and write runs as a
+// shell script through runShellCommand) and process cleanup (runShellCommand again). The manager
+// answers `openclaw sandbox list/recreate` and pruning.
+//
+// Here every one of those is `jail exec SESSION -- ...`, and the session is one jail per scope key:
+// the kernel, not this code, decides what each tool call may touch.
+import { createHash } from "node:crypto";
+import { existsSync, realpathSync } from "node:fs";
+import path from "node:path";
+import { createRemoteShellSandboxFsBridge } from "openclaw/plugin-sdk/sandbox";
+import type {
+  SandboxBackendCommandParams,
+  SandboxBackendCommandResult,
+  SandboxBackendFactoryParams,
+  SandboxBackendHandle,
+  SandboxBackendManager,
+  SandboxBackendRegistration,
+  SandboxContext,
+} from "openclaw/plugin-sdk/sandbox";
+import { JailCli, JailUnavailableError, resolveJailBinary, text, type CowRun, type StatusVerdict } from "./jail.js";
+
+export const BACKEND_ID = "jail";
+
+export type JailPluginConfig = {
+  /** The jail binary: an absolute path or a name on PATH (default `jail`). */
+  binary?: string;
+  /** `direct` (default): workspaceAccess "rw" is `--rw`. `cow`: it is `--cow`, edits wait for `jail apply`. */
+  workspaceWrites?: "direct" | "cow";
+  /** `full`: every session is started with `--require full`, not only the ones OpenClaw requires. */
+  require?: "full";
+  /** A jail profile for every session (`--profile`). */
+  profile?: string;
+  /** More `jail session start` flags, as words (e.g. ["--net", "allow=api.example.com"]). */
+  extraArgs?: string[];
+};
+
+export type Logger = { info(m: string): void; warn(m: string): void };
+
+/** Names of variables the jail client itself reads: passed to the command in argv, never to the client. */
+const CLIENT_VARIABLES = new Set(["HOME", "PATH", "XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "TMPDIR"]);
+
+/** The environment of every jail client and session supervisor: where sessions live, and no more. */
+export function clientEnvironment(from: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const k of ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME"]) {
+    if (from[k] !== undefined) env[k] = from[k];
+  }
+  env.PATH ??= "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  // Read only by jail builds with the `test-hooks` feature (the tests' way to take a layer away).
+  if (from.JAIL_TEST_DISABLE !== undefined) env.JAIL_TEST_DISABLE = from.JAIL_TEST_DISABLE;
+  return env;
+}
+
+export type SessionPlan = {
+  name: string;
+  flags: string[];
+  cwd: string;
+  required: boolean;
+  cowRoot?: string;
+};
+
+/** The `jail session start` flags for OpenClaw's sandbox settings. Pure: the tests read it too. */
+export function planSession(
+  params: Pick<SandboxBackendFactoryParams, "scopeKey" | "workspaceDir" | "agentWorkspaceDir" | "skillsWorkspaceDir" | "readOnlyResourceMounts" | "cfg">,
+  plugin: JailPluginConfig,
+  required: boolean,
+): SessionPlan {
+  const { cfg } = params;
+  const workspaceDir = canonical(params.workspaceDir);
+  const agentDir = canonical(params.agentWorkspaceDir);
+  const flags: string[] = [];
+  if (plugin.profile) flags.push("--profile", plugin.profile);
+  let cowRoot: string | undefined;
+  switch (cfg.workspaceAccess) {
+    case "rw":
+      if (plugin.workspaceWrites === "cow") {
+        flags.push("--cow", workspaceDir);
+        cowRoot = workspaceDir;
+      } else {
+        flags.push("--rw", workspaceDir);
+      }
+      if (agentDir !== workspaceDir) flags.push("--ro", agentDir);
+      break;
+    case "ro":
+      flags.push("--ro", workspaceDir);
+      if (agentDir !== workspaceDir) flags.push("--ro", agentDir);
+      break;
+    case "none":
+    default:
+      // The sandbox's own workspace, writable; the agent's workspace is not shown at all.
+      flags.push("--rw", workspaceDir);
+      if (agentDir !== workspaceDir && !isInside(workspaceDir, agentDir)) flags.push("--hide", agentDir);
+      break;
+  }
+  // The skills OpenClaw mounts read-only inside a writable workspace (workspace-mounts.ts).
+  if (cfg.workspaceAccess !== "ro" && !cowRoot) {
+    const root = cfg.workspaceAccess === "none" ? workspaceDir : agentDir;
+    for (const p of [path.join(root, "skills"), path.join(root, ".agents", "skills")]) {
+      if (existsSync(p)) flags.push("--ro", p);
+    }
+  }
+  if (params.skillsWorkspaceDir && existsSync(params.skillsWorkspaceDir)) {
+    const skills = canonical(params.skillsWorkspaceDir);
+    if (!isInside(workspaceDir, skills) || !cowRoot) flags.push("--ro", skills);
+  }
+  for (const m of params.readOnlyResourceMounts ?? []) {
+    if (existsSync(m.hostPath)) flags.push("--ro", canonical(m.hostPath));
+  }
+  // OpenClaw's default sandbox network is "none"; jail's own default is the host's.
+  if ((cfg.docker?.network ?? "none") === "none") flags.push("--net", "none");
+  // The sandbox's lifetime: OpenClaw prunes after so long idle or so old; the session ends itself then.
+  if (cfg.prune?.idleHours > 0) flags.push("--idle-timeout", `${cfg.prune.idleHours}h`);
+  if (cfg.prune?.maxAgeDays > 0) flags.push("--timeout", `${cfg.prune.maxAgeDays * 24}h`);
+  if (required || plugin.require === "full") flags.push("--require", "full");
+  flags.push(...(plugin.extraArgs ?? []));
+  const hash = createHash("sha256")
+    .update(JSON.stringify([params.scopeKey, workspaceDir, flags]))
+    .digest("hex")
+    .slice(0, 16);
+  return { name: `oc-${hash}`, flags, cwd: workspaceDir, required: required || plugin.require === "full", cowRoot };
+}
+
+function canonical(p: string): string {
+  const abs = path.resolve(p);
+  try {
+    return realpathSync(abs);
+  } catch {
+    return abs;
+  }
+}
+
+function isInside(root: string, p: string): boolean {
+  const rel = path.relative(root, p);
+  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+}
+
+/**
+ * The words of `jail exec` for OpenClaw's variables, and the client environment that carries
+ * their values: a value travels in the client's environment (not in argv, where `ps` shows it),
+ * except for the few names the jail client reads itself. `JAIL*` names are the session's own.
+ */
+export function execEnvironment(vars: Record<string, string>, base: NodeJS.ProcessEnv): { args: string[]; env: NodeJS.ProcessEnv } {
+  const env: NodeJS.ProcessEnv = { ...base };
+  const args: string[] = [];
+  for (const [k, v] of Object.entries(vars)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || k.startsWith("JAIL")) continue;
+    if (CLIENT_VARIABLES.has(k) || k.startsWith("LD_") || k.startsWith("RUST_") || k in base) {
+      args.push(`${k}=${v}`);
+    } else {
+      env[k] = v;
+      args.push(k);
+    }
+  }
+  return { args, env };
+}
+
+export type BackendDeps = {
+  pluginConfig: JailPluginConfig;
+  logger: Logger;
+  /** Whether OpenClaw requires a sandbox for this session (`sandbox: "require"`). */
+  isRequired: (sessionKey: string) => boolean;
+  env?: NodeJS.ProcessEnv;
+};
+
+/** One start at a time per session name, in this process. */
+const starting = new Map<string, Promise<StatusVerdict>>();
+
+async function ensureSession(cli: JailCli, plan: SessionPlan, log: Logger): Promise<StatusVerdict> {
+  const pending = starting.get(plan.name);
+  if (pending) return pending;
+  const p = (async () => {
+    let info = await cli.find(plan.name);
+    if (!info) {
+      const r = await cli.start(plan.name, plan.flags, plan.cwd);
+      if (r.code !== 0) {
+        // Another process may have started the same name in the meantime: that one is fine.
+        info = await cli.find(plan.name);
+        if (!info) {
+          throw new JailUnavailableError(
+            `jail session start ${plan.name} failed (exit ${r.code}): ${text(r.stderr) || text(r.stdout)}`,
+          );
+        }
+      } else {
+        log.info(`jail: session ${plan.name} started: jail session start ${plan.flags.join(" ")}`);
+      }
+    }
+    // The proof, from inside: `jail status` exits 0 only where every claim of the policy holds.
+    const status = await cli.status(plan.name);
+    const acceptable = status.exitCode === 0 || (!plan.required && status.exitCode === 2);
+    if (!acceptable || (plan.required && status.level !== "full")) {
+      await cli.stop(plan.name).catch(() => undefined);
+      throw new JailUnavailableError(
+        `session ${plan.name} is not confined as asked: jail status exited ${status.exitCode} (verdict ${status.verdict}, level ${status.level}${plan.required ? ", full required" : ""}) ${status.text}`,
+      );
+    }
+    return status;
+  })();
+  starting.set(plan.name, p);
+  try {
+    return await p;
+  } finally {
+    starting.delete(plan.name);
+  }
+}
+
+export function createJailSandboxBackend(deps: BackendDeps): SandboxBackendRegistration {
+  const env = clientEnvironment(deps.env);
+  const cli = () => new JailCli(resolveJailBinary(deps.pluginConfig.binary, env.PATH), env);
+
+  const factory = async (params: SandboxBackendFactoryParams): Promise<SandboxBackendHandle> => {
+    if ((params.cfg.docker?.binds?.length ?? 0) > 0) {
+      throw new JailUnavailableError("sandbox.docker.binds are not supported by the jail backend (use plugins.entries.jail.config.extraArgs with --ro/--rw)");
+    }
+    const jail = cli();
+    const required = deps.isRequired(params.sessionKey);
+    const plan = planSession(params, deps.pluginConfig, required);
+    params.assertRuntimeCurrent?.();
+    const status = await ensureSession(jail, plan, deps.logger);
+    const name = plan.name;
+    const workspaceDir = plan.cwd;
+    const agentWorkspaceDir = canonical(params.agentWorkspaceDir);
+
+    const runShellCommand = async (command: SandboxBackendCommandParams): Promise<SandboxBackendCommandResult> => {
+      const r = await jail.exec(name, ["/bin/sh", "-c", command.script, "openclaw-sandbox-fs", ...(command.args ?? [])], {
+        stdin: command.stdin ?? "",
+        signal: command.signal,
+      });
+      if (r.code === 125 && text(r.stderr).startsWith("jail:")) {
+        // jail's own error (the session ended, or refused): the script did not run.
+        throw new JailUnavailableError(text(r.stderr));
+      }
+      if (r.code !== 0 && !command.allowFailure) {
+        throw new Error(text(r.stderr) || `sandbox command failed with exit code ${r.code}`);
+      }
+      return { code: r.code, stdout: r.stdout, stderr: r.stderr };
+    };
+
+    const handle: SandboxBackendHandle = {
+      id: BACKEND_ID,
+      runtimeId: name,
+      runtimeLabel: name,
+      workdir: workspaceDir,
+      env: params.cfg.docker?.env,
+      configLabel: `jail ${status.level}${status.layers ? ` (${status.layers})` : ""}`,
+      configLabelKind: "Level",
+      workdirRoots: agentWorkspaceDir === workspaceDir ? [workspaceDir] : [workspaceDir, agentWorkspaceDir],
+      capabilities: { browser: false },
+      async buildExecSpec({ command, workdir, env: vars }) {
+        params.assertRuntimeCurrent?.();
+        const { args, env: clientEnv } = execEnvironment(vars, env);
+        return {
+          argv: jail.execArgv(name, ["/bin/sh", "-c", command], { cwd: workdir ?? workspaceDir, env: args }),
+          env: clientEnv,
+          cwd: workspaceDir,
+          stdinMode: "pipe-closed",
+          assertCurrent: params.assertRuntimeCurrent,
+        };
+      },
+      runShellCommand,
+      createFsBridge: ({ sandbox }: { sandbox: SandboxContext }) =>
+        createRemoteShellSandboxFsBridge({
+          sandbox,
+          runtime: {
+            remoteWorkspaceDir: workspaceDir,
+            remoteAgentWorkspaceDir: agentWorkspaceDir,
+            runRemoteShellScript: runShellCommand,
+          },
+        }),
+    };
+    return handle;
+  };
+
+  const manager: SandboxBackendManager = {
+    async describeRuntime({ entry }) {
+      const info = await cli()
+        .find(entry.containerName)
+        .catch(() => undefined);
+      return { running: info !== undefined, actualConfigLabel: entry.image, configLabelMatch: true };
+    },
+    async removeRuntime({ entry }) {
+      const jail = cli();
+      const info = await jail.find(entry.containerName);
+      if (!info) return;
+      const r = await jail.stop(entry.containerName);
+      if (r.code !== 0 && (await jail.find(entry.containerName))) {
+        throw new Error(`jail session stop ${entry.containerName} failed (exit ${r.code}): ${text(r.stderr)}`);
+      }
+      const run = await cowRunOf(jail, info.cwd, info.started);
+      deps.logger.info(
+        run
+          ? `jail: session ${entry.containerName} stopped; its copy-on-write run ${run.id} (${run.changed} changed, ${run.flagged} flagged): review: jail diff ${run.id}; apply: jail apply ${run.id}`
+          : `jail: session ${entry.containerName} stopped: ${text(r.stdout).replace(/\s+/g, " ")}`,
+      );
+    },
+  };
+
+  return {
+    factory,
+    manager,
+    resolveWorkdir: ({ workspaceDir }) => canonical(workspaceDir),
+  };
+}
+
+/** The run a stopped `--cow` session left: its root, started when the session did. */
+export async function cowRunOf(jail: JailCli, root: string | undefined, started: number | undefined): Promise<CowRun | undefined> {
+  if (!root || started === undefined) return undefined;
+  const runs = (await jail.runs()).filter(
+    (r) => r.command?.[0] === "jail-session" && r.roots?.includes(root) && Math.abs(r.created - started) <= 5,
+  );
+  runs.sort((a, b) => Math.abs(a.created - started) - Math.abs(b.created - started));
+  return runs[0];
+}

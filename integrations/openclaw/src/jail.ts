@@ -1,0 +1,266 @@
+// The jail command line, driven by argv arrays only: nothing here goes through a shell, so no
+// word of a path, a variable or a command is ever quoted or split by us.
+import { spawn } from "node:child_process";
+import { accessSync, constants, statSync } from "node:fs";
+import path from "node:path";
+
+export type RunResult = {
+  code: number;
+  signal: NodeJS.Signals | null;
+  stdout: Buffer;
+  stderr: Buffer;
+};
+
+export type RunOptions = {
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  stdin?: Buffer | string;
+  signal?: AbortSignal;
+  /** Kill the process (SIGTERM, SIGKILL 2 s later) after so long. */
+  timeoutMs?: number;
+};
+
+/** An error that must reach OpenClaw: the tool call is refused, never run without jail. */
+export class JailUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(`jail sandbox: ${message}; the command was not run`, options);
+    this.name = "JailUnavailableError";
+  }
+}
+
+/**
+ * The jail binary: an absolute path, or a name looked up on PATH here, once, so that what runs
+ * is what was checked. Missing or not executable: an error, never a fallback.
+ */
+export function resolveJailBinary(configured: string | undefined, envPath = process.env.PATH ?? ""): string {
+  const name = configured?.trim() || "jail";
+  const candidates = name.includes("/")
+    ? [path.resolve(name)]
+    : envPath
+        .split(":")
+        .filter((d) => d && path.isAbsolute(d))
+        .map((d) => path.join(d, name));
+  for (const c of candidates) {
+    try {
+      if (!statSync(c).isFile()) continue;
+      accessSync(c, constants.X_OK);
+      return c;
+    } catch {
+      // the next one
+    }
+  }
+  throw new JailUnavailableError(
+    name.includes("/")
+      ? `the jail binary ${name} is missing or not executable`
+      : `no executable '${name}' on PATH (set plugins.entries.jail.config.binary)`,
+  );
+}
+
+/** Runs argv to its end and buffers what it prints. Rejects only when it cannot start. */
+export function run(argv: string[], options: RunOptions = {}): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const [file, ...args] = argv;
+    if (!file) {
+      reject(new Error("empty argv"));
+      return;
+    }
+    const child = spawn(file, args, {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+      signal: options.signal,
+      killSignal: "SIGTERM",
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let settled = false;
+    let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+    let timer: NodeJS.Timeout | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+    const finish = () => {
+      if (settled || !exited) return;
+      settled = true;
+      clearTimeout(timer);
+      clearTimeout(killTimer);
+      const { code, signal } = exited;
+      resolve({
+        code: code ?? (signal ? 128 + signalNumber(signal) : 1),
+        signal,
+        stdout: Buffer.concat(out),
+        stderr: Buffer.concat(err),
+      });
+    };
+    child.stdout?.on("data", (d: Buffer) => out.push(d));
+    child.stderr?.on("data", (d: Buffer) => err.push(d));
+    child.on("error", (e) => {
+      if (settled) return;
+      if (exited === null && child.pid === undefined) {
+        settled = true;
+        clearTimeout(timer);
+        reject(e);
+      }
+    });
+    child.on("exit", (code, signal) => {
+      exited = { code, signal };
+      // A process that left a daemon holding our pipes (session start) must not hang us: the
+      // pipes get a moment to drain, then the answer is what was read.
+      setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        finish();
+      }, 250).unref();
+    });
+    child.on("close", () => finish());
+    if (options.timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        child.kill("SIGTERM");
+        killTimer = setTimeout(() => child.kill("SIGKILL"), 2000);
+      }, options.timeoutMs);
+    }
+    if (options.stdin !== undefined && child.stdin) {
+      child.stdin.on("error", () => {
+        // a command that does not read its input: EPIPE is not our failure
+      });
+      child.stdin.end(options.stdin);
+    }
+  });
+}
+
+function signalNumber(signal: NodeJS.Signals): number {
+  const table: Partial<Record<NodeJS.Signals, number>> = {
+    SIGHUP: 1,
+    SIGINT: 2,
+    SIGQUIT: 3,
+    SIGKILL: 9,
+    SIGTERM: 15,
+  };
+  return table[signal] ?? 0;
+}
+
+export type SessionInfo = {
+  name: string;
+  pid: number;
+  level: string;
+  profile?: string;
+  cwd?: string;
+  started?: number;
+  execs?: number;
+  running?: number;
+};
+
+export type CowRun = {
+  id: string;
+  state: string;
+  changed: number;
+  flagged: number;
+  conflicts: number;
+  created: number;
+  roots: string[];
+  command: string[];
+};
+
+/** What `jail status --json` says from inside, reduced to what the orchestrator is told. */
+export type StatusVerdict = {
+  exitCode: number;
+  verdict: string;
+  level: string;
+  layers: string;
+  text: string;
+};
+
+export class JailCli {
+  constructor(
+    readonly binary: string,
+    /** The environment every jail client runs with: it decides where sessions live. */
+    readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  async list(): Promise<SessionInfo[]> {
+    const r = await run([this.binary, "session", "list", "--json"], { env: this.env, timeoutMs: 30_000 });
+    if (r.code !== 0) throw new JailUnavailableError(`jail session list failed (${r.code}): ${text(r.stderr)}`);
+    const parsed = JSON.parse(r.stdout.toString("utf8")) as { sessions?: SessionInfo[] };
+    return parsed.sessions ?? [];
+  }
+
+  async find(name: string): Promise<SessionInfo | undefined> {
+    return (await this.list()).find((s) => s.name === name);
+  }
+
+  /** `jail session start --name NAME FLAGS...`: returns when the sandbox is ready. */
+  async start(name: string, flags: string[], cwd: string): Promise<RunResult> {
+    return run([this.binary, "session", "start", "--name", name, ...flags], {
+      env: this.env,
+      cwd,
+      timeoutMs: 120_000,
+    });
+  }
+
+  async stop(name: string): Promise<RunResult> {
+    return run([this.binary, "session", "stop", name, "--json"], { env: this.env, timeoutMs: 60_000 });
+  }
+
+  async runs(): Promise<CowRun[]> {
+    const r = await run([this.binary, "runs", "--json"], { env: this.env, timeoutMs: 30_000 });
+    if (r.code !== 0) return [];
+    try {
+      return JSON.parse(r.stdout.toString("utf8")) as CowRun[];
+    } catch {
+      return [];
+    }
+  }
+
+  /** argv of `jail exec NAME [--cwd DIR] [--env ...] -- CMD...`. */
+  execArgv(name: string, command: string[], opts: { cwd?: string; env?: string[] } = {}): string[] {
+    return [
+      this.binary,
+      "exec",
+      name,
+      ...(opts.cwd ? ["--cwd", opts.cwd] : []),
+      ...(opts.env ?? []).flatMap((e) => ["--env", e]),
+      "--",
+      ...command,
+    ];
+  }
+
+  async exec(
+    name: string,
+    command: string[],
+    opts: { cwd?: string; stdin?: Buffer | string; signal?: AbortSignal; timeoutMs?: number } = {},
+  ): Promise<RunResult> {
+    return run(this.execArgv(name, command, { cwd: opts.cwd }), {
+      env: this.env,
+      stdin: opts.stdin,
+      signal: opts.signal,
+      timeoutMs: opts.timeoutMs,
+    });
+  }
+
+  /** `jail status --json` run inside the session: the proof an orchestrator asks for. */
+  async status(name: string): Promise<StatusVerdict> {
+    const r = await this.exec(name, [this.binary, "status", "--json"], { timeoutMs: 60_000 });
+    let verdict = "unknown";
+    let level = "unknown";
+    let layers = "";
+    try {
+      const s = JSON.parse(r.stdout.toString("utf8")) as {
+        verdict?: string;
+        policy?: { level?: string; layers?: Record<string, boolean> };
+        checks?: Array<{ name: string; finding: string }>;
+      };
+      verdict = s.verdict ?? verdict;
+      level = s.policy?.level ?? level;
+      if (s.policy?.layers) {
+        layers = Object.entries(s.policy.layers)
+          .map(([k, v]) => `${k.replace(/_/g, " ")} ${v ? "yes" : "no"}`)
+          .join(", ");
+      }
+    } catch {
+      // the exit code speaks
+    }
+    return { exitCode: r.code, verdict, level, layers, text: text(r.stderr) };
+  }
+}
+
+export function text(b: Buffer): string {
+  return b.toString("utf8").trim();
+}
