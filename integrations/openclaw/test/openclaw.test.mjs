@@ -1,0 +1,282 @@
+// The jail backend driven through OpenClaw's own code path: `openclaw agent --local` loads this
+// plugin with its plugin loader, provisions the sandbox through its sandbox manager and runs its
+// own exec, process, read, write, edit and apply_patch tools; the model is a script served on
+// 127.0.0.1, so the suite runs offline. Each exec the script issues first runs `jail status`
+// (exit 0 only inside a jail whose every claim the kernel confirms) and prints its exit code.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import * as h from "./harness.mjs";
+import { startScriptedModel } from "./scripted-model.mjs";
+
+const CONFINED = 'jail status >/dev/null 2>&1; echo "confined=$?"';
+const confined = (cmd) => `${CONFINED}; ${cmd}`;
+
+let model;
+let root;
+
+before(async () => {
+  root = h.fixtureRoot("suite");
+  chmodSync(root, 0o755);
+  h.setHome(path.join(root, "home"));
+  model = await startScriptedModel();
+});
+
+after(async () => {
+  // Whatever a failed test left running.
+  const list = JSON.parse(h.jail(["session", "list", "--json"]).stdout || "{}");
+  for (const s of list.sessions ?? []) {
+    if (s.cwd?.startsWith(root)) h.jail(["session", "stop", s.name]);
+  }
+  await model?.close();
+  h.cleanup(root);
+});
+
+/** A project: a git repository with one file. */
+function project(name) {
+  const dir = path.join(root, name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, "a.txt"), "hello\n");
+  execFileSync("git", ["init", "-q", dir]);
+  return dir;
+}
+
+/** One scenario: its config, its script, one agent turn. */
+async function scenario({ name, steps, sandbox = {}, plugin = {}, extraEnv = {}, dir }) {
+  const proj = dir ?? project(name);
+  const config = path.join(root, `${name}.json`);
+  h.writeConfig(config, { baseUrl: model.baseUrl, workspace: proj, workspaceRoot: path.join(root, "sandboxes"), sandbox, plugin });
+  model.reset(steps);
+  const run = await h.runAgent({ config, cwd: proj, sessionKey: `agent:main:${name}`, extraEnv });
+  return { proj, config, run, results: model.toolResults() };
+}
+
+function sessionsUnder(dir) {
+  const list = JSON.parse(h.jail(["session", "list", "--json"]).stdout || "{}");
+  return (list.sessions ?? []).filter((s) => s.cwd === dir || s.cwd?.startsWith(`${dir}/`));
+}
+
+function assertConfined(result) {
+  assert.match(result, /^confined=0$/m, `not confirmed inside a jail:\n${result}`);
+}
+
+function stopSessions(dir) {
+  for (const s of sessionsUnder(dir)) h.jail(["session", "stop", s.name]);
+}
+
+describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_000 }, () => {
+  test("read-only workspace: writes fail with the kernel's error, reads work, the host is untouched", async () => {
+    const { proj, run, results } = await scenario({
+      name: "ro",
+      sandbox: { workspaceAccess: "ro" },
+      steps: [
+        { tools: [{ name: "exec", args: { command: confined(`cat "$P/a.txt"; echo x >> "$P/a.txt"; echo "rc=$?"`.replaceAll("$P", "PROJ")) } }] },
+        { tools: [{ name: "read", args: { path: "PROJ/a.txt" } }] },
+        { tools: [{ name: "write", args: { path: "PROJ/b.txt", content: "no\n" } }] },
+        { text: "done" },
+      ].map((s) => JSON.parse(JSON.stringify(s).replaceAll("PROJ", path.join(root, "ro")))),
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assertConfined(results.c0t0);
+    assert.match(results.c0t0, /^hello$/m);
+    assert.match(results.c0t0, /Read-only file system/);
+    assert.match(results.c0t0, /^rc=[12]$/m);
+    assert.match(results.c1t0, /hello/);
+    // OpenClaw itself takes the write tools away from a read-only sandbox.
+    assert.match(results.c2t0, /Tool write not found|read-only/i);
+    assert.equal(readFileSync(path.join(proj, "a.txt"), "utf8"), "hello\n");
+    assert.equal(existsSync(path.join(proj, "b.txt")), false);
+    stopSessions(proj);
+  });
+
+  test("writable workspace: every tool call goes through jail exec into one confined session; protected paths stay read-only; exit codes and output come back", async () => {
+    // A jail binary that writes down each of its invocations, then is jail: the audit of what the
+    // plugin ran on the host.
+    const log = path.join(root, "jail-calls.log");
+    const wrapper = path.join(root, "jail-audited");
+    writeFileSync(
+      wrapper,
+      `#!/bin/sh\n{ printf '%s\\037' "$@"; printf '\\036'; } >> '${log}' 2>/dev/null\nexec '${h.jailBinary()}' "$@"\n`,
+    );
+    chmodSync(wrapper, 0o755);
+    const { proj, run, results } = await scenario({
+      name: "rw",
+      plugin: { binary: wrapper },
+      steps: [
+        { tools: [{ name: "write", args: { path: "notes.txt", content: "from the write tool\n" } }] },
+        { tools: [{ name: "edit", args: { path: "notes.txt", edits: [{ oldText: "from the write tool", newText: "edited by the edit tool" }] } }] },
+        { tools: [{ name: "apply_patch", args: { input: "*** Begin Patch\n*** Add File: patched.txt\n+patched line\n*** End Patch" } }] },
+        { tools: [{ name: "read", args: { path: "patched.txt" } }] },
+        { tools: [{ name: "exec", args: { command: confined("cat notes.txt patched.txt; echo to-stderr >&2; exit 3") } }] },
+        { tools: [{ name: "write", args: { path: ".git/hooks/pre-commit", content: "#!/bin/sh\necho pwned\n" } }] },
+        { tools: [{ name: "exec", args: { command: confined('echo pwned > .git/hooks/pre-commit; echo "rc=$?"') } }] },
+        { tools: [{ name: "exec", args: { command: confined("sleep 1; echo background-done"), background: true } }] },
+        // The process tool: poll the background session until it ends (a second at a time).
+        ...Array.from({ length: 15 }, () => async (messages) => {
+          const tools = messages.filter((m) => m.role === "tool");
+          const last = tools.at(-1)?.content ?? "";
+          if (/exited with code/.test(last)) return { text: "done" };
+          const started = tools.find((m) => /Command still running \(session /.test(m.content))?.content ?? "";
+          const id = /session ([A-Za-z0-9_-]+)/.exec(started)?.[1] ?? "missing";
+          await new Promise((r) => setTimeout(r, 1000));
+          return { tools: [{ name: "process", args: { action: "poll", sessionId: id } }] };
+        }),
+      ],
+    });
+    assert.equal(run.code, 0, run.stderr);
+    // The file tools wrote the host's tree (--rw) from inside the jail.
+    assert.equal(readFileSync(path.join(proj, "notes.txt"), "utf8"), "edited by the edit tool\n");
+    assert.equal(readFileSync(path.join(proj, "patched.txt"), "utf8"), "patched line\n");
+    assert.match(results.c3t0, /patched line/);
+    // The exec tool's output, stderr and exit code, as OpenClaw gives them to the model.
+    assertConfined(results.c4t0);
+    assert.match(results.c4t0, /edited by the edit tool\npatched line/);
+    assert.match(results.c4t0, /to-stderr/);
+    assert.match(results.c4t0, /exited with code 3/);
+    // .git/hooks is a protected name under --rw: the kernel refuses the write tool and the shell.
+    assert.match(results.c5t0, /Read-only file system/);
+    assert.match(results.c6t0, /Read-only file system/);
+    assert.match(results.c6t0, /^rc=[12]$/m);
+    assert.equal(existsSync(path.join(proj, ".git/hooks/pre-commit")), false);
+    // A background exec (the process tool) runs confined as well.
+    const polled = Object.entries(results)
+      .filter(([id]) => Number(/^c(\d+)t0$/.exec(id)?.[1]) >= 8)
+      .map(([, text]) => text)
+      .join("\n");
+    assert.match(results.c7t0, /Command still running/);
+    assertConfined(polled);
+    assert.match(polled, /background-done/);
+    assert.match(polled, /exited with code 0/);
+    // The audit: the plugin ran jail only, and every command it ran went into the one session.
+    const calls = readFileSync(log, "utf8")
+      .split("\x1e")
+      .filter(Boolean)
+      .map((r) => r.split("\x1f").slice(0, -1));
+    const [session] = sessionsUnder(proj);
+    assert.ok(session, "the session is up");
+    assert.equal(session.level, "full");
+    const execs = calls.filter((c) => c[0] === "exec");
+    for (const c of calls) assert.ok(["session", "exec", "runs"].includes(c[0]) || (c[0] === "status" && c.length === 1), `unexpected jail call: ${c.join(" ")}`);
+    for (const c of execs) assert.equal(c[1], session.name, `an exec outside the session: ${c.join(" ")}`);
+    const fileOps = execs.filter((c) => c.includes("openclaw-sandbox-fs"));
+    const shellCommands = execs.filter((c) => c.some((w) => w.includes(CONFINED)));
+    assert.ok(fileOps.length >= 5, `file tools through jail exec: ${fileOps.length}`);
+    assert.equal(shellCommands.length, 3, "each exec tool call is one jail exec");
+    stopSessions(proj);
+  });
+
+  test("--cow: the session's edits stay off the host and come back as a jail run when OpenClaw stops the sandbox", async () => {
+    const { proj, config, run, results } = await scenario({
+      name: "cow",
+      plugin: { workspaceWrites: "cow" },
+      steps: [
+        { tools: [{ name: "exec", args: { command: confined("echo layer > cow.txt; sed -i s/hello/changed/ a.txt; cat a.txt") } }] },
+        { tools: [{ name: "write", args: { path: "written.txt", content: "by the write tool\n" } }] },
+        { tools: [{ name: "read", args: { path: "a.txt" } }] },
+        { text: "done" },
+      ],
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assertConfined(results.c0t0);
+    assert.match(results.c0t0, /^changed$/m);
+    assert.match(results.c2t0, /changed/, "the file tools see the layer");
+    assert.equal(readFileSync(path.join(proj, "a.txt"), "utf8"), "hello\n");
+    assert.equal(existsSync(path.join(proj, "cow.txt")), false);
+    assert.equal(existsSync(path.join(proj, "written.txt")), false);
+    const [session] = sessionsUnder(proj);
+    assert.ok(session);
+    // OpenClaw's own way to end a sandbox: its registry, then the backend's manager.
+    const listed = h.openclaw(["sandbox", "list", "--json"], { config });
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, new RegExp(session.name));
+    // The sandbox's explanation in OpenClaw's own listing: what jail enforces, at what level.
+    assert.match(listed.stdout, /jail full \(mount yes, landlock yes, seccomp yes\)/);
+    const recreate = h.openclaw(["sandbox", "recreate", "--all", "--force"], { config });
+    assert.equal(recreate.code, 0, recreate.stdout + recreate.stderr);
+    assert.equal(sessionsUnder(proj).length, 0, "the session was stopped");
+    const runs = JSON.parse(h.jail(["runs", "--json"]).stdout).filter((r) => r.roots.includes(proj));
+    assert.equal(runs.length, 1, JSON.stringify(runs));
+    const [cowRun] = runs;
+    assert.equal(cowRun.state, "pending");
+    assert.equal(cowRun.changed, 3);
+    const diff = h.jail(["diff", cowRun.id]).stdout;
+    assert.match(diff, /cow\.txt/);
+    assert.match(diff, /written\.txt/);
+    assert.match(diff, /\+changed/);
+    const applied = h.jail(["apply", cowRun.id]);
+    assert.equal(applied.code, 0, applied.stderr);
+    assert.equal(readFileSync(path.join(proj, "a.txt"), "utf8"), "changed\n");
+    assert.equal(readFileSync(path.join(proj, "written.txt"), "utf8"), "by the write tool\n");
+  });
+
+  test("a timeout stops the command's whole tree inside the session", async () => {
+    const started = Date.now();
+    const { proj, run, results } = await scenario({
+      name: "timeout",
+      steps: [
+        { tools: [{ name: "exec", args: { command: confined("(sleep 300; echo late) & sleep 300"), timeoutSeconds: 3 } }] },
+        { tools: [{ name: "exec", args: { command: confined("ps -eo comm= | grep -c '^sleep$'; true") } }] },
+        { text: "done" },
+      ],
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(results.c0t0, /timed out after 3 seconds/);
+    assert.doesNotMatch(results.c0t0, /late/);
+    assertConfined(results.c1t0);
+    assert.match(results.c1t0, /^0$/m, "no sleep left in the session");
+    assert.ok(Date.now() - started < 120_000);
+    stopSessions(proj);
+  });
+
+  describe("fail closed: OpenClaw gets an error, the command never runs unconfined", () => {
+    const marker = () => path.join(root, "ran-unconfined");
+    const attempt = () => [
+      { tools: [{ name: "exec", args: { command: `touch '${marker()}'` } }] },
+      { tools: [{ name: "write", args: { path: marker(), content: "x" } }] },
+      { text: "done" },
+    ];
+
+    test("no jail binary", async () => {
+      const { run } = await scenario({ name: "nojail", plugin: { binary: path.join(root, "no-such-jail") }, steps: attempt() });
+      assert.notEqual(run.code, 0);
+      assert.match(run.stdout + run.stderr, /jail sandbox: .*no-such-jail is missing or not executable; the command was not run/);
+      assert.equal(existsSync(marker()), false);
+    });
+
+    test("--require full where the full level cannot be had", { skip: !process.env.JAIL_TEST_HOOKS_BIN && process.env.JAIL_OPENCLAW_REQUIRE_ALL !== "1" && "needs JAIL_TEST_HOOKS_BIN: a jail built with --features test-hooks" }, async () => {
+      assert.ok(process.env.JAIL_TEST_HOOKS_BIN, "JAIL_TEST_HOOKS_BIN is required here (JAIL_OPENCLAW_REQUIRE_ALL=1)");
+      const { proj, run } = await scenario({
+        name: "require",
+        plugin: { binary: path.resolve(process.env.JAIL_TEST_HOOKS_BIN), require: "full" },
+        extraEnv: { JAIL_TEST_DISABLE: "landlock" },
+        steps: attempt(),
+      });
+      assert.notEqual(run.code, 0);
+      assert.match(run.stdout + run.stderr, /required enforcement level 'full' not met/);
+      assert.equal(existsSync(marker()), false);
+      assert.equal(sessionsUnder(proj).length, 0);
+    });
+
+    test("the session ended under a running agent", async () => {
+      const proj = project("ended");
+      const steps = [
+        { tools: [{ name: "exec", args: { command: confined("true") } }] },
+        () => {
+          for (const s of sessionsUnder(proj)) h.jail(["session", "stop", s.name]);
+          return attempt()[0];
+        },
+        attempt()[1],
+        { text: "done" },
+      ];
+      const { run, results } = await scenario({ name: "ended", dir: proj, steps });
+      assertConfined(results.c0t0);
+      assert.match(results.c1t0, /no such session/);
+      assert.match(results.c1t0, /exited with code 125/);
+      assert.match(results.c2t0, /error/i);
+      assert.equal(existsSync(marker()), false);
+      assert.ok(run.code === 0 || run.code === 1);
+    });
+  });
+});

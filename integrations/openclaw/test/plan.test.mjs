@@ -1,0 +1,75 @@
+// The mapping from OpenClaw's sandbox settings to `jail session start` flags, and of a tool
+// call's variables to `jail exec` words: pure functions, checked without a jail.
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import path from "node:path";
+import { after, test } from "node:test";
+import { execEnvironment, planSession } from "../dist/backend.js";
+
+const base = mkdtempSync(path.join(process.env.JAIL_OPENCLAW_TEST_DIR ?? "/var/tmp", "jot-plan-"));
+const ws = path.join(base, "ws");
+const agent = path.join(base, "agent");
+mkdirSync(ws);
+mkdirSync(agent);
+after(() => rmSync(base, { recursive: true, force: true }));
+const cfg = (workspaceAccess, extra = {}) => ({
+  mode: "all",
+  backend: "jail",
+  scope: "session",
+  workspaceAccess,
+  docker: { network: "none" },
+  prune: { idleHours: 24, maxAgeDays: 7 },
+  ...extra,
+});
+const params = (workspaceAccess, dirs = { workspaceDir: ws, agentWorkspaceDir: ws }) => ({
+  scopeKey: "agent:main:s1",
+  ...dirs,
+  cfg: cfg(workspaceAccess),
+});
+
+test("rw is --rw, or --cow when the plugin says so", () => {
+  assert.deepEqual(planSession(params("rw"), {}, false).flags.slice(0, 2), ["--rw", ws]);
+  const cow = planSession(params("rw"), { workspaceWrites: "cow" }, false);
+  assert.deepEqual(cow.flags.slice(0, 2), ["--cow", ws]);
+  assert.equal(cow.cowRoot, ws);
+});
+
+test("ro is --ro for the sandbox's workspace and the agent's", () => {
+  const p = planSession(params("ro", { workspaceDir: ws, agentWorkspaceDir: agent }), {}, false);
+  assert.deepEqual(p.flags.slice(0, 4), ["--ro", ws, "--ro", agent]);
+});
+
+test("none is the sandbox's own workspace writable and the agent's hidden", () => {
+  const p = planSession(params("none", { workspaceDir: ws, agentWorkspaceDir: agent }), {}, false);
+  assert.deepEqual(p.flags.slice(0, 4), ["--rw", ws, "--hide", agent]);
+});
+
+test("a required sandbox is --require full; lifetimes and network follow OpenClaw's settings", () => {
+  const p = planSession(params("rw"), {}, true);
+  assert.ok(p.required);
+  const f = p.flags.join(" ");
+  assert.match(f, /--require full/);
+  assert.match(f, /--net none/);
+  assert.match(f, /--idle-timeout 24h/);
+  assert.match(f, /--timeout 168h/);
+  assert.doesNotMatch(planSession(params("rw"), {}, false).flags.join(" "), /--require/);
+  assert.match(planSession(params("rw"), { require: "full" }, false).flags.join(" "), /--require full/);
+});
+
+test("one session per scope key and settings; the name fits a socket path", () => {
+  const a = planSession(params("rw"), {}, false).name;
+  const b = planSession({ ...params("rw"), scopeKey: "agent:main:s2" }, {}, false).name;
+  const c = planSession(params("ro"), {}, false).name;
+  assert.notEqual(a, b);
+  assert.notEqual(a, c);
+  assert.match(a, /^oc-[0-9a-f]{16}$/);
+});
+
+test("variables: values ride in the client's environment, not in argv; JAIL* names never pass", () => {
+  const { args, env } = execEnvironment({ API_TOKEN: "s3cret", HOME: "/h", LD_PRELOAD: "x.so", JAIL_POLICY: "x", "bad name": "1" }, { PATH: "/bin" });
+  assert.deepEqual(args, ["API_TOKEN", "HOME=/h", "LD_PRELOAD=x.so"]);
+  assert.equal(env.API_TOKEN, "s3cret");
+  assert.equal(env.HOME, undefined);
+  assert.equal(env.LD_PRELOAD, undefined);
+  assert.equal(env.JAIL_POLICY, undefined);
+});
