@@ -159,6 +159,17 @@ export function execEnvironment(vars: Record<string, string>, base: NodeJS.Proce
   return { args, env };
 }
 
+/**
+ * What the agent is told about its sandbox, by OpenClaw session key: the level and layers `jail
+ * status` confirmed from inside, and `jail notice`'s two sentences (what is read-only or hidden,
+ * what stays open), as jail itself words them for an agent's prompt.
+ */
+export const explanations: Map<string, string> = ((globalThis as Record<symbol, unknown>)[
+  // OpenClaw may load the plugin's modules more than once (one registry per load mode): the
+  // factory and the prompt hook must share one map, as its own backend registry does.
+  Symbol.for("jail.openclaw.explanations")
+] ??= new Map<string, string>()) as Map<string, string>;
+
 export type BackendDeps = {
   pluginConfig: JailPluginConfig;
   logger: Logger;
@@ -222,6 +233,17 @@ export function createJailSandboxBackend(deps: BackendDeps): SandboxBackendRegis
     params.assertRuntimeCurrent?.();
     const status = await ensureSession(jail, plan, deps.logger);
     const name = plan.name;
+    const notice = await jail.exec(name, [jail.binary, "notice"], { timeoutMs: 30_000 }).catch(() => undefined);
+    explanations.set(
+      params.sessionKey,
+      [
+        `Every command and file operation of your tools runs in a jail session (${name}), enforced by the Linux kernel at level ${status.level}` +
+          `${status.layers ? ` (${status.layers})` : ""}; \`jail status\` exits 0 inside it.`,
+        notice && notice.code === 0 ? text(notice.stdout) : "",
+      ]
+        .filter(Boolean)
+        .join(" "),
+    );
     const workspaceDir = plan.cwd;
     const agentWorkspaceDir = canonical(params.agentWorkspaceDir);
 

@@ -2,7 +2,7 @@
 // (`agents.defaults.sandbox.backend: "jail"`), configured under `plugins.entries.jail.config`.
 import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
 import { registerSandboxBackend, resolveSandboxRuntimeStatus } from "openclaw/plugin-sdk/sandbox";
-import { BACKEND_ID, createJailSandboxBackend, type JailPluginConfig } from "./backend.js";
+import { BACKEND_ID, createJailSandboxBackend, explanations, type JailPluginConfig } from "./backend.js";
 
 export { BACKEND_ID, createJailSandboxBackend, planSession, execEnvironment } from "./backend.js";
 
@@ -22,6 +22,11 @@ export default definePluginEntry({
   name: "jail sandbox",
   description: "Runs sandboxed tool calls in a jail session: a read-only mount view, Landlock and seccomp, enforced by the kernel",
   register(api) {
+    // The sandbox's explanation, in the agent's own system prompt: what jail enforces, at what level.
+    api.on("before_prompt_build", (_event, ctx) => {
+      const explanation = ctx.sessionKey ? explanations.get(ctx.sessionKey) : undefined;
+      return explanation ? { appendSystemContext: explanation } : undefined;
+    });
     if (api.registrationMode !== "full") return;
     const pluginConfig = readConfig(api.pluginConfig);
     const registration = createJailSandboxBackend({

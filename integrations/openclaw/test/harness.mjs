@@ -104,7 +104,8 @@ export function writeConfig(file, { baseUrl, sandbox = {}, plugin = {}, workspac
       enabled: true,
       allow: ["jail"],
       load: { paths: [PACKAGE_DIR] },
-      entries: { jail: { enabled: true, config: { binary: jailBinary(), ...plugin } } },
+      // The hook that puts the sandbox's explanation in the system prompt needs this opt-in.
+      entries: { jail: { enabled: true, hooks: { allowConversationAccess: true }, config: { binary: jailBinary(), ...plugin } } },
     },
   };
   writeFileSync(file, JSON.stringify(config, null, 2));

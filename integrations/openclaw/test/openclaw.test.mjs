@@ -126,6 +126,10 @@ describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_
       ],
     });
     assert.equal(run.code, 0, run.stderr);
+    // The sandbox's explanation reaches the agent: what jail enforces, at what level, in jail's words.
+    const prompt = model.systemPrompt();
+    assert.match(prompt, /runs in a jail session \(oc-[0-9a-f]{16}\), enforced by the Linux kernel at level full \(mount yes, landlock yes, seccomp yes\)/);
+    assert.match(prompt, /You are working inside a sandbox \(jail/);
     // The file tools wrote the host's tree (--rw) from inside the jail.
     assert.equal(readFileSync(path.join(proj, "notes.txt"), "utf8"), "edited by the edit tool\n");
     assert.equal(readFileSync(path.join(proj, "patched.txt"), "utf8"), "patched line\n");

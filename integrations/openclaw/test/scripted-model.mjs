@@ -86,6 +86,13 @@ export async function startScriptedModel() {
     offeredTools() {
       return (requests[0]?.tools ?? []).map((t) => t.function?.name ?? t.name);
     },
+    /** The system prompt of the first request (system or developer messages). */
+    systemPrompt() {
+      return (requests[0]?.messages ?? [])
+        .filter((m) => m.role === "system" || m.role === "developer")
+        .map((m) => (typeof m.content === "string" ? m.content : (m.content ?? []).map((c) => c.text ?? "").join("")))
+        .join("\n");
+    },
     /** Tool results OpenClaw sent back, by call id ("cTURNtINDEX"), as text. */
     toolResults() {
       const out = {};
