@@ -91,6 +91,33 @@ describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_
     stopSessions(proj);
   });
 
+  test("installed with OpenClaw's own installer (openclaw plugins install of the packed plugin), a tool call runs confined", async () => {
+    // A HOME of its own: the other tests load the plugin from plugins.load.paths instead.
+    const home = path.join(root, "install-home");
+    h.setHome(home);
+    try {
+      const tgz = path.join(root, "openclaw-jail-sandbox.tgz");
+      execFileSync("tar", ["czf", tgz, "--transform", "s,^,package/,", "package.json", "openclaw.plugin.json", "README.md", "dist"], { cwd: h.PACKAGE_DIR });
+      const installed = h.openclaw(["plugins", "install", "--force", "--accept-capabilities", tgz]);
+      assert.equal(installed.code, 0, installed.stdout + installed.stderr);
+      assert.match(installed.stdout + installed.stderr, /Installed plugin: jail/);
+      const proj = project("installed");
+      const config = path.join(root, "installed.json");
+      const written = h.writeConfig(config, { baseUrl: model.baseUrl, workspace: proj, workspaceRoot: path.join(root, "sandboxes") });
+      delete written.plugins.load;
+      writeFileSync(config, JSON.stringify(written, null, 2));
+      model.reset([{ tools: [{ name: "exec", args: { command: confined("echo installed") } }] }, { text: "done" }]);
+      const run = await h.runAgent({ config, cwd: proj, sessionKey: "agent:main:installed" });
+      assert.equal(run.code, 0, run.stderr);
+      const results = model.toolResults();
+      assertConfined(results.c0t0);
+      assert.match(results.c0t0, /^installed$/m);
+      stopSessions(proj);
+    } finally {
+      h.setHome(path.join(root, "home"));
+    }
+  });
+
   test("writable workspace: every tool call goes through jail exec into one confined session; protected paths stay read-only; exit codes and output come back", async () => {
     // A jail binary that writes down each of its invocations, then is jail: the audit of what the
     // plugin ran on the host.
