@@ -41,8 +41,30 @@ export type JailPluginConfig = {
 
 export type Logger = { info(m: string): void; warn(m: string): void };
 
-/** Names of variables the jail client itself reads: passed to the command in argv, never to the client. */
-const CLIENT_VARIABLES = new Set(["HOME", "PATH", "XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "TMPDIR"]);
+/**
+ * Variables that must not reach the jail client's own environment (it runs on the host, outside
+ * any jail): the ones it reads itself (where sessions live), and the ones the dynamic loader and
+ * libc act on (glibc's list for setuid programs). A tool call's variable of such a name is passed
+ * to the command in argv (`--env NAME=VALUE`), never to the client.
+ */
+const CLIENT_VARIABLES = new Set([
+  "HOME",
+  "PATH",
+  "TMPDIR",
+  "GCONV_PATH",
+  "GETCONF_DIR",
+  "HOSTALIASES",
+  "LOCALDOMAIN",
+  "LOCPATH",
+  "NIS_PATH",
+  "NLSPATH",
+  "RESOLV_HOST_CONF",
+  "RES_OPTIONS",
+  "TZDIR",
+  "LANG",
+  "LANGUAGE",
+]);
+const CLIENT_PREFIXES = ["LD_", "GLIBC_", "MALLOC_", "RUST_", "XDG_", "LC_"];
 
 /** The environment of every jail client and session supervisor: where sessions live, and no more. */
 export function clientEnvironment(from: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
@@ -149,7 +171,7 @@ export function execEnvironment(vars: Record<string, string>, base: NodeJS.Proce
   const args: string[] = [];
   for (const [k, v] of Object.entries(vars)) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || k.startsWith("JAIL")) continue;
-    if (CLIENT_VARIABLES.has(k) || k.startsWith("LD_") || k.startsWith("RUST_") || k in base) {
+    if (CLIENT_VARIABLES.has(k) || CLIENT_PREFIXES.some((p) => k.startsWith(p)) || k in base) {
       args.push(`${k}=${v}`);
     } else {
       env[k] = v;

@@ -136,7 +136,7 @@ describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_
         { tools: [{ name: "edit", args: { path: "notes.txt", edits: [{ oldText: "from the write tool", newText: "edited by the edit tool" }] } }] },
         { tools: [{ name: "apply_patch", args: { input: "*** Begin Patch\n*** Add File: patched.txt\n+patched line\n*** End Patch" } }] },
         { tools: [{ name: "read", args: { path: "patched.txt" } }] },
-        { tools: [{ name: "exec", args: { command: confined("cat notes.txt patched.txt; echo to-stderr >&2; exit 3") } }] },
+        { tools: [{ name: "exec", args: { command: confined('cat notes.txt patched.txt; echo "$GREETING"; echo to-stderr >&2; exit 3'), env: { GREETING: "value-of-a-tool-variable" } } }] },
         { tools: [{ name: "write", args: { path: ".git/hooks/pre-commit", content: "#!/bin/sh\necho pwned\n" } }] },
         { tools: [{ name: "exec", args: { command: confined('echo pwned > .git/hooks/pre-commit; echo "rc=$?"') } }] },
         { tools: [{ name: "exec", args: { command: confined("sleep 1; echo background-done"), background: true } }] },
@@ -165,6 +165,7 @@ describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_
     assertConfined(results.c4t0);
     assert.match(results.c4t0, /edited by the edit tool\npatched line/);
     assert.match(results.c4t0, /to-stderr/);
+    assert.match(results.c4t0, /^value-of-a-tool-variable$/m, "the tool call's variable reached the command");
     assert.match(results.c4t0, /exited with code 3/);
     // .git/hooks is a protected name under --rw: the kernel refuses the write tool and the shell.
     assert.match(results.c5t0, /Read-only file system/);
@@ -195,6 +196,9 @@ describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_
     const shellCommands = execs.filter((c) => c.some((w) => w.includes(CONFINED)));
     assert.ok(fileOps.length >= 5, `file tools through jail exec: ${fileOps.length}`);
     assert.equal(shellCommands.length, 3, "each exec tool call is one jail exec");
+    // Its value travelled in jail exec's environment, not in an argv anyone on the host can read.
+    assert.ok(!calls.some((c) => c.some((w) => w.includes("value-of-a-tool-variable"))), "a variable's value in argv");
+    assert.ok(execs.some((c) => c.includes("GREETING")), "passed by name");
     stopSessions(proj);
   });
 

@@ -66,8 +66,12 @@ test("one session per scope key and settings; the name fits a socket path", () =
 });
 
 test("variables: values ride in the client's environment, not in argv; JAIL* names never pass", () => {
-  const { args, env } = execEnvironment({ API_TOKEN: "s3cret", HOME: "/h", LD_PRELOAD: "x.so", JAIL_POLICY: "x", "bad name": "1" }, { PATH: "/bin" });
-  assert.deepEqual(args, ["API_TOKEN", "HOME=/h", "LD_PRELOAD=x.so"]);
+  const vars = { API_TOKEN: "s3cret", HOME: "/h", LD_PRELOAD: "x.so", GLIBC_TUNABLES: "t", XDG_RUNTIME_DIR: "/r", JAIL_POLICY: "x", "bad name": "1" };
+  const { args, env } = execEnvironment(vars, { PATH: "/bin" });
+  // What the loader or libc of the jail client (on the host) would act on stays out of its environment.
+  assert.deepEqual(args, ["API_TOKEN", "HOME=/h", "LD_PRELOAD=x.so", "GLIBC_TUNABLES=t", "XDG_RUNTIME_DIR=/r"]);
+  assert.equal(env.GLIBC_TUNABLES, undefined);
+  assert.equal(env.XDG_RUNTIME_DIR, undefined);
   assert.equal(env.API_TOKEN, "s3cret");
   assert.equal(env.HOME, undefined);
   assert.equal(env.LD_PRELOAD, undefined);
