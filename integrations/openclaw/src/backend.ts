@@ -22,9 +22,11 @@ import type {
   SandboxBackendRegistration,
   SandboxContext,
 } from "openclaw/plugin-sdk/sandbox";
-import { JailCli, JailUnavailableError, resolveJailBinary, text, type CowRun, type StatusVerdict } from "./jail.js";
+import { JailCli, JailUnavailableError, resolveJailBinary, text, type StatusVerdict, type StopOutcome } from "./jail.js";
 
 export const BACKEND_ID = "jail";
+/** $0 of the shell scripts of OpenClaw's file tools (read, write, edit, apply_patch). */
+const FS_SCRIPT_NAME = "openclaw-sandbox-fs";
 
 export type JailPluginConfig = {
   /** The jail binary: an absolute path or a name on PATH (default `jail`). */
@@ -270,7 +272,7 @@ export function createJailSandboxBackend(deps: BackendDeps): SandboxBackendRegis
     const agentWorkspaceDir = canonical(params.agentWorkspaceDir);
 
     const runShellCommand = async (command: SandboxBackendCommandParams): Promise<SandboxBackendCommandResult> => {
-      const r = await jail.exec(name, ["/bin/sh", "-c", command.script, "openclaw-sandbox-fs", ...(command.args ?? [])], {
+      const r = await jail.exec(name, ["/bin/sh", "-c", command.script, FS_SCRIPT_NAME, ...(command.args ?? [])], {
         stdin: command.stdin ?? "",
         signal: command.signal,
       });
@@ -330,16 +332,17 @@ export function createJailSandboxBackend(deps: BackendDeps): SandboxBackendRegis
       const jail = cli();
       const info = await jail.find(entry.containerName);
       if (!info) return;
-      const r = await jail.stop(entry.containerName);
-      if (r.code !== 0 && (await jail.find(entry.containerName))) {
-        throw new Error(`jail session stop ${entry.containerName} failed (exit ${r.code}): ${text(r.stderr)}`);
+      const { result, outcome } = await jail.stop(entry.containerName);
+      if (!outcome) {
+        // A stop is acknowledged before its outcome is read: no outcome, no stop.
+        if (await jail.find(entry.containerName)) {
+          throw new Error(`jail session stop ${entry.containerName} failed (exit ${result.code}): ${text(result.stderr)}`);
+        }
+        // It ended on its own meanwhile (its idle timeout or its lifetime): what its layer left is in `jail runs`.
+        deps.logger.warn(`jail: session ${entry.containerName} had already ended: ${text(result.stderr)}; a --cow layer it left waits in \`jail runs\``);
+        return;
       }
-      const run = await cowRunOf(jail, info.cwd, info.started);
-      deps.logger.info(
-        run
-          ? `jail: session ${entry.containerName} stopped; its copy-on-write run ${run.id} (${run.changed} changed, ${run.flagged} flagged): review: jail diff ${run.id}; apply: jail apply ${run.id}`
-          : `jail: session ${entry.containerName} stopped: ${text(r.stdout).replace(/\s+/g, " ")}`,
-      );
+      deps.logger.info(describeStop(entry.containerName, outcome));
     },
   };
 
@@ -350,12 +353,49 @@ export function createJailSandboxBackend(deps: BackendDeps): SandboxBackendRegis
   };
 }
 
-/** The run a stopped `--cow` session left: its root, started when the session did. */
-export async function cowRunOf(jail: JailCli, root: string | undefined, started: number | undefined): Promise<CowRun | undefined> {
-  if (!root || started === undefined) return undefined;
-  const runs = (await jail.runs()).filter(
-    (r) => r.command?.[0] === "jail-session" && r.roots?.includes(root) && Math.abs(r.created - started) <= 5,
-  );
-  runs.sort((a, b) => Math.abs(a.created - started) - Math.abs(b.created - started));
-  return runs[0];
+/** A word of the report: a string when UTF-8, else the list of its bytes. */
+function word(w: string | number[]): string {
+  return typeof w === "string" ? w : Buffer.from(w).toString("utf8");
+}
+
+/** A session exec's command as the tool call it was: the exec tool's shell line, or a file tool's script. */
+function toolCall(argv: string[]): string {
+  const short = (t: string) => {
+    const one = t.replace(/\s+/g, " ").trim();
+    return one.length > 160 ? `${one.slice(0, 160)}…` : one;
+  };
+  if (argv[0] === "/bin/sh" && argv[1] === "-c" && argv[3] === FS_SCRIPT_NAME) {
+    return `file tool (${FS_SCRIPT_NAME} ${short(argv.slice(4).join(" "))})`;
+  }
+  if (argv[0] === "/bin/sh" && argv[1] === "-c" && argv.length === 3) return `exec tool: ${short(argv[2]!)}`;
+  return short(argv.join(" "));
+}
+
+/**
+ * What a stopped session left, from `jail session stop --json`: the --cow run by its id
+ * (`cow_run`), and which tool call (exec) changed what. Changes the execs saw with no run to show
+ * for them are an error: the edits would be lost without a word.
+ */
+export function describeStop(name: string, outcome: StopOutcome): string {
+  const execs = outcome.report?.execs?.items ?? [];
+  const writers = execs.filter((e) => e.wrote.length > 0 || e.wrote_over_limit > 0);
+  if (!outcome.cow_run) {
+    if (writers.length > 0) {
+      throw new Error(
+        `jail session stop ${name}: ${writers.length} exec(s) changed files under its --cow roots (e.g. ${word(writers[0]!.wrote[0] ?? "")}) but the outcome names no run to review (cow_run absent): see \`jail runs\``,
+      );
+    }
+    return `jail: session ${name} stopped (${outcome.status}, level ${outcome.level}); nothing changed in a --cow layer`;
+  }
+  const id = outcome.cow_run;
+  const lines = writers.slice(0, 20).map((e) => {
+    const cmd = toolCall(e.command.map(word));
+    const paths = e.wrote.map(word);
+    const more = e.wrote_over_limit > 0 ? ` and ${e.wrote_over_limit} more` : "";
+    return `  exec ${e.id} (exit ${e.exit_code ?? "?"}${e.alone ? "" : ", beside others"}): ${cmd}: ${paths.slice(0, 10).join(", ")}${paths.length > 10 ? ` and ${paths.length - 10} more` : ""}${more}`;
+  });
+  return [
+    `jail: session ${name} stopped; its copy-on-write layer waits as run ${id}: review: jail diff ${id}; apply: jail apply ${id}`,
+    ...lines,
+  ].join("\n");
 }

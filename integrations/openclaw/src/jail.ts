@@ -148,15 +148,31 @@ export type SessionInfo = {
   running?: number;
 };
 
-export type CowRun = {
-  id: string;
-  state: string;
-  changed: number;
-  flagged: number;
-  conflicts: number;
-  created: number;
-  roots: string[];
-  command: string[];
+/** One `jail exec` of a session, as the run report lists it (words: a string when UTF-8). */
+export type ReportExec = {
+  id: number;
+  command: Array<string | number[]>;
+  cwd: string | number[] | null;
+  started_ms: number;
+  ended_ms: number | null;
+  exit_code: number | null;
+  alone: boolean;
+  wrote: Array<string | number[]>;
+  wrote_over_limit: number;
+};
+
+/** What `jail session stop NAME --json` prints: how the session ended, its --cow run, its report. */
+export type StopOutcome = {
+  status: string;
+  exit_code: number;
+  level: string;
+  gaps: string[];
+  /** The run whose --cow layers wait for review (`jail diff ID`, `jail apply ID`); null: nothing changed. */
+  cow_run: string | null;
+  report?: {
+    changes?: { available?: boolean; roots?: string[]; created?: number; modified?: number; deleted?: number; mode_changed?: number };
+    execs?: { total: number; items: ReportExec[] };
+  } | null;
 };
 
 /** What `jail status --json` says from inside, reduced to what the orchestrator is told. */
@@ -195,18 +211,21 @@ export class JailCli {
     });
   }
 
-  async stop(name: string): Promise<RunResult> {
-    return run([this.binary, "session", "stop", name, "--json"], { env: this.env, timeoutMs: 60_000 });
-  }
-
-  async runs(): Promise<CowRun[]> {
-    const r = await run([this.binary, "runs", "--json"], { env: this.env, timeoutMs: 30_000 });
-    if (r.code !== 0) return [];
+  /**
+   * `jail session stop NAME --json`. The supervisor acknowledges a stop before the client reads
+   * the outcome, so an outcome on stdout is this stop's; a refusal or an unknown name is an error
+   * (exit 125, nothing on stdout), never a stale outcome.
+   */
+  async stop(name: string): Promise<{ result: RunResult; outcome?: StopOutcome }> {
+    const result = await run([this.binary, "session", "stop", name, "--json"], { env: this.env, timeoutMs: 60_000 });
+    let outcome: StopOutcome | undefined;
     try {
-      return JSON.parse(r.stdout.toString("utf8")) as CowRun[];
+      const parsed = JSON.parse(result.stdout.toString("utf8")) as Partial<StopOutcome>;
+      if (typeof parsed.status === "string" && typeof parsed.exit_code === "number") outcome = parsed as StopOutcome;
     } catch {
-      return [];
+      // no outcome: the stop did not happen
     }
+    return { result, outcome };
   }
 
   /** argv of `jail exec NAME [--cwd DIR] [--env ...] -- CMD...`. */

@@ -231,11 +231,23 @@ describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_
     const recreate = h.openclaw(["sandbox", "recreate", "--all", "--force"], { config });
     assert.equal(recreate.code, 0, recreate.stdout + recreate.stderr);
     assert.equal(sessionsUnder(proj).length, 0, "the session was stopped");
+    // The run comes back by its id, from `jail session stop --json`'s cow_run (no guessing in `jail runs`).
+    const said = recreate.stdout + recreate.stderr;
+    const id = /its copy-on-write layer waits as run ([0-9a-f]+): review: jail diff \1; apply: jail apply \1/.exec(said)?.[1];
+    assert.ok(id, `no cow_run in what the plugin said:\n${said}`);
     const runs = JSON.parse(h.jail(["runs", "--json"]).stdout).filter((r) => r.roots.includes(proj));
-    assert.equal(runs.length, 1, JSON.stringify(runs));
+    assert.deepEqual(runs.map((r) => r.id), [id], JSON.stringify(runs));
     const [cowRun] = runs;
     assert.equal(cowRun.state, "pending");
     assert.equal(cowRun.changed, 3);
+    // The report's execs name the tool calls that changed what: the exec tool's shell command,
+    // and the write tool's script (OpenClaw's fs bridge, through jail exec).
+    const execLines = said.split("\n").filter((l) => /^\s*exec \d+ \(exit/.test(l));
+    const execTool = execLines.find((l) => l.includes("echo layer > cow.txt"));
+    assert.ok(execTool, `the exec tool call is not named:\n${said}`);
+    assert.ok(execTool.includes(path.join(proj, "cow.txt")) && execTool.includes(path.join(proj, "a.txt")), execTool);
+    const writeTool = execLines.find((l) => l.includes("openclaw-sandbox-fs") && l.includes(path.join(proj, "written.txt")));
+    assert.ok(writeTool, `the write tool call is not named:\n${said}`);
     const diff = h.jail(["diff", cowRun.id]).stdout;
     assert.match(diff, /cow\.txt/);
     assert.match(diff, /written\.txt/);

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import { after, test } from "node:test";
-import { execEnvironment, planSession } from "../dist/backend.js";
+import { describeStop, execEnvironment, planSession } from "../dist/backend.js";
 
 const base = mkdtempSync(path.join(process.env.JAIL_OPENCLAW_TEST_DIR ?? "/var/tmp", "jot-plan-"));
 const ws = path.join(base, "ws");
@@ -76,4 +76,20 @@ test("variables: values ride in the client's environment, not in argv; JAIL* nam
   assert.equal(env.HOME, undefined);
   assert.equal(env.LD_PRELOAD, undefined);
   assert.equal(env.JAIL_POLICY, undefined);
+});
+
+test("a stopped session's --cow run is the outcome's cow_run; changes with none to show are an error", () => {
+  const exec = (id, command, wrote) => ({ id, command, cwd: null, started_ms: 1, ended_ms: 2, exit_code: 0, alone: true, wrote, wrote_over_limit: 0 });
+  const outcome = (cow_run, items) => ({ status: "stopped", exit_code: 0, level: "full", gaps: [], cow_run, report: { execs: { total: items.length, items } } });
+  const said = describeStop("oc-1", outcome("ab12cd34", [
+    exec(1, ["/bin/sh", "-c", "echo x > f"], ["/w/f"]),
+    exec(2, ["/bin/sh", "-c", "cat \"$1\"", "openclaw-sandbox-fs", "/w/g"], [[0x2f, 0x77, 0x2f, 0xff]]),
+    exec(3, ["/bin/sh", "-c", "true"], []),
+  ]));
+  assert.match(said, /waits as run ab12cd34: review: jail diff ab12cd34; apply: jail apply ab12cd34/);
+  assert.match(said, /exec 1 \(exit 0\): exec tool: echo x > f: \/w\/f$/m);
+  assert.match(said, /exec 2 \(exit 0\): file tool \(openclaw-sandbox-fs \/w\/g\): \/w\//m);
+  assert.doesNotMatch(said, /exec 3/);
+  assert.match(describeStop("oc-1", outcome(null, [exec(1, ["true"], [])])), /nothing changed/);
+  assert.throws(() => describeStop("oc-1", outcome(null, [exec(1, ["/bin/sh", "-c", "echo x > f"], ["/w/f"])])), /changed files under its --cow roots \(e\.g\. \/w\/f\) but the outcome names no run to review \(cow_run absent\)/);
 });
