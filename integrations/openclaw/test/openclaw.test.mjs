@@ -4,7 +4,7 @@
 // 127.0.0.1, so the suite runs offline. Each exec the script issues first runs `jail status`
 // (exit 0 only inside a jail whose every claim the kernel confirms) and prints its exit code.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -294,6 +294,12 @@ describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_
 
     test("--require full where the full level cannot be had", { skip: !process.env.JAIL_TEST_HOOKS_BIN && process.env.JAIL_OPENCLAW_REQUIRE_ALL !== "1" && "needs JAIL_TEST_HOOKS_BIN: a jail built with --features test-hooks" }, async () => {
       assert.ok(process.env.JAIL_TEST_HOOKS_BIN, "JAIL_TEST_HOOKS_BIN is required here (JAIL_OPENCLAW_REQUIRE_ALL=1)");
+      // A jail without the feature ignores JAIL_TEST_DISABLE: say so rather than fail below.
+      const probe = spawnSync(process.env.JAIL_TEST_HOOKS_BIN, ["--require", "full", "--", "true"], {
+        env: { ...h.testEnv(), JAIL_TEST_DISABLE: "landlock" },
+        encoding: "utf8",
+      });
+      assert.notEqual(probe.status, 0, `${process.env.JAIL_TEST_HOOKS_BIN} was not built with --features test-hooks`);
       const { proj, run } = await scenario({
         name: "require",
         plugin: { binary: path.resolve(process.env.JAIL_TEST_HOOKS_BIN), require: "full" },
