@@ -146,6 +146,7 @@ export function planSession(
     .update(JSON.stringify([params.scopeKey, workspaceDir, flags]))
     .digest("hex")
     .slice(0, 16);
+  // Short on purpose: the socket is DIR/NAME.sock and a Unix socket's path has 108 bytes.
   return { name: `oc-${hash}`, flags, cwd: workspaceDir, required: required || plugin.require === "full", cowRoot };
 }
 
@@ -216,9 +217,15 @@ async function ensureSession(cli: JailCli, plan: SessionPlan, log: Logger): Prom
         // Another process may have started the same name in the meantime: that one is fine.
         info = await cli.find(plan.name);
         if (!info) {
-          throw new JailUnavailableError(
-            `jail session start ${plan.name} failed (exit ${r.code}): ${text(r.stderr) || text(r.stdout)}`,
-          );
+          const said = text(r.stderr) || text(r.stdout);
+          if (/SUN_LEN/.test(said)) {
+            // The name is short (oc- and 16 hex digits); the directory jail keeps sockets in is not.
+            throw new JailUnavailableError(
+              `jail session start ${plan.name}: the session's socket path is longer than a Unix socket address allows (108 bytes) (${said}); ` +
+                "give OpenClaw an XDG_RUNTIME_DIR that is short (a directory of yours, mode 0700, such as /run/user/$UID) or a shorter HOME",
+            );
+          }
+          throw new JailUnavailableError(`jail session start ${plan.name} failed (exit ${r.code}): ${said}`);
         }
       } else {
         log.info(`jail: session ${plan.name} started: jail session start ${plan.flags.join(" ")}`);

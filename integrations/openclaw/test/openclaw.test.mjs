@@ -190,7 +190,7 @@ describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_
     assert.ok(session, "the session is up");
     assert.equal(session.level, "full");
     const execs = calls.filter((c) => c[0] === "exec");
-    for (const c of calls) assert.ok(["session", "exec", "runs"].includes(c[0]) || (c[0] === "status" && c.length === 1), `unexpected jail call: ${c.join(" ")}`);
+    for (const c of calls) assert.ok(["session", "exec"].includes(c[0]) || (c[0] === "status" && c.length === 1), `unexpected jail call: ${c.join(" ")}`);
     for (const c of execs) assert.equal(c[1], session.name, `an exec outside the session: ${c.join(" ")}`);
     const fileOps = execs.filter((c) => c.includes("openclaw-sandbox-fs"));
     const shellCommands = execs.filter((c) => c.some((w) => w.includes(CONFINED)));
@@ -310,6 +310,16 @@ describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_
       assert.match(run.stdout + run.stderr, /required enforcement level 'full' not met/);
       assert.equal(existsSync(marker()), false);
       assert.equal(sessionsUnder(proj).length, 0);
+    });
+
+    test("a socket directory so long that the session's socket path does not fit: a clear error", async () => {
+      // jail keeps its sockets in $XDG_RUNTIME_DIR/jail-sessions: here one of 130 bytes and more.
+      const runtime = path.join(root, `long-runtime-${"r".repeat(100)}`);
+      mkdirSync(runtime, { recursive: true, mode: 0o700 });
+      const { run } = await scenario({ name: "longdir", extraEnv: { XDG_RUNTIME_DIR: runtime }, steps: attempt() });
+      assert.notEqual(run.code, 0);
+      assert.match(run.stdout + run.stderr, /jail sandbox: jail session start oc-[0-9a-f]{16}: the session's socket path is longer than a Unix socket address allows \(108 bytes\).*give OpenClaw an XDG_RUNTIME_DIR that is short.*; the command was not run/);
+      assert.equal(existsSync(marker()), false);
     });
 
     test("the session ended under a running agent", async () => {
