@@ -206,17 +206,44 @@ export type BackendDeps = {
 /** One start at a time per session name, in this process. */
 const starting = new Map<string, Promise<StatusVerdict>>();
 
+/** The roots a plan makes writable on the host or in a layer: --rw and --cow, extraArgs too. */
+export function writableRoots(flags: string[]): string[] {
+  const roots: string[] = [];
+  flags.forEach((f, i) => {
+    const eq = /^--(rw|cow)=(.+)$/.exec(f);
+    if (eq) roots.push(canonical(eq[2]!));
+    else if ((f === "--rw" || f === "--cow") && flags[i + 1] !== undefined) roots.push(canonical(flags[i + 1]!));
+  });
+  return roots;
+}
+
+/**
+ * The jail binary runs on the host (every jail exec's client) and inside (jail status): under a
+ * root the sandbox may write, a tool call could replace it and the next call would run the
+ * agent's program on the host, unconfined. Refused.
+ */
+export function assertBinaryOutside(binary: string, roots: string[]): void {
+  const real = canonical(binary);
+  for (const root of roots) {
+    if (isInside(root, real) || isInside(root, binary)) {
+      throw new JailUnavailableError(
+        `the jail binary ${binary} lies under ${root}, which the sandbox may write: a tool call could replace it and the next call would run on the host (install jail outside the workspace)`,
+      );
+    }
+  }
+}
+
 async function ensureSession(cli: JailCli, plan: SessionPlan, log: Logger): Promise<StatusVerdict> {
   const pending = starting.get(plan.name);
   if (pending) return pending;
   const p = (async () => {
+    assertBinaryOutside(cli.binary, writableRoots(plan.flags));
     let info = await cli.find(plan.name);
     if (!info) {
       const r = await cli.start(plan.name, plan.flags, plan.cwd);
-      if (r.code !== 0) {
-        // Another process may have started the same name in the meantime: that one is fine.
-        info = await cli.find(plan.name);
-        if (!info) {
+      // Another process may have started the same name in the meantime: that one is fine.
+      info = await cli.find(plan.name);
+      if (r.code !== 0 && !info) {
           const said = text(r.stderr) || text(r.stdout);
           if (/SUN_LEN/.test(said)) {
             // The name is short (oc- and 16 hex digits); the directory jail keeps sockets in is not.
@@ -226,21 +253,35 @@ async function ensureSession(cli: JailCli, plan: SessionPlan, log: Logger): Prom
             );
           }
           throw new JailUnavailableError(`jail session start ${plan.name} failed (exit ${r.code}): ${said}`);
-        }
-      } else {
-        log.info(`jail: session ${plan.name} started: jail session start ${plan.flags.join(" ")}`);
       }
+      if (r.code === 0) log.info(`jail: session ${plan.name} started: jail session start ${plan.flags.join(" ")}`);
+      if (!info) throw new JailUnavailableError(`jail session start ${plan.name} said it started, but jail session list does not show it`);
     }
+    const refuse = async (why: string) => {
+      await cli.stop(plan.name).catch(() => undefined);
+      throw new JailUnavailableError(`session ${plan.name} is not confined as asked: ${why}`);
+    };
     // The proof, from inside: `jail status` exits 0 only where every claim of the policy holds.
+    // Its exit code is the kernel's word; what it prints a process already in a reused session
+    // could write into its stdout, so the level is the supervisor's (`jail session list`, on the
+    // host) and the two must agree.
     const status = await cli.status(plan.name);
     const acceptable = status.exitCode === 0 || (!plan.required && status.exitCode === 2);
-    if (!acceptable || (plan.required && status.level !== "full")) {
-      await cli.stop(plan.name).catch(() => undefined);
-      throw new JailUnavailableError(
-        `session ${plan.name} is not confined as asked: jail status exited ${status.exitCode} (verdict ${status.verdict}, level ${status.level}${plan.required ? ", full required" : ""}) ${status.text}`,
+    if (!acceptable || (plan.required && info.level !== "full")) {
+      const hidden = status.exitCode === 126 || status.exitCode === 127 ? ` (is ${cli.binary} visible inside? jail hides home directories)` : "";
+      await refuse(
+        `jail status exited ${status.exitCode}${hidden} (verdict ${status.verdict}, level ${info.level}${plan.required ? ", full required" : ""}) ${status.text}`,
       );
     }
-    return status;
+    if (status.level !== info.level) {
+      await refuse(`jail status inside printed level ${status.level}, the session's supervisor says ${info.level}`);
+    }
+    try {
+      assertBinaryOutside(cli.binary, status.writable);
+    } catch (e) {
+      await refuse((e as Error).message);
+    }
+    return { ...status, level: info.level };
   })();
   starting.set(plan.name, p);
   try {
@@ -270,7 +311,7 @@ export function createJailSandboxBackend(deps: BackendDeps): SandboxBackendRegis
       [
         `Every command and file operation of your tools runs in a jail session (${name}), enforced by the Linux kernel at level ${status.level}` +
           `${status.layers ? ` (${status.layers})` : ""}; \`jail status\` exits 0 inside it.`,
-        notice && notice.code === 0 ? text(notice.stdout) : "",
+        notice && notice.code === 0 ? noticeText(text(notice.stdout)) : "",
       ]
         .filter(Boolean)
         .join(" "),
@@ -283,9 +324,10 @@ export function createJailSandboxBackend(deps: BackendDeps): SandboxBackendRegis
         stdin: command.stdin ?? "",
         signal: command.signal,
       });
-      if (r.code === 125 && text(r.stderr).startsWith("jail:")) {
-        // jail's own error (the session ended, or refused): the script did not run.
-        throw new JailUnavailableError(text(r.stderr));
+      if (r.code === 125 && !(await jail.find(name).catch(() => undefined))) {
+        // 125 is jail's own failure only when the session is gone: a script may exit 125 and
+        // print jail's words too, and must not be taken for "not run".
+        throw new JailUnavailableError(`the session ${name} ended: ${text(r.stderr)}`);
       }
       if (r.code !== 0 && !command.allowFailure) {
         throw new Error(text(r.stderr) || `sandbox command failed with exit code ${r.code}`);
@@ -362,7 +404,23 @@ export function createJailSandboxBackend(deps: BackendDeps): SandboxBackendRegis
 
 /** A word of the report: a string when UTF-8, else the list of its bytes. */
 function word(w: string | number[]): string {
-  return typeof w === "string" ? w : Buffer.from(w).toString("utf8");
+  return printable(typeof w === "string" ? w : Buffer.from(w).toString("utf8"));
+}
+
+/** Control characters (a newline in a file name) escaped: one path, one command, never a line of its own. */
+export function printable(t: string): string {
+  return t.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\x{${c.charCodeAt(0).toString(16)}}`);
+}
+
+/**
+ * `jail notice` goes into the agent's system prompt. A process already in a reused session could
+ * write into that exec's stdout: only jail's own two sentences, one line of printable text,
+ * bounded, are taken.
+ */
+export function noticeText(t: string): string {
+  const one = t.replace(/\n/g, " ");
+  if (!one.startsWith("You are working inside a sandbox (jail") || one.length > 4000 || /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(one)) return "";
+  return one;
 }
 
 /** A session exec's command as the tool call it was: the exec tool's shell line, or a file tool's script. */

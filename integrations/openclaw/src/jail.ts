@@ -181,6 +181,8 @@ export type StatusVerdict = {
   verdict: string;
   level: string;
   layers: string;
+  /** The paths the policy inside calls writable. */
+  writable: string[];
   text: string;
 };
 
@@ -260,13 +262,15 @@ export class JailCli {
     let verdict = "unknown";
     let level = "unknown";
     let layers = "";
+    let writable: string[] = [];
     try {
       const s = JSON.parse(r.stdout.toString("utf8")) as {
         verdict?: string;
-        policy?: { level?: string; layers?: Record<string, boolean> };
+        policy?: { level?: string; layers?: Record<string, boolean>; writable?: unknown };
         checks?: Array<{ name: string; finding: string }>;
       };
       verdict = s.verdict ?? verdict;
+      if (Array.isArray(s.policy?.writable)) writable = s.policy.writable.filter((w): w is string => typeof w === "string");
       level = s.policy?.level ?? level;
       if (s.policy?.layers) {
         layers = Object.entries(s.policy.layers)
@@ -276,7 +280,7 @@ export class JailCli {
     } catch {
       // the exit code speaks
     }
-    return { exitCode: r.code, verdict, level, layers, text: text(r.stderr) };
+    return { exitCode: r.code, verdict, level, layers, writable, text: text(r.stderr) };
   }
 }
 
