@@ -53,6 +53,10 @@ const CLIENT_VARIABLES = new Set([
   "HOME",
   "PATH",
   "TMPDIR",
+  "SHELL",
+  "USER",
+  "LOGNAME",
+  "container",
   "GCONV_PATH",
   "GETCONF_DIR",
   "HOSTALIASES",
@@ -62,11 +66,25 @@ const CLIENT_VARIABLES = new Set([
   "NLSPATH",
   "RESOLV_HOST_CONF",
   "RES_OPTIONS",
+  "TZ",
   "TZDIR",
   "LANG",
   "LANGUAGE",
+  "GNUPGHOME",
+  "DISPLAY",
+  "WAYLAND_DISPLAY",
+  "XAUTHORITY",
+  "SCREENDIR",
+  "STY",
+  "TMUX",
+  "POSIXLY_CORRECT",
 ]);
-const CLIENT_PREFIXES = ["LD_", "GLIBC_", "MALLOC_", "RUST_", "XDG_", "LC_"];
+const CLIENT_PREFIXES = ["LD_", "GLIBC_", "MALLOC_", "RUST_", "XDG_", "LC_", "JAIL", "_"];
+
+/** Whether a variable of this name could steer the jail client itself (tested against jail's sources). */
+export function isClientVariable(name: string): boolean {
+  return CLIENT_VARIABLES.has(name) || CLIENT_PREFIXES.some((p) => name.startsWith(p));
+}
 
 /** The environment of every jail client and session supervisor: where sessions live, and no more. */
 export function clientEnvironment(from: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
@@ -174,7 +192,7 @@ export function execEnvironment(vars: Record<string, string>, base: NodeJS.Proce
   const args: string[] = [];
   for (const [k, v] of Object.entries(vars)) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || k.startsWith("JAIL")) continue;
-    if (CLIENT_VARIABLES.has(k) || CLIENT_PREFIXES.some((p) => k.startsWith(p)) || k in base) {
+    if (isClientVariable(k) || k in base) {
       args.push(`${k}=${v}`);
     } else {
       env[k] = v;

@@ -1,10 +1,10 @@
 // The mapping from OpenClaw's sandbox settings to `jail session start` flags, and of a tool
 // call's variables to `jail exec` words: pure functions, checked without a jail.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { after, test } from "node:test";
-import { assertBinaryOutside, describeStop, execEnvironment, noticeText, planSession, printable, writableRoots } from "../dist/backend.js";
+import { assertBinaryOutside, describeStop, execEnvironment, isClientVariable, noticeText, planSession, printable, writableRoots } from "../dist/backend.js";
 
 const base = mkdtempSync(path.join(process.env.JAIL_OPENCLAW_TEST_DIR ?? "/var/tmp", "jot-plan-"));
 const ws = path.join(base, "ws");
@@ -119,4 +119,23 @@ test("a jail binary under a root the sandbox may write is refused", () => {
   assert.throws(() => assertBinaryOutside(path.join(ws, "jail"), ["/var/tmp/y", ws]), /install jail outside the workspace/);
   assertBinaryOutside("/usr/local/bin/jail", [ws]);
   assertBinaryOutside(`${ws}-other/jail`, [ws]);
+});
+
+test("every variable jail's own sources read is kept from the exec client's environment", () => {
+  // A new one in jail must be added to the plugin's list too: a tool call's variable of that name
+  // would otherwise steer the client on the host.
+  const src = path.resolve(import.meta.dirname, "..", "..", "..", "src");
+  const names = new Set();
+  for (const f of readdirSync(src, { recursive: true })) {
+    if (!f.endsWith(".rs")) continue;
+    const text = readFileSync(path.join(src, f), "utf8");
+    for (const m of text.matchAll(/env::var(?:_os)?\(\s*"([A-Za-z_][A-Za-z0-9_]*)"/g)) names.add(m[1]);
+    for (const m of text.matchAll(/const VAR: &str = "([A-Za-z_][A-Za-z0-9_]*)"/g)) names.add(m[1]);
+  }
+  for (const n of ["XDG_RUNTIME_DIR", "HOME", "RUST_LOG"]) assert.ok(names.has(n), [...names].join(" "));
+  assert.deepEqual([...names].filter((n) => !isClientVariable(n)).sort(), []);
+  const { args, env } = execEnvironment({ TZ: "UTC", container: "x", OK_NAME: "v" }, {});
+  assert.deepEqual(args, ["TZ=UTC", "container=x", "OK_NAME"]);
+  assert.equal(env.TZ, undefined);
+  assert.equal(env.OK_NAME, "v");
 });
