@@ -119,7 +119,9 @@ impl ExecLog {
     /// An exec is handed to the session: it runs from now.
     pub fn started(&self, command: &[OsString], cwd: Option<&Path>) -> ExecId {
         let ms = self.ms();
-        let strays = self.strays();
+        // Asked only when no exec runs (else this one is not alone anyway): without a pid
+        // namespace the reaper is the supervisor, with a thread per caller to read.
+        let strays = !self.lock().running.is_empty() || self.strays();
         let id = {
             let mut s = self.lock();
             s.total += 1;
