@@ -5,34 +5,8 @@
 `agents.sandbox.SandboxAgent`.
 """
 
-from .session import (
-    EXIT_JAIL_ERROR,
-    EXIT_TIMEOUT,
-    ExecResult,
-    JailError,
-    JailNotFound,
-    JailSession,
-    NotConfined,
-    Outcome,
-    SessionGone,
-    SessionStartError,
-    find_jail,
-    jail_duration,
-)
-
-__all__ = [
-    "EXIT_JAIL_ERROR",
-    "EXIT_TIMEOUT",
-    "ExecResult",
-    "JailError",
-    "JailNotFound",
-    "JailSession",
-    "NotConfined",
-    "Outcome",
-    "SessionGone",
-    "SessionStartError",
-    "find_jail",
-    "jail_duration",
-]
+# The session module's public names are the package's (one list, in session.py).
+from .session import *  # noqa: F403
+from .session import __all__  # noqa: F401
 
 __version__ = "0.1.0"
