@@ -953,3 +953,152 @@ fn session_dir(fx: &Fixture, name: &str) -> String {
         .find(|d| Path::new(d).join(format!("{name}.sock")).exists())
         .unwrap_or_else(|| panic!("no socket of {name}"))
 }
+
+/// One exec's leftover process against a later exec's command, in a session started with `off`
+/// layers off: exec 1 leaves a process that waits for exec 2's pid and runs `attack` with
+/// `args` (`PID` replaced by it); exec 2 waits for the attack's end. The attack's verdict and
+/// what exec 2 printed.
+fn leftover_against_a_later_exec(fx: &Fixture, args: &[&str], off: &[Layer]) -> (Verdict, String) {
+    let flags = fx.ro_flags();
+    let mut flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    if off.contains(&M) && off.contains(&L) {
+        flags.push("--allow-unconfined");
+    }
+    let s = Sess::start(fx, &flags, off);
+    let args: Vec<String> = args.iter().map(|a| a.replace("PID", "$p")).collect();
+    let leftover = format!(
+        "setsid sh -c 'while [ ! -s /tmp/x-target ]; do sleep 0.02; done; p=$(cat /tmp/x-target); \
+         {} {} > /tmp/x-result.tmp 2>&1; mv /tmp/x-result.tmp /tmp/x-result' \
+         </dev/null >/dev/null 2>&1 &",
+        a(),
+        args.join(" ")
+    );
+    let left = s.exec(&["sh", "-c", &leftover]);
+    assert!(left.ok(), "{}", left.describe());
+    // Its output goes through a pipe the command made, as an orchestrator's own pipe would be
+    // (one the tests make as root, a user could not reopen through /proc in any case).
+    let target = s.exec(&[
+        "sh",
+        "-c",
+        "sh -c \"$1\" | cat",
+        "sh",
+        "echo $$ > /tmp/x-target.tmp; mv /tmp/x-target.tmp /tmp/x-target; i=0; \
+         while [ ! -e /tmp/x-result ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done; echo real",
+    ]);
+    let result = s.exec(&["cat", "/tmp/x-result"]);
+    let verdict = if result.stdout.contains("ALLOWED ") {
+        Verdict::Allowed
+    } else if result.stdout.contains("BLOCKED ") {
+        Verdict::Blocked
+    } else {
+        panic!(
+            "attack {args:?} neither allowed nor blocked:\n{}\n{}",
+            result.describe(),
+            target.describe()
+        )
+    };
+    (verdict, target.stdout)
+}
+
+/// A process one exec leaves behind cannot reach a later exec's processes (their output, memory,
+/// environment, descriptors): each exec has a Landlock domain of its own, so an orchestrator's
+/// `jail status` exec prints what jail says, not what a leftover writes into its stdout.
+/// Proven as `Attack::prove` proves: blocked in a full session, by each claimed layer alone,
+/// allowed with them off.
+#[test]
+fn a_process_one_exec_leaves_cannot_reach_a_later_exec() {
+    if !full_level_or_skip("session-exec-domains") {
+        return;
+    }
+    let attacks: [(&str, &[&str], &[Layer]); 6] = [
+        ("write into its stdout", &["write", "/proc/PID/fd/1"], &[L]),
+        ("read its environment", &["read", "/proc/PID/environ"], &[L]),
+        ("open its memory", &["proc-mem", "PID"], &[L]),
+        ("take its stdout", &["pidfd-getfd", "PID", "1"], &[S, L]),
+        ("trace it", &["ptrace", "PID"], &[S, L]),
+        ("write its memory", &["vm-write", "PID"], &[S, L]),
+    ];
+    for who in users() {
+        let fx = Fixture::new(who, "session-exec-domains");
+        for (name, args, blockers) in attacks {
+            let (full, printed) = leftover_against_a_later_exec(&fx, args, &[]);
+            assert_eq!(full, Verdict::Blocked, "{name} as {who:?}: not blocked");
+            assert_eq!(
+                printed, "real\n",
+                "{name} as {who:?}: the later exec's output"
+            );
+            if blockers.len() > 1 {
+                for only in blockers {
+                    let off: Vec<Layer> = blockers.iter().copied().filter(|l| l != only).collect();
+                    let (v, _) = leftover_against_a_later_exec(&fx, args, &off);
+                    assert_eq!(
+                        v,
+                        Verdict::Blocked,
+                        "{name} as {who:?}: the {} layer alone does not block it",
+                        only.name()
+                    );
+                }
+            }
+            let (open, printed) = leftover_against_a_later_exec(&fx, args, blockers);
+            assert_eq!(
+                open,
+                Verdict::Allowed,
+                "{name} as {who:?}: still blocked with {blockers:?} off, so this test cannot fail"
+            );
+            if args[0] == "write" {
+                assert!(printed.contains('x'), "the write landed: {printed:?}");
+            }
+        }
+    }
+}
+
+/// What stays as it was: a later exec still signals what an earlier one left (an agent stops the
+/// server it started) and moves files across directories; the session says whether its execs
+/// are isolated.
+#[test]
+fn execs_still_signal_each_other_and_the_session_says_they_are_isolated() {
+    if !full_level_or_skip("session-exec-signals") {
+        return;
+    }
+    for who in users() {
+        let fx = Fixture::new(who, "session-exec-signals");
+        let s = Sess::start(&fx, &[], &[]);
+        let left = s.exec(&[
+            "sh",
+            "-c",
+            "setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $! > /tmp/sleeper",
+        ]);
+        assert!(left.ok(), "{}", left.describe());
+        let stop = s.exec(&["sh", "-c", "kill $(cat /tmp/sleeper) && echo stopped"]);
+        assert_eq!(stop.stdout, "stopped\n", "{}", stop.describe());
+        // A Landlock layer refuses moving and linking across directories unless it grants
+        // that right (REFER): the exec's own grants it everywhere the view shows.
+        let moved = s.exec(&[
+            "sh",
+            "-c",
+            "mkdir -p /tmp/a /tmp/b && echo x > /tmp/a/f && mv /tmp/a/f /tmp/b/f && \
+             ln /tmp/b/f /tmp/a/g && mv /tmp/a /tmp/b/a && echo moved",
+        ]);
+        assert_eq!(moved.stdout, "moved\n", "{}", moved.describe());
+        let list = s.jail(&["session", "list", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&list.stdout).unwrap();
+        let me = v["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == s.name.as_str())
+            .cloned()
+            .unwrap();
+        assert_eq!(me["execs_isolated"], true, "{me}");
+        drop(s);
+        let shared = Sess::start(&fx, &["--allow-userns"], &[]);
+        let list = shared.jail(&["session", "list"]);
+        let line = list
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&shared.name))
+            .unwrap_or_else(|| panic!("{}", list.describe()))
+            .to_string();
+        assert!(line.contains("(not isolated)"), "{line}");
+    }
+}

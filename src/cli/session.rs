@@ -35,13 +35,18 @@ pub fn session_command(command: SessionCommand) -> Result<i32, JailError> {
             } else {
                 for s in &sessions {
                     println!(
-                        "{}  pid {}  profile {}  level {}  running {}  execs {}  cwd {}",
+                        "{}  pid {}  profile {}  level {}  running {}  execs {} ({})  cwd {}",
                         text::printable(&s.name),
                         s.pid,
                         text::printable(&s.profile),
                         s.level,
                         s.running,
                         s.execs,
+                        if s.execs_isolated {
+                            "isolated"
+                        } else {
+                            "not isolated"
+                        },
                         text::path_text(&s.cwd)
                     );
                 }

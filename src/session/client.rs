@@ -38,6 +38,12 @@ pub struct SessionInfo {
     pub running: u64,
     /// Commands started so far.
     pub execs: u64,
+    /// Each exec runs in a Landlock domain of its own, nested in the session's: a process one
+    /// exec leaves behind cannot trace another's processes or reach them through /proc (their
+    /// descriptors, memory, environment). False where the session cannot give it (no Landlock,
+    /// `--allow-userns`, `--allow-unix-sockets`).
+    #[serde(default)]
+    pub execs_isolated: bool,
 }
 
 /// One command's options in a session.

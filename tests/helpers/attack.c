@@ -63,6 +63,12 @@
 #ifndef CLONE_ARGS_SIZE_VER0
 #define CLONE_ARGS_SIZE_VER0 64
 #endif
+#ifndef __NR_pidfd_open
+#define __NR_pidfd_open 434
+#endif
+#ifndef __NR_pidfd_getfd
+#define __NR_pidfd_getfd 438
+#endif
 #ifndef __NR_file_getattr
 #define __NR_file_getattr 468
 #define __NR_file_setattr 469
@@ -709,6 +715,23 @@ static void op_proc_mem(char **a)
 	allowed();
 }
 
+/* pidfd-getfd: take descriptor FD of process PID (pidfd_getfd) and write a byte to it. */
+static void op_pidfd_getfd(char **a)
+{
+	pid_t pid = parse_pid(a[0]);
+	long target = parse_long(a[1], "fd");
+	long pidfd = syscall(__NR_pidfd_open, pid, 0);
+	long fd;
+
+	if (pidfd < 0)
+		blocked_step("pidfd_open", errno);
+	fd = syscall(__NR_pidfd_getfd, (int)pidfd, (int)target, 0);
+	if (fd < 0)
+		blocked_step("pidfd_getfd", errno);
+	write_one((int)fd);
+	allowed();
+}
+
 /* kill: send signal SIG to PID. */
 static void op_kill(char **a)
 {
@@ -1199,6 +1222,7 @@ static const struct cmd cmds[] = {
 	{ "ptrace", 1, "PID", op_ptrace },
 	{ "vm-write", 1, "PID", op_vm_write },
 	{ "proc-mem", 1, "PID", op_proc_mem },
+	{ "pidfd-getfd", 2, "PID FD", op_pidfd_getfd },
 	{ "kill", 2, "PID SIG", op_kill },
 	{ "chain", 2, "N FILE", op_chain },
 	{ "tiocsti", 1, "FD|tty", op_tiocsti },

@@ -404,8 +404,13 @@ pub fn finish(
 }
 
 fn abi_of(plan: &LandlockPlan) -> landlock::ABI {
+    abi(plan.abi)
+}
+
+/// The crate's name for ABI version `n` (7 for anything newer: the rights it knows).
+pub(super) fn abi(n: u32) -> landlock::ABI {
     use landlock::ABI;
-    match plan.abi {
+    match n {
         1 => ABI::V1,
         2 => ABI::V2,
         3 => ABI::V3,

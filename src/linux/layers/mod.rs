@@ -2,6 +2,7 @@
 //! `apply` (the only place with syscalls); the run ([`super::run`]) compiles and applies them.
 
 pub mod bpf_tree;
+pub mod exec_domain;
 pub mod landlock;
 pub mod layer_bound;
 pub mod limits;

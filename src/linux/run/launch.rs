@@ -22,7 +22,7 @@ use crate::error::{EXIT_JAIL_ERROR, JailError};
 use crate::linux::after::planted::Watch;
 use crate::linux::after::protected_writes::ProtectedWrites;
 use crate::linux::layers::net_setup::NetRuntime;
-use crate::linux::layers::{limits, seccomp};
+use crate::linux::layers::{exec_domain, limits, seccomp};
 use crate::linux::observe::audit;
 use crate::linux::observe::events::{self, Events};
 use crate::linux::observe::execs::ExecLog;
@@ -670,6 +670,10 @@ fn confinement(
                 plan.level().name().to_string(),
                 policy.cwd.clone(),
                 execs.unwrap_or_default(),
+                exec_domain::compile(
+                    plan.landlock.as_ref(),
+                    plan.seccomp.is_some() && seccomp::refuses_landlock(policy),
+                ),
             )?),
             None => None,
         },

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::JailError;
+use crate::linux::layers::exec_domain::ExecDomain;
 use crate::linux::observe::execs::ExecLog;
 use crate::session::SessionSpec;
 
@@ -28,6 +29,8 @@ pub struct SessionSetup {
     pub cwd: PathBuf,
     /// Which exec ran when, for the event stream and the report.
     pub execs: Arc<ExecLog>,
+    /// Whether each exec gets a Landlock domain of its own (`layers::exec_domain`).
+    pub exec_domain: ExecDomain,
     /// (the supervisor's end, the inside's end): each process takes what it uses.
     channel: RefCell<Option<(OwnedFd, OwnedFd)>>,
 }
@@ -39,6 +42,7 @@ impl SessionSetup {
         level: String,
         cwd: PathBuf,
         execs: Arc<ExecLog>,
+        exec_domain: ExecDomain,
     ) -> Result<SessionSetup, JailError> {
         use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
         let (ours, inside) = socketpair(
@@ -54,6 +58,7 @@ impl SessionSetup {
             level,
             cwd,
             execs,
+            exec_domain,
             channel: RefCell::new(Some((ours, inside))),
         })
     }

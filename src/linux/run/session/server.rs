@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::SessionSetup;
 use crate::error::JailError;
+use crate::linux::layers::exec_domain::ExecDomain;
 use crate::linux::observe::execs::ExecLog;
 use crate::run_semantics::KILL_GRACE;
 use crate::session::dir::{self, Files};
@@ -74,6 +75,7 @@ impl Server {
                 cwd: setup.cwd.clone(),
                 running: 0,
                 execs: 0,
+                execs_isolated: matches!(setup.exec_domain, ExecDomain::Own { .. }),
             },
             spec,
             execs: Arc::clone(&setup.execs),

@@ -44,8 +44,8 @@ pub(super) fn command_main(
             Err(e) => die(EXIT_JAIL_ERROR, &format!("policy file: {e}")),
         }
     }
-    if let Some(channel) = session_channel {
-        forker_main(channel, envp, conf.mount.is_some())
+    if let (Some(channel), Some(session)) = (session_channel, &conf.session) {
+        forker_main(channel, envp, conf.mount.is_some(), session.exec_domain)
     }
     crate::timing::mark("command: confined, exec");
     exec_or_die(argv, &envp)

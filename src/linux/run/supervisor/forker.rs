@@ -13,13 +13,29 @@ use std::collections::BTreeSet;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use super::*;
+use crate::linux::layers::exec_domain::{self, ExecDomain, ExecRuleset};
 use crate::session::wire::{self, ExecRequest};
 
 /// The forking process's loop. Never returns.
-pub(super) fn forker_main(channel: OwnedFd, envp: Vec<CString>, mount: bool) -> ! {
+pub(super) fn forker_main(
+    channel: OwnedFd,
+    envp: Vec<CString>,
+    mount: bool,
+    exec_domain: ExecDomain,
+) -> ! {
     let _ = privileges::set_not_dumpable();
     to_dev_null(&[0, 1, 2]);
     close_run_descriptors(channel.as_raw_fd());
+    // Before READY: a session whose execs cannot get the domain it says they get never starts.
+    let own_domain = match exec_domain::prepare(exec_domain) {
+        Ok(r) => r,
+        Err(e) => die(EXIT_JAIL_ERROR, &e.to_string()),
+    };
+    let inside = Inside {
+        envp: &envp,
+        mount,
+        own_domain: own_domain.as_ref(),
+    };
     let mut set = SigSet::empty();
     for s in [
         Signal::SIGTERM,
@@ -77,7 +93,7 @@ pub(super) fn forker_main(channel: OwnedFd, envp: Vec<CString>, mount: bool) -> 
         if ready(0) && !ending {
             match wire::recv_with_fds(channel.as_raw_fd(), 4) {
                 Ok(Some((wire::EXEC, fds))) if fds.len() == 4 => {
-                    if let Some(m) = start_monitor(fds, &channel, &sfd, &envp, mount) {
+                    if let Some(m) = start_monitor(fds, &channel, &sfd, &inside) {
                         monitors.insert(m);
                     }
                 }
@@ -146,13 +162,22 @@ fn to_dev_null(fds: &[i32]) {
     }
 }
 
+/// What every command of the session starts from.
+struct Inside<'a> {
+    /// The session's environment.
+    envp: &'a [CString],
+    /// Whether the mount view is in place (files handed in are reopened in it).
+    mount: bool,
+    /// The ruleset each command restricts itself with (`layers::exec_domain`), if any.
+    own_domain: Option<&'a ExecRuleset>,
+}
+
 /// Forks the monitor of one command; returns its pid.
 fn start_monitor(
     mut fds: Vec<OwnedFd>,
     channel: &OwnedFd,
     sfd: &SignalFd,
-    envp: &[CString],
-    mount: bool,
+    inside: &Inside,
 ) -> Option<i32> {
     let stream = fds.pop().expect("four descriptors");
     // SAFETY: the forking process is single-threaded.
@@ -164,7 +189,7 @@ fn start_monitor(
                 libc::close(channel.as_raw_fd());
                 libc::close(sfd.as_fd().as_raw_fd());
             }
-            monitor(fds, stream, envp, mount)
+            monitor(fds, stream, inside)
         }
         Ok(nix::unistd::ForkResult::Parent { child }) => Some(child.as_raw()),
         Err(_) => {
@@ -180,7 +205,7 @@ fn start_monitor(
 
 /// One command: read its request, fork and exec it, pass on the signals the supervisor sends
 /// (and a stop's SIGTERM) to its process group, report its end.
-fn monitor(stdio: Vec<OwnedFd>, stream: OwnedFd, envp: &[CString], mount: bool) -> ! {
+fn monitor(stdio: Vec<OwnedFd>, stream: OwnedFd, inside: &Inside) -> ! {
     let mut stream = std::fs::File::from(stream);
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     let req: ExecRequest = match wire::recv(&mut stream) {
@@ -196,14 +221,14 @@ fn monitor(stdio: Vec<OwnedFd>, stream: OwnedFd, envp: &[CString], mount: bool) 
         .iter()
         .filter_map(|a| CString::new(a.to_vec()).ok())
         .collect();
-    let envp = merged_env(envp, &req.env);
+    let envp = merged_env(inside.envp, &req.env);
     let cwd = req.cwd.clone().and_then(|c| CString::new(c.0).ok());
     let umask = req.umask;
     // SAFETY: the monitor is single-threaded.
     let command = match unsafe { nix::unistd::fork() } {
         Ok(nix::unistd::ForkResult::Child) => {
             drop(stream);
-            command_in_session(&stdio, &argv, &envp, (cwd.as_deref(), umask), mount)
+            command_in_session(&stdio, &argv, &envp, (cwd.as_deref(), umask), inside)
         }
         Ok(nix::unistd::ForkResult::Parent { child }) => child,
         Err(_) => report_end(&mut stream, EXIT_JAIL_ERROR),
@@ -248,7 +273,7 @@ fn command_in_session(
     argv: &[CString],
     envp: &[CString],
     (cwd, umask): (Option<&std::ffi::CStr>, Option<u32>),
-    mount: bool,
+    inside: &Inside,
 ) -> ! {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     let _ = nix::unistd::setsid();
@@ -266,7 +291,7 @@ fn command_in_session(
     }
     // A file handed in for reading still points at the host's mount: reopened in the view, as
     // a run's stdin is.
-    if mount {
+    if inside.mount {
         if let Err(e) = privileges::reopen_read_only_files_in_view(&[0, 1, 2]) {
             die(EXIT_JAIL_ERROR, &e.to_string());
         }
@@ -314,6 +339,12 @@ fn command_in_session(
                 std::ptr::null_mut::<libc::sigaction>(),
                 8usize,
             );
+        }
+    }
+    // Last: a process an earlier exec left cannot reach this one through ptrace or /proc.
+    if let Some(ruleset) = inside.own_domain {
+        if let Err(e) = exec_domain::enter(ruleset) {
+            die(EXIT_JAIL_ERROR, &e.to_string());
         }
     }
     exec_or_die(argv, envp)
