@@ -58,12 +58,14 @@ from agents.sandbox.util.tar_utils import UnsafeTarMemberError, validate_tarfile
 from agents.sandbox.workspace_paths import sandbox_path_str
 
 from .session import (
+    DEFAULT_MAX_OUTPUT,
     JailError,
     JailSession,
     Outcome,
     SessionGone,
     find_jail,
 )
+from .session import ExecResult as JailExecResult
 
 __all__ = [
     "JailSandboxClient",
@@ -75,6 +77,9 @@ __all__ = [
 PINNED_AGENTS_VERSION = "0.24.0"
 _DEFAULT_MANIFEST_ROOT = str(Manifest.model_fields["root"].default)
 _READ_TIMEOUT_S = 60.0
+DEFAULT_MAX_FILE_BYTES = 1024 * 1024 * 1024
+"""The most a file read or a workspace snapshot may bring into this process (the SDK's own
+default bound on an archive's input, `SandboxArchiveLimits.max_input_bytes`)."""
 
 
 class JailSandboxClientOptions(BaseSandboxClientOptions):
@@ -126,8 +131,12 @@ class JailSandboxSession(BaseSandboxSession):
         env: dict[str, str] | None = None,
         on_outcome: Callable[[Outcome], None] | None = None,
         may_attach: bool = True,
+        max_output_bytes: int | None = DEFAULT_MAX_OUTPUT,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
         self.state = state
+        self._max_output = max_output_bytes
+        self._max_file = max_file_bytes
         self._may_attach = may_attach
         self._jail_bin = jail
         self._env = env
@@ -231,6 +240,34 @@ class JailSandboxSession(BaseSandboxSession):
         timeout: float | None = None,
         input: bytes | None = None,
     ) -> ExecResult:
+        """A command: stdout and stderr each bounded by `max_output_bytes` (marked where
+        bytes were left out), as the SDK's shell tool shows them to the model."""
+        result = await self._jail_run(
+            command, timeout=timeout, input=input, max_output=self._max_output
+        )
+        return ExecResult(stdout=result.stdout, stderr=result.stderr, exit_code=result.exit_code)
+
+    async def _jail_read(
+        self, command: list[str], *, timeout: float | None, max_bytes: int | None = None
+    ) -> tuple[ExecResult, bool]:
+        """A command whose stdout is data (a file, an archive): never truncated, at most
+        `max_file_bytes` of it; past that the command is ended and the second value is True."""
+        limit = self._max_file if max_bytes is None else min(max_bytes, self._max_file)
+        result = await self._jail_run(
+            command, timeout=timeout, max_output=limit, end_on_overflow=True
+        )
+        sdk = ExecResult(stdout=result.stdout, stderr=result.stderr, exit_code=result.exit_code)
+        return sdk, result.output_overflowed or result.stdout_truncated > 0
+
+    async def _jail_run(
+        self,
+        command: tuple[str | Path, ...] | list[str],
+        *,
+        timeout: float | None = None,
+        input: bytes | None = None,
+        max_output: int | None,
+        end_on_overflow: bool = False,
+    ) -> JailExecResult:
         argv = [str(part) for part in command]
         if self._jail is None or self.outcome is not None:
             raise ExecTransportError(command=argv, context={"reason": "jail_session_not_running"})
@@ -242,6 +279,8 @@ class JailSandboxSession(BaseSandboxSession):
                 env=env or None,
                 timeout=timeout,
                 input=input,
+                max_output=max_output,
+                end_on_overflow=end_on_overflow,
             )
         except SessionGone as e:
             raise ExecTransportError(
@@ -249,14 +288,22 @@ class JailSandboxSession(BaseSandboxSession):
             ) from e
         if result.timed_out:
             raise ExecTimeoutError(command=argv, timeout_s=timeout)
-        return ExecResult(stdout=result.stdout, stderr=result.stderr, exit_code=result.exit_code)
+        return result
 
     # -- files ---------------------------------------------------------------------------
 
     async def read(self, path: Path, *, user: str | User | None = None) -> io.IOBase:
+        if user:
+            raise ValueError("JailSandboxSession runs every command as the session's own user")
         workspace_path = await self._validate_path_access(path)
         arg = sandbox_path_str(workspace_path)
-        res = await self.exec("cat", "--", arg, shell=False, user=user, timeout=_READ_TIMEOUT_S)
+        res, too_large = await self._jail_read(["cat", "--", arg], timeout=_READ_TIMEOUT_S)
+        if too_large:
+            # (a command may have made it a link to /dev/zero: never read without end)
+            raise WorkspaceArchiveReadError(
+                path=Path(path),
+                context={"reason": "file_too_large", "max_bytes": self._max_file},
+            )
         if not res.ok():
             await self._raise_read_error_from_exec(
                 path=Path(path),
@@ -269,19 +316,21 @@ class JailSandboxSession(BaseSandboxSession):
 
     async def _read_bounded(self, path: Path, *, max_bytes: int) -> bytes:
         workspace_path = await self._validate_path_access(path)
-        res = await self.exec(
-            "sh",
-            "-c",
-            '[ -e "$1" ] || exit 44; [ -f "$1" ] || exit 45; head -c "$2" < "$1"',
-            "sh",
-            sandbox_path_str(workspace_path),
-            str(max_bytes),
-            shell=False,
+        res, too_large = await self._jail_read(
+            [
+                "sh",
+                "-c",
+                '[ -e "$1" ] || exit 44; [ -f "$1" ] || exit 45; head -c "$2" < "$1"',
+                "sh",
+                sandbox_path_str(workspace_path),
+                str(max_bytes),
+            ],
             timeout=_READ_TIMEOUT_S,
+            max_bytes=max_bytes,
         )
         if res.exit_code == 44:
             raise WorkspaceReadNotFoundError(path=Path(path))
-        if not res.ok():
+        if too_large or not res.ok():
             raise WorkspaceArchiveReadError(path=Path(path))
         return res.stdout
 
@@ -342,7 +391,14 @@ class JailSandboxSession(BaseSandboxSession):
         excludes: list[str] = []
         for rel in sorted(self._persist_workspace_skip_relpaths()):
             excludes += ["--exclude", f"./{Path(rel).as_posix()}"]
-        res = await self._jail_exec(["tar", "-C", root, *excludes, "-cf", "-", "."])
+        res, too_large = await self._jail_read(
+            ["tar", "-C", root, *excludes, "-cf", "-", "."], timeout=None
+        )
+        if too_large:
+            raise WorkspaceArchiveReadError(
+                path=Path(root),
+                context={"reason": "workspace_too_large", "max_bytes": self._max_file},
+            )
         if not res.ok():
             raise WorkspaceArchiveReadError(
                 path=Path(root),
@@ -386,6 +442,10 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
     when this client created them; a state from elsewhere gets the flags of `resume_options`
     (for its own workspace), and without them is refused. `delete()` removes only temporary
     workspaces this client made.
+
+    `max_output_bytes` bounds each of a command's stdout and stderr (first and last half kept,
+    a marker between; None: no bound); `max_file_bytes` bounds a file read or a snapshot,
+    which past it raises `WorkspaceArchiveReadError` rather than come back cut.
     """
 
     backend_id = "jail"
@@ -401,8 +461,17 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
         resume_options: JailSandboxClientOptions | None = None,
         instrumentation: Instrumentation | None = None,
         dependencies: Dependencies | None = None,
+        max_output_bytes: int | None = DEFAULT_MAX_OUTPUT,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
         self.jail = find_jail(jail)
+        for name, value in (("max_output_bytes", max_output_bytes), ("max_file_bytes", max_file_bytes)):
+            if value is None and name == "max_output_bytes":
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive number of bytes, not {value!r}")
+        self.max_output_bytes = max_output_bytes
+        self.max_file_bytes = max_file_bytes
         self._env = dict(env) if env is not None else None
         self._resume_options = resume_options
         self._instrumentation = instrumentation if instrumentation is not None else Instrumentation()
@@ -420,6 +489,8 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
             env=self._env,
             on_outcome=self.outcomes.append,
             may_attach=may_attach,
+            max_output_bytes=self.max_output_bytes,
+            max_file_bytes=self.max_file_bytes,
         )
 
     @staticmethod

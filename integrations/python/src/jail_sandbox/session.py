@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "DEFAULT_MAX_OUTPUT",
     "EXIT_JAIL_ERROR",
     "EXIT_TIMEOUT",
     "ExecResult",
@@ -50,6 +51,16 @@ _CONTROL_TIMEOUT_S = 60.0
 # command left running) before the call returns without what they write later.
 _OUTPUT_GRACE_S = 1.0
 _LEVELS = {"none": 0, "partial": 1, "full": 2}
+
+DEFAULT_MAX_OUTPUT = 16 * 1024 * 1024
+"""Bytes of an exec's stdout, and of its stderr, kept by default. Past it the first and the
+last half are kept with :func:`truncation_marker` between them; the rest is read and dropped
+(the command is never blocked on a full pipe, and this process's memory stays bounded)."""
+
+
+def truncation_marker(dropped: int) -> bytes:
+    """What stands in an exec's output where `dropped` bytes were left out."""
+    return f"\n[... jail_sandbox: {dropped} bytes of output truncated ...]\n".encode()
 
 # An exec's variables are for the command, not for the `jail exec` client that carries them:
 # these would steer the client itself (the dynamic loader, which session directory it
@@ -149,10 +160,21 @@ class ExecResult:
     """Processes the command left running still held its stdout or stderr when it exited:
     what they write later is not in `stdout`/`stderr` (the call returned once the command
     itself had exited and a short grace had passed)."""
+    stdout_truncated: int = 0
+    """Bytes of stdout left out past `max_output` (their place is marked in `stdout`)."""
+    stderr_truncated: int = 0
+    """Bytes of stderr left out past `max_output` (their place is marked in `stderr`)."""
+    output_overflowed: bool = False
+    """`end_on_overflow` was asked and a stream passed `max_output`: the command was ended."""
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0
+
+    @property
+    def truncated(self) -> bool:
+        """Some of the output is not here (`max_output` was passed)."""
+        return bool(self.stdout_truncated or self.stderr_truncated)
 
     @property
     def stdout_text(self) -> str:
@@ -480,15 +502,23 @@ class JailSession:
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
         input: bytes | None = None,
+        max_output: int | None = DEFAULT_MAX_OUTPUT,
+        end_on_overflow: bool = False,
     ) -> ExecResult:
         """Run `argv` in the session and wait: its exit code (124 after `timeout`, 125 when
         jail refused, 126/127 as a shell gives them), stdout and stderr.
+
+        Each of stdout and stderr keeps at most `max_output` bytes (None: no bound): its
+        first and last half, with :func:`truncation_marker` where the rest was; the result's
+        `stdout_truncated` / `stderr_truncated` count what was left out. With
+        `end_on_overflow`, the command is ended (SIGTERM to its process group through the
+        client) as soon as a stream passes `max_output`, and `output_overflowed` is set.
 
         Raises :class:`SessionGone` when jail answered 125 and the session is not there."""
         full = self.exec_argv(argv, cwd=cwd, env=env, timeout=timeout)
         backstop = None if timeout is None else timeout + _BACKSTOP_GRACE_S
         began = time.monotonic()
-        run = _Running(full, self._client_env(env), input)
+        run = _Running(full, self._client_env(env), input, max_output, end_on_overflow)
         backstopped = False
         try:
             try:
@@ -516,6 +546,8 @@ class JailSession:
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
         input: bytes | None = None,
+        max_output: int | None = DEFAULT_MAX_OUTPUT,
+        end_on_overflow: bool = False,
     ) -> ExecResult:
         """:meth:`exec` for asyncio. A cancelled call ends its command (SIGTERM to the
         `jail exec` client, which passes it on to the command's process group)."""
@@ -525,7 +557,7 @@ class JailSession:
         # A subprocess.Popen and threads, not asyncio's subprocess transport: before Python
         # 3.12 its wait() also waits for the output pipes to close, and a pipe a left-behind
         # process holds must outlive the event loop without it.
-        run = _Running(full, self._client_env(env), input)
+        run = _Running(full, self._client_env(env), input, max_output, end_on_overflow)
         backstopped = False
         try:
             await asyncio.wait_for(_exited(run.proc), timeout=backstop)
@@ -547,12 +579,18 @@ class JailSession:
     ) -> ExecResult:
         stdout, stderr, left_open = run.output()
         if backstopped:
-            return ExecResult(
+            result = ExecResult(
                 list(argv_str(argv)), EXIT_TIMEOUT, stdout, stderr, timed_out=True,
                 output_left_open=left_open,
             )
-        assert run.proc.returncode is not None
-        return self._result(argv, run.proc.returncode, stdout, stderr, timeout, began, left_open)
+        else:
+            assert run.proc.returncode is not None
+            result = self._result(
+                argv, run.proc.returncode, stdout, stderr, timeout, began, left_open
+            )
+        result.stdout_truncated, result.stderr_truncated = run.truncated()
+        result.output_overflowed = run.overflowed.is_set()
+        return result
 
     def _result(
         self,
@@ -663,22 +701,50 @@ class JailSession:
 
 
 class _Pump(threading.Thread):
-    """Reads one of a `jail exec` client's output pipes to its end; after :meth:`take`, what
-    comes later is read and dropped (a pipe left full would stop its writers)."""
+    """Reads one of a `jail exec` client's output pipes to its end, keeping at most `limit`
+    bytes of it (the first half and the last); after :meth:`take`, what comes later is read
+    and dropped (a pipe left full would stop its writers). `on_excess` is called once, from
+    this thread, when the stream passes `limit`."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(
+        self, stream: Any, limit: int | None, on_excess: Any = None
+    ) -> None:
         super().__init__(daemon=True)
         self._stream = stream
-        self._data = bytearray()
+        self._limit = limit
+        self._head_max = limit // 2 if limit is not None else None
+        self._tail_max = limit - limit // 2 if limit is not None else 0
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._total = 0
+        self._on_excess = on_excess
         self._keep = True
         self._lock = threading.Lock()
+        self.dropped = 0
 
     def run(self) -> None:
         try:
             while chunk := self._stream.read1(65536):
+                excess = False
                 with self._lock:
-                    if self._keep:
-                        self._data += chunk
+                    if not self._keep:
+                        continue
+                    before = self._total
+                    self._total += len(chunk)
+                    if self._limit is None:
+                        self._head += chunk
+                        continue
+                    room = self._head_max - len(self._head)
+                    if room > 0:
+                        self._head += chunk[:room]
+                        chunk = chunk[room:]
+                    if chunk and self._tail_max:
+                        self._tail += chunk
+                        if len(self._tail) > 2 * self._tail_max:
+                            del self._tail[: len(self._tail) - self._tail_max]
+                    excess = before <= self._limit < self._total
+                if excess and self._on_excess is not None:
+                    self._on_excess()
         except (OSError, ValueError):
             pass
         finally:
@@ -690,7 +756,11 @@ class _Pump(threading.Thread):
     def take(self) -> bytes:
         with self._lock:
             self._keep = False
-            return bytes(self._data)
+            if self._limit is None or self._total <= self._limit:
+                return bytes(self._head + self._tail)
+            tail = self._tail[len(self._tail) - self._tail_max :] if self._tail_max else b""
+            self.dropped = self._total - len(self._head) - len(tail)
+            return bytes(self._head) + truncation_marker(self.dropped) + bytes(tail)
 
 
 def _feed(stdin: Any, data: bytes) -> None:
@@ -708,7 +778,19 @@ def _feed(stdin: Any, data: bytes) -> None:
 class _Running:
     """One `jail exec` client: its output read by threads, its input fed by one."""
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None, input: bytes | None):
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str] | None,
+        input: bytes | None,
+        max_output: int | None = DEFAULT_MAX_OUTPUT,
+        end_on_overflow: bool = False,
+    ):
+        if max_output is not None and (
+            not isinstance(max_output, int) or isinstance(max_output, bool) or max_output < 0
+        ):
+            raise ValueError(f"max_output must be a number of bytes or None, not {max_output!r}")
+        self.overflowed = threading.Event()
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
@@ -716,7 +798,11 @@ class _Running:
             stderr=subprocess.PIPE,
             env=env,
         )
-        self.pumps = [_Pump(self.proc.stdout), _Pump(self.proc.stderr)]
+        on_excess = self._overflow if end_on_overflow else None
+        self.pumps = [
+            _Pump(self.proc.stdout, max_output, on_excess),
+            _Pump(self.proc.stderr, max_output, on_excess),
+        ]
         for pump in self.pumps:
             pump.start()
         if input is not None:
@@ -731,6 +817,27 @@ class _Running:
         left_open = any(pump.is_alive() for pump in self.pumps)
         stdout, stderr = (pump.take() for pump in self.pumps)
         return stdout, stderr, left_open
+
+    def truncated(self) -> tuple[int, int]:
+        """The bytes of stdout and of stderr left out (after :meth:`output`)."""
+        return self.pumps[0].dropped, self.pumps[1].dropped
+
+    def _overflow(self) -> None:
+        # SIGTERM to the client: it passes it on to the command's process group.
+        # A command that ignores it: the client is killed 5 s later (session stop ends what
+        # is left).
+        self.overflowed.set()
+        for sig, delay in ((signal.SIGTERM, 0.0), (signal.SIGKILL, 5.0)):
+            timer = threading.Timer(delay, self._signal, (sig,))
+            timer.daemon = True
+            timer.start()
+
+    def _signal(self, sig: int) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
 
 
 def argv_str(argv: Sequence[str | os.PathLike[str]]) -> list[str]:
