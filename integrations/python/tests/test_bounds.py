@@ -1,6 +1,6 @@
 """What a sandboxed command prints or leaves in the workspace cannot exhaust the orchestrator:
 an exec's output is bounded (first and last half kept, a marker between), a file read or a
-snapshot is bounded and never truncated."""
+snapshot is bounded and never truncated, and no file operation waits without end."""
 
 from __future__ import annotations
 
@@ -216,6 +216,33 @@ def test_a_snapshot_larger_than_the_bound_is_refused(jail_bin, project):
         return client
 
     asyncio.run(scenario())
+
+
+def test_a_write_onto_a_fifo_does_not_hang(jail_bin, project, monkeypatch):
+    """A command can leave a FIFO where the SDK will write (apply_patch's Add File): opening
+    it waits for a reader; the write ends at its timeout with an error instead."""
+    from agents.sandbox.errors import WorkspaceArchiveWriteError
+
+    import jail_sandbox.agents_sdk as sdk
+
+    monkeypatch.setattr(sdk, "_WRITE_TIMEOUT_S", 2.0)
+
+    async def scenario():
+        import io
+
+        _, creating = _sdk_session(jail_bin, project)
+        session = await creating
+        async with session:
+            assert (await session.exec("mkfifo trap", shell=True)).exit_code == 0
+            with pytest.raises(WorkspaceArchiveWriteError) as e:
+                await asyncio.wait_for(
+                    session._inner.write(Path("trap"), io.BytesIO(b"data")), timeout=30
+                )
+            assert e.value.context["reason"] == "write_timed_out"
+            await session._inner.write(Path("ok.txt"), io.BytesIO(b"data"))
+
+    asyncio.run(scenario())
+    assert (project / "ok.txt").read_bytes() == b"data"
 
 
 def test_client_limits_are_checked():

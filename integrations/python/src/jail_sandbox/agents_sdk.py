@@ -77,6 +77,9 @@ __all__ = [
 PINNED_AGENTS_VERSION = "0.24.0"
 _DEFAULT_MANIFEST_ROOT = str(Manifest.model_fields["root"].default)
 _READ_TIMEOUT_S = 60.0
+# A write's `cat > PATH` is bounded too: a command can leave a FIFO at PATH, whose open would
+# wait for a reader forever.
+_WRITE_TIMEOUT_S = 60.0
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024 * 1024
 """The most a file read or a workspace snapshot may bring into this process (the SDK's own
 default bound on an archive's input, `SandboxArchiveLimits.max_input_bytes`)."""
@@ -350,9 +353,20 @@ class JailSandboxSession(BaseSandboxSession):
             body = body.encode("utf-8")
         await self.mkdir(workspace_path.parent, parents=True)
         arg = sandbox_path_str(workspace_path)
-        res = await self._jail_exec(
-            ["sh", "-c", 'cat > "$1"', "sh", arg], input=bytes(body or b"")
-        )
+        try:
+            res = await self._jail_exec(
+                ["sh", "-c", 'cat > "$1"', "sh", arg],
+                input=bytes(body or b""),
+                timeout=_WRITE_TIMEOUT_S,
+            )
+        except ExecTimeoutError as e:
+            raise WorkspaceArchiveWriteError(
+                path=workspace_path,
+                context={"reason": "write_timed_out", "timeout_s": _WRITE_TIMEOUT_S},
+                message=f"writing {workspace_path} in the jail did not end in "
+                f"{_WRITE_TIMEOUT_S:g} s (a FIFO?)",
+                cause=e,
+            ) from e
         if not res.ok():
             # The kernel's answer (EROFS for a read-only project) is in stderr: it goes into
             # the message, which is what the SDK's tools show the model.
