@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Python package's suite: a venv of Debian's python3 (a path a jail shows: not under a
-# home, not under /tmp), this package with its pinned openai-agents from the registry, and
-# pytest against a jail binary: $JAIL_BIN, else this checkout's release build (target/, or
-# $CARGO_TARGET_DIR), else `jail` on PATH. Extra arguments go to pytest.
+# home, not under /tmp), this package with the dependency set constraints.txt pins (from the
+# registry), and pytest against a jail binary: $JAIL_BIN, else this checkout's release build
+# (target/, or $CARGO_TARGET_DIR), else `jail` on PATH. Extra arguments go to pytest.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 venv="${JAIL_SANDBOX_VENV:-/var/tmp/jail-sandbox-venv}"
@@ -25,7 +25,10 @@ if [[ ! -x $venv/bin/python ]]; then
         "$py" -m venv "$venv"
     }
 fi
-"$venv/bin/pip" install -q --disable-pip-version-check "$here[test]"
+# Every dependency (and the build's setuptools) at the version constraints.txt pins: the
+# environment variable reaches the isolated build environment too, where -c would not.
+PIP_CONSTRAINT="$here/constraints.txt" \
+    "$venv/bin/pip" install -q --disable-pip-version-check "$here[test]"
 # The tests run `jail status` inside their sessions by the binary's own path: a copy where a
 # jail shows it (the checkout may be under /tmp, which a jail makes private).
 install -m 0755 "$jail" "$venv/bin/jail"
