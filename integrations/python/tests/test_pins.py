@@ -46,3 +46,14 @@ def test_test_sh_installs_with_the_constraints():
     text = (CONSTRAINTS.parent / "test.sh").read_text()
     assert re.search(r'PIP_CONSTRAINT="\$here/constraints.txt"\s*\\\n\s*"\$venv/bin/pip" install',
                      text), text
+
+
+def test_the_build_declares_no_metadata_setuptools_will_refuse():
+    """`project.license` as a table is deprecated since setuptools 77, whose warning says it
+    must go by 2027-02-18: the README's `pip install` builds with the newest setuptools."""
+    import tomllib
+
+    meta = tomllib.loads((CONSTRAINTS.parent / "pyproject.toml").read_text())
+    assert meta["project"]["license"] == "MIT OR Apache-2.0"
+    assert meta["build-system"]["requires"] == ["setuptools>=77"]
+    assert "setuptools==" in CONSTRAINTS.read_text()
