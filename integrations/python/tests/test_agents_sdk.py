@@ -176,8 +176,8 @@ def test_manifest_environment_reaches_the_command_not_the_client(jail_bin, proje
 
 def test_every_tool_call_runs_confined(jail_bin, project, monkeypatch):
     """Every process the orchestrator starts during the run is jail itself (the session's
-    start, list, stop, and one `jail exec` per operation); each command proves from inside,
-    with `jail status`, that it runs in a jail."""
+    start and its policy's --dry-run, list, stop, one `jail exec` per operation); each
+    command proves from inside, with `jail status`, that it runs in a jail."""
     started: list[list[str]] = []
     real_init = subprocess.Popen.__init__
 
@@ -206,7 +206,9 @@ def test_every_tool_call_runs_confined(jail_bin, project, monkeypatch):
     execs = [argv for argv in started if argv[1] == "exec"]
     [name] = {argv[2] for argv in execs}
     assert name == client.outcomes[0].name
-    assert {argv[1] for argv in started} <= {"exec", "session"}
+    # besides: the policy's --dry-run for the session's flags, which runs nothing
+    others = [argv for argv in started if argv[1] not in ("exec", "session")]
+    assert others and all(argv[-3:] == ["--dry-run", "--", "true"] for argv in others), others
     # the SDK's own file operations went through jail exec too (apply_patch: mkdir, write)
     assert any("cat > \"$1\"" in " ".join(argv) for argv in execs)
 

@@ -266,3 +266,38 @@ def test_a_jail_in_a_relative_path_directory_is_never_found(tmp_path, monkeypatc
     with pytest.raises(JailNotFound):
         find_jail()
     assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("how", ["profile", "cache", "tmp"])
+def test_a_jail_binary_writable_by_a_profile_cache_or_host_tmp_is_refused(
+        jail_bin, project, scratch, how):
+    """Not only --rw/--cow make a path writable: a profile's paths (`workspace`: the current
+    directory), a --cache layer and `--tmp host` do too. The policy jail resolves for the
+    session's flags decides, and the binary must be read-only in it."""
+    import tempfile
+
+    if how == "tmp":
+        base = Path(tempfile.mkdtemp(prefix="jail-sandbox-test-", dir="/tmp"))
+    else:
+        base = scratch
+    bindir = base / "bin"
+    bindir.mkdir()
+    copy = bindir / "jail"
+    shutil.copy(jail_bin, copy)
+    copy.chmod(0o755)
+    flags = {"profile": dict(profile="workspace"),
+             "cache": dict(extra_args=["--cache", str(bindir)]),
+             "tmp": dict(extra_args=["--tmp", "host"])}[how]
+    cwd = base if how == "profile" else project
+    try:
+        # the premise: under these flags a command can rewrite the binary
+        argv = JailSession.build_args(ro=[project], require=None, **flags)
+        probe = subprocess.run([jail_bin, *argv, "--", "sh", "-c", f": >> {copy}"], cwd=cwd,
+                               capture_output=True, text=True, timeout=60, check=False)
+        assert probe.returncode == 0, probe.stderr
+        with pytest.raises(SessionStartError, match="writable inside the session") as e:
+            JailSession.start(cwd=cwd, ro=[project], jail=str(copy), **flags)
+        assert str(bindir) in str(e.value) or "/tmp" in str(e.value)
+    finally:
+        if how == "tmp":
+            shutil.rmtree(base, ignore_errors=True)

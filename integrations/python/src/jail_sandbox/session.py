@@ -388,7 +388,10 @@ class JailSession:
         args = list(args)
         if any(not isinstance(a, str) for a in args):
             raise TypeError("jail's flags must be strings")
-        writable = _writable_grant_over(jail_path, args, cwd_path)
+        run_env = dict(env) if env is not None else None
+        writable = _writable_grant_over(jail_path, args, cwd_path) or _writable_in_policy(
+            jail_path, args, cwd_path, run_env
+        )
         if writable is not None:
             # A command could replace it, and the `jail status` of a later verify() (attach,
             # a resumed SDK session) would be the command's own.
@@ -399,7 +402,7 @@ class JailSession:
         proc = _run_control(
             [jail_path, "session", "start", "--name", name, *args],
             cwd=cwd_path,
-            env=dict(env) if env is not None else None,
+            env=run_env,
         )
         if proc.returncode != 0:
             stderr = _text(proc.stderr).strip()
@@ -876,6 +879,62 @@ def _session_info(jail: str, name: str) -> dict[str, Any] | None:
     for entry in json.loads(proc.stdout).get("sessions", []):
         if entry.get("name") == name:
             return dict(entry)
+    return None
+
+
+# `jail session start` flags that a one-shot `jail` (its --dry-run) does not take, each with
+# its value.
+_SESSION_ONLY_FLAGS = ("--idle-timeout", "--name")
+
+
+def _writable_in_policy(
+    jail: str, args: Sequence[str], cwd: str, env: dict[str, str] | None
+) -> str | None:
+    """Where the policy jail resolves for these flags (`jail ... --dry-run`, on this side)
+    lets a command write the jail binary: a profile's writable paths (`workspace` makes the
+    current directory writable, `opencode` the XDG directories), `--cache` layers, `--tmp
+    host`, as well as `--rw`/`--cow`. The most specific rule over the binary decides."""
+    words: list[str] = []
+    skip = False
+    for word in args:
+        if skip:
+            skip = False
+            continue
+        if word in _SESSION_ONLY_FLAGS:
+            skip = True
+            continue
+        if word.startswith(tuple(f + "=" for f in _SESSION_ONLY_FLAGS)):
+            continue
+        words.append(word)
+    proc = _run_control([jail, *words, "--dry-run", "--", "true"], cwd=cwd, env=env)
+    if proc.returncode != 0:
+        stderr = _text(proc.stderr).strip()
+        raise SessionStartError(
+            f"jail session start failed (its flags' --dry-run exited {proc.returncode}): "
+            f"{stderr}",
+            exit_code=proc.returncode,
+            stderr=stderr,
+        )
+    try:
+        rules = json.loads(proc.stdout)["policy"]["rules"]
+        if not isinstance(rules, list):
+            raise TypeError("rules")
+    except (ValueError, KeyError, TypeError) as e:
+        raise SessionStartError(f"jail --dry-run printed no policy rules ({e})") from e
+    real = os.path.realpath(jail)
+    best: dict[str, Any] | None = None
+    best_len = -1
+    for rule in rules:
+        path = rule.get("path") if isinstance(rule, dict) else None
+        if not isinstance(path, str) or not path.startswith("/"):
+            continue
+        for root in {path, os.path.realpath(path)}:
+            if (real == root or real.startswith(root.rstrip("/") + "/")) and len(root) > best_len:
+                best, best_len = rule, len(root)
+    if best is not None and best.get("access") not in ("ro", "hide"):
+        origin = best.get("origin") or {}
+        where = " ".join(str(origin.get(k)) for k in ("from", "detail") if origin.get(k))
+        return f"{best['path']} is {best.get('access')} by {where or 'the policy'}"
     return None
 
 
