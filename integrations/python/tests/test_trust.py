@@ -136,6 +136,22 @@ def test_attach_checks_the_level_from_outside(tmp_path):
     assert JailSession.attach("low", jail=fake, verify=False, require="partial").name == "low"
 
 
+@pytest.mark.parametrize("require,level,ok", [
+    ("landlock", "full", True), ("mount", "full", True), ("landlock", "partial", False),
+    ("any", "none", True), ("full", "partial", False), ("bogus", "full", False),
+])
+def test_attach_understands_every_require_value_jail_takes(tmp_path, require, level, ok):
+    """`--require` takes full, landlock, mount and any: a session started with one of them
+    (an SDK session resumed while it still runs) is attached when the listed level proves it,
+    and refused otherwise (a partial level may lack the layer asked for)."""
+    fake = _fake_jail(tmp_path, None, [{"name": "s", "level": level, "cwd": "/"}])
+    if ok:
+        assert JailSession.attach("s", jail=fake, verify=False, require=require).name == "s"
+    else:
+        with pytest.raises(NotConfined):
+            JailSession.attach("s", jail=fake, verify=False, require=require)
+
+
 # -- exit codes -----------------------------------------------------------------------------
 
 

@@ -51,6 +51,10 @@ _CONTROL_TIMEOUT_S = 60.0
 # command left running) before the call returns without what they write later.
 _OUTPUT_GRACE_S = 1.0
 _LEVELS = {"none": 0, "partial": 1, "full": 2}
+# The level `jail session list` must show for each `--require` value jail takes. A list entry
+# says only full, partial or none: `landlock` and `mount` (one layer each, which a partial
+# level may or may not hold) are taken as proven only by full.
+_REQUIRED_LEVEL = {"full": "full", "landlock": "full", "mount": "full", "any": "none"}
 
 DEFAULT_MAX_OUTPUT = 16 * 1024 * 1024
 """Bytes of an exec's stdout, and of its stderr, kept by default. Past it the first and the
@@ -445,7 +449,8 @@ class JailSession:
             raise SessionGone(f"no jail session {name!r}")
         if require is not None:
             level = str(info.get("level"))
-            if _LEVELS.get(level, -1) < _LEVELS.get(require, len(_LEVELS)):
+            needed = _REQUIRED_LEVEL.get(require, require)
+            if _LEVELS.get(level, -1) < _LEVELS.get(needed, len(_LEVELS)):
                 raise NotConfined(
                     f"jail session {name} runs at level {level!r}, {require!r} required",
                     exit_code=0,
