@@ -152,6 +152,21 @@ def test_attach_understands_every_require_value_jail_takes(tmp_path, require, le
             JailSession.attach("s", jail=fake, verify=False, require=require)
 
 
+@pytest.mark.parametrize("listing", ["not json", "[]", '{"sessions": 3}', "{}"])
+def test_a_session_list_not_understood_is_a_jail_error_never_an_end(tmp_path, listing):
+    """`alive()` decides whether a 125 is a gone session and whether a stop ended one: an
+    answer it cannot read is a JailError (which the SDK client wraps), not a ValueError
+    escaping, and never "not listed"."""
+    fake = tmp_path / "fake-jail"
+    fake.write_text(f"#!/bin/sh\nprintf '%s' '{listing}'\n")
+    fake.chmod(0o755)
+    s = JailSession("s", jail=str(fake), cwd="/")
+    with pytest.raises(JailError, match="printed no session list"):
+        s.alive()
+    with pytest.raises(JailError):
+        JailSession.attach("s", jail=str(fake), verify=False)
+
+
 # -- exit codes -----------------------------------------------------------------------------
 
 

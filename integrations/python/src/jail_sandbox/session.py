@@ -881,8 +881,15 @@ def _session_info(jail: str, name: str) -> dict[str, Any] | None:
     proc = _run_control([jail, "session", "list", "--json"])
     if proc.returncode != 0:
         raise JailError(f"jail session list failed: {_text(proc.stderr).strip()}")
-    for entry in json.loads(proc.stdout).get("sessions", []):
-        if entry.get("name") == name:
+    try:
+        sessions = json.loads(proc.stdout)["sessions"]
+        if not isinstance(sessions, list):
+            raise TypeError("sessions is not a list")
+    except (ValueError, KeyError, TypeError) as e:
+        # never taken for "not listed" (an end): an answer not understood is an error
+        raise JailError(f"jail session list --json printed no session list ({e})") from e
+    for entry in sessions:
+        if isinstance(entry, dict) and entry.get("name") == name:
             return dict(entry)
     return None
 
