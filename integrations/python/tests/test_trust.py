@@ -167,6 +167,31 @@ def test_a_session_list_not_understood_is_a_jail_error_never_an_end(tmp_path, li
         JailSession.attach("s", jail=str(fake), verify=False)
 
 
+def test_a_start_that_does_not_answer_is_a_start_error_and_is_stopped(tmp_path, monkeypatch):
+    """A `jail session start` still running at the control timeout: a SessionStartError (not
+    subprocess.TimeoutExpired, which the SDK client does not wrap), and a stop for the name,
+    since its supervisor may bring the session up after the client is killed."""
+    import jail_sandbox.session as session_mod
+
+    log = tmp_path / "log"
+    fake = tmp_path / "fake-jail"
+    fake.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        echo "$*" >> {log}
+        case "$1 $2" in
+          "session start") sleep 5 ;;
+          "session stop") echo '{{"status": "stopped"}}' ;;
+          "session list") echo '{{"sessions": []}}' ;;
+          *) echo '{{"policy": {{"rules": []}}}}' ;;
+        esac
+        """))
+    fake.chmod(0o755)
+    monkeypatch.setattr(session_mod, "_CONTROL_TIMEOUT_S", 1.0)
+    with pytest.raises(SessionStartError, match="did not answer"):
+        JailSession.start(name="slow", cwd=tmp_path, jail=str(fake))
+    assert "session stop slow --json" in log.read_text()
+
+
 # -- exit codes -----------------------------------------------------------------------------
 
 

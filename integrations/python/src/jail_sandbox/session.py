@@ -250,18 +250,27 @@ class Outcome:
         )
 
 
+class _ControlTimeout(JailError):
+    """A control command (`session start`, `list`, `stop`, `--dry-run`) did not answer."""
+
+
 def _run_control(argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+    timeout = kwargs.pop("timeout", _CONTROL_TIMEOUT_S)
     try:
         return subprocess.run(
             list(argv),
             stdin=subprocess.DEVNULL,
             capture_output=True,
-            timeout=kwargs.pop("timeout", _CONTROL_TIMEOUT_S),
+            timeout=timeout,
             check=False,
             **kwargs,
         )
     except FileNotFoundError as e:
         raise JailNotFound(str(e)) from e
+    except subprocess.TimeoutExpired as e:
+        raise _ControlTimeout(
+            f"jail {' '.join(list(argv)[1:3])} did not answer in {timeout:g} s"
+        ) from e
 
 
 class JailSession:
@@ -403,11 +412,17 @@ class JailSession:
                 f"the jail binary {jail_path} would be writable inside the session ({writable}):"
                 " keep it outside every --rw and --cow path"
             )
-        proc = _run_control(
-            [jail_path, "session", "start", "--name", name, *args],
-            cwd=cwd_path,
-            env=run_env,
-        )
+        try:
+            proc = _run_control(
+                [jail_path, "session", "start", "--name", name, *args],
+                cwd=cwd_path,
+                env=run_env,
+            )
+        except _ControlTimeout as e:
+            # The client was killed; its supervisor may still bring the session up: ended
+            # here, never left running with nobody holding it.
+            cls(name, jail=jail_path, cwd=cwd_path, args=args)._stop_quietly()
+            raise SessionStartError(f"{e}: the session {name} was stopped") from e
         if proc.returncode != 0:
             stderr = _text(proc.stderr).strip()
             raise SessionStartError(
