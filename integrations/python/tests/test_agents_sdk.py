@@ -434,7 +434,8 @@ def test_a_foreign_state_cannot_choose_its_jail_flags(jail_bin, project):
         with pytest.raises(ValueError, match="resume_options"):
             await other.resume(other.deserialize_session_state(payload))
         strict = JailSandboxClient(
-            jail=jail_bin, resume_options=JailSandboxClientOptions(mode="ro")
+            jail=jail_bin,
+            resume_options=JailSandboxClientOptions(workspace=str(project), mode="ro"),
         )
         resumed = await strict.resume(strict.deserialize_session_state(payload))
         async with resumed:
@@ -461,3 +462,38 @@ def test_a_background_process_does_not_hold_the_tool_call(jail_bin, project):
     assert shell(model.outputs["bg"]) == (0, "started\n")
     assert shell(model.outputs["next"]) == (0, "next\n")
     assert wait_gone("sleep 987.71") == []  # the session's stop ended it
+
+
+def test_a_foreign_state_cannot_choose_its_workspace(jail_bin, project, scratch):
+    """The state's manifest root decides which host directory the resumed session gets as
+    the workspace (given `--rw` by the resume options, emptied and refilled from the
+    snapshot): a client that did not create the state takes it from resume_options only."""
+    victim = scratch / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("mine\n")
+    maker = JailSandboxClient(jail=jail_bin)
+
+    async def scenario():
+        session = await maker.create(
+            options=JailSandboxClientOptions(workspace=str(project), mode="ro")
+        )
+        payload = maker.serialize_session_state(session.state)
+        payload["manifest"]["root"] = str(victim)  # tampered
+        loose = JailSandboxClient(jail=jail_bin, resume_options=JailSandboxClientOptions(mode="rw"))
+        with pytest.raises(ValueError, match="resume_options.workspace"):
+            await loose.resume(loose.deserialize_session_state(payload))
+        strict = JailSandboxClient(
+            jail=jail_bin,
+            resume_options=JailSandboxClientOptions(workspace=str(project), mode="rw"),
+        )
+        resumed = await strict.resume(strict.deserialize_session_state(payload))
+        assert resumed._inner.state.manifest.root == str(project)
+        assert str(victim) not in resumed._inner.state.jail_args
+        async with resumed:
+            r = await resumed.exec("pwd; echo x > written.txt", shell=True)
+        return r
+
+    r = asyncio.run(scenario())
+    assert r.exit_code == 0 and r.stdout.decode().splitlines()[0] == str(project)
+    assert (project / "written.txt").exists() and not (victim / "written.txt").exists()
+    assert (victim / "keep.txt").read_text() == "mine\n"

@@ -453,8 +453,9 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
     and its report, whose `execs` say which command changed what), also for sessions the Runner created and cleaned up itself.
 
     A serialized session state is data, not policy: `resume()` takes a state's jail flags only
-    when this client created them; a state from elsewhere gets the flags of `resume_options`
-    (for its own workspace), and without them is refused. `delete()` removes only temporary
+    when this client created them; a state from elsewhere gets the flags and the workspace of
+    `resume_options` (its `workspace` is required: the state's manifest root is not taken),
+    and without them is refused. `delete()` removes only temporary
     workspaces this client made.
 
     `max_output_bytes` bounds each of a command's stdout and stderr (first and last half kept,
@@ -595,10 +596,21 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
                     "a session state this client did not create names its own jail flags: "
                     "give JailSandboxClient(resume_options=...) to resume it"
                 )
-            workspace = os.path.realpath(state.manifest.root)
-            args = self._flags(self._resume_options, state.manifest, workspace)
+            # Which host directory becomes the workspace (given --rw, emptied and refilled
+            # from the snapshot on resume) is policy too: resume_options names it, never the
+            # state's manifest root.
+            if self._resume_options.workspace is None:
+                raise ValueError(
+                    "resuming a session state this client did not create needs "
+                    "resume_options.workspace (the state's own root is not taken)"
+                )
+            workspace = os.path.realpath(self._resume_options.workspace)
+            if not os.path.isdir(workspace):
+                raise ValueError(f"the workspace {workspace} is not a directory")
+            manifest = state.manifest.model_copy(update={"root": workspace}, deep=True)
+            args = self._flags(self._resume_options, manifest, workspace)
             state = state.model_copy(
-                update={"jail_args": args, "workspace_root_owned": False}
+                update={"jail_args": args, "workspace_root_owned": False, "manifest": manifest}
             )
         # A foreign state never attaches to a live session of its name (whoever started it,
         # with whatever flags): it starts its own, and a live one of the name makes that fail.
