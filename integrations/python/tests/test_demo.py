@@ -43,3 +43,18 @@ def test_the_demo_on_a_project_leaves_it_unchanged(jail_bin: str, project: Path)
     diff = subprocess.run([jail_bin, "diff", run_id], capture_output=True, text=True)
     assert "edited by the agent" in diff.stdout, diff.stdout + diff.stderr
     _discard(jail_bin, run_id)
+
+
+def test_the_demo_never_prints_a_projects_escape_sequences(jail_bin: str, project: Path) -> None:
+    """The demo shows what the commands printed; on a project of the user's that is the
+    project's content (a README without a final newline: `tail -1` shows its last line with
+    the agent's), so control characters are escaped, never sent to the terminal."""
+    (project / "README.md").write_text("title \x1b]0;owned\x07\x1b[2J\u009b")
+    run = subprocess.run([sys.executable, "-m", "jail_sandbox.demo", str(project)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "title \\x1b]0;owned\\x07\\x1b[2J\\x9bedited by the agent" in run.stdout, run.stdout
+    assert "\x1b" not in run.stdout and "\x07" not in run.stdout and "\u009b" not in run.stdout
+    match = re.search(r"the edits wait as run (\S+): jail diff", run.stdout)
+    assert match, run.stdout
+    _discard(jail_bin, match.group(1))

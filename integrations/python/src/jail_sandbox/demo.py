@@ -40,7 +40,17 @@ async def _run(client: JailSandboxClient, project: Path, mode: str, steps: list)
         what = call.cmd if isinstance(call, Exec) else "apply_patch " + call.patch.split("\n")[1]
         body = output.split("\nOutput:\n", 1)[-1].strip()
         code = next((ln for ln in output.splitlines() if ln.startswith("Process exited")), "")
-        print(f"$ {what}\n  {code}\n  " + "\n  ".join(body.splitlines()[:4]))
+        lines = [_printable(line) for line in body.splitlines()[:4]]
+        print(f"$ {what}\n  {code}\n  " + "\n  ".join(lines))
+
+
+def _printable(text: str) -> str:
+    """A line of what a command printed, its control characters escaped: the project's
+    content (`tail -1 README.md`) never reaches the terminal as escape sequences."""
+    return "".join(
+        c if c == "\t" or (c.isprintable() and not 0x80 <= ord(c) < 0xA0) else repr(c)[1:-1]
+        for c in text
+    )
 
 
 def main(argv: list[str]) -> int:
