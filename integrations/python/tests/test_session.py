@@ -223,3 +223,22 @@ def test_attach_reaches_a_session_started_elsewhere(jail_bin, project):
         s.stop()
     with pytest.raises(SessionGone):
         JailSession.attach("py-attach", jail=jail_bin)
+
+
+@pytest.mark.parametrize("home", [None, "/var/tmp/jail-sandbox-other-home"])
+def test_a_session_env_without_this_process_home_is_still_reached(jail_bin, project, home):
+    """`env` is what the session's commands start from. Where it lacks (or changes) HOME or
+    XDG_RUNTIME_DIR, jail would register the session in another directory than this
+    process's exec, list and stop look in: start raised SessionGone and left the session
+    running. The commands get `env`'s values; jail finds the session."""
+    env = {"PATH": os.environ["PATH"], "GREETING": "hi"}
+    if home is not None:
+        env["HOME"] = home
+    s = JailSession.start(cwd=project, ro=[project], env=env, jail=jail_bin)
+    try:
+        assert s.name in session_names(jail_bin)
+        r = s.exec(["sh", "-c", 'printf "%s|%s" "$GREETING" "${HOME-unset}"'])
+        assert r.stdout.decode() == f"hi|{home or 'unset'}", r.stderr
+    finally:
+        s.stop()
+    assert s.outcome.status == "stopped" and s.name not in session_names(jail_bin)

@@ -79,6 +79,35 @@ _CLIENT_VARS = frozenset(
 _CLIENT_VAR_PREFIXES = ("LD_", "XDG_", "JAIL_", "RUST_", "GLIBC_", "MALLOC_", "LC_", "_")
 
 
+# jail finds its own directories from these: where sessions are registered (XDG_RUNTIME_DIR,
+# else the state directory), the --cow layers' store (XDG_STATE_HOME, else HOME), the
+# profiles (XDG_CONFIG_HOME, else HOME). `jail session start` always gets this process's:
+# with others, it registers the session where this process's later exec, list and stop never
+# look (a session left running, with nobody to stop it).
+_JAIL_DIR_VARS = ("HOME", "XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME")
+
+
+def _start_env(env: Mapping[str, str] | None) -> tuple[dict[str, str] | None, list[str]]:
+    """The environment of `jail session start` for a session whose commands start from
+    `env`, and the flags that give the commands `env`'s own values of `_JAIL_DIR_VARS`
+    (`--env NAME=VALUE`, or `--env-deny NAME` where `env` has none)."""
+    if env is None:
+        return None, []
+    run_env = dict(env)
+    flags: list[str] = []
+    for name in _JAIL_DIR_VARS:
+        mine = os.environ.get(name)
+        given = run_env.pop(name, None)
+        if mine is not None:
+            run_env[name] = mine
+        if given is not None:
+            if given != mine:
+                flags.append(f"--env={name}={given}")
+        elif mine is not None:
+            flags.append(f"--env-deny={name}")
+    return run_env, flags
+
+
 def _client_var(name: str) -> bool:
     return name in _CLIENT_VARS or name.startswith(_CLIENT_VAR_PREFIXES)
 
@@ -401,7 +430,8 @@ class JailSession:
         args = list(args)
         if any(not isinstance(a, str) for a in args):
             raise TypeError("jail's flags must be strings")
-        run_env = dict(env) if env is not None else None
+        run_env, env_flags = _start_env(env)
+        args = env_flags + args
         writable = _writable_grant_over(jail_path, args, cwd_path) or _writable_in_policy(
             jail_path, args, cwd_path, run_env
         )
