@@ -141,6 +141,23 @@ def test_timeout_stops_the_tree(jail_bin, project):
     assert shell(model.outputs["after"]) == (0, "alive\n")
 
 
+def test_a_zero_timeout_is_a_timeout_and_runs_nothing(jail_bin, project):
+    """The shell tool takes yield_time_ms >= 0 from the model and passes it on as the exec's
+    timeout: 0 is a timeout as the SDK's own clients give it (`Command timed out`), not a
+    ValueError out of the tool; the command is never started."""
+    client = JailSandboxClient(jail=jail_bin)
+    options = JailSandboxClientOptions(workspace=str(project), mode="rw")
+    model, result = run_agent(client, options, [
+        [Exec("touch ran", "zero", yield_time_ms=0)],
+        [Exec("echo after", "after")],
+        Say("done"),
+    ])
+    assert "Command timed out after 0.000 seconds." in model.outputs["zero"], model.outputs
+    assert shell(model.outputs["after"]) == (0, "after\n")
+    assert result.final_output == "done"
+    assert not (project / "ran").exists()
+
+
 def test_exit_124_is_not_a_timeout_and_the_outcome_has_no_run(jail_bin, project):
     client = JailSandboxClient(jail=jail_bin)
     options = JailSandboxClientOptions(workspace=str(project), mode="cow")

@@ -274,6 +274,10 @@ class JailSandboxSession(BaseSandboxSession):
         argv = [str(part) for part in command]
         if self._jail is None or self.outcome is not None:
             raise ExecTransportError(command=argv, context={"reason": "jail_session_not_running"})
+        if timeout is not None and not timeout > 0:
+            # The shell tool passes the model's yield_time_ms (>= 0): no time at all is a
+            # timeout, as the SDK's own clients answer it; the command is never started.
+            raise ExecTimeoutError(command=argv, timeout_s=timeout)
         env = await self.state.manifest.environment.resolve()
         try:
             result = await self._jail.aexec(
