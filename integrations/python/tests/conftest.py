@@ -27,7 +27,27 @@ def scratch():
     path = Path(tempfile.mkdtemp(prefix="jail-sandbox-test-", dir=FIXTURES))
     os.chmod(path, 0o755)
     yield path
+    discard_runs_under(path)
     shutil.rmtree(path, ignore_errors=True)
+
+
+def pending_runs_under(root: Path) -> list[str]:
+    """The ids of the --cow runs waiting for review whose roots are all under `root`."""
+    import json
+
+    out = subprocess.run([find_jail(), "runs", "--json"], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    prefix = str(root).rstrip("/") + "/"
+    return [r["id"] for r in json.loads(out)
+            if r.get("roots") and all((str(p) + "/").startswith(prefix) for p in r["roots"])]
+
+
+def discard_runs_under(root: Path) -> None:
+    """A test's --cow runs are its own (their roots are in its scratch directory): thrown
+    away at its end, not left in jail's state directory run after run."""
+    for run_id in pending_runs_under(root):
+        subprocess.run([find_jail(), "discard", run_id], capture_output=True, timeout=60,
+                       check=False)
 
 
 @pytest.fixture

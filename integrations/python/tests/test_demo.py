@@ -58,3 +58,18 @@ def test_the_demo_never_prints_a_projects_escape_sequences(jail_bin: str, projec
     match = re.search(r"the edits wait as run (\S+): jail diff", run.stdout)
     assert match, run.stdout
     _discard(jail_bin, match.group(1))
+
+
+def test_the_suite_leaves_no_runs_of_its_own(jail_bin: str, scratch: Path) -> None:
+    """The scratch fixture's teardown discards the runs whose roots are in it (checked here on
+    a run made for the purpose)."""
+    from conftest import discard_runs_under, pending_runs_under
+
+    root = scratch / "p"
+    root.mkdir()
+    made = subprocess.run([jail_bin, "--cow", str(root), "--", "sh", "-c", "echo x > f"],
+                          cwd=root, capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    assert len(pending_runs_under(scratch)) == 1
+    discard_runs_under(scratch)
+    assert pending_runs_under(scratch) == []
