@@ -459,8 +459,8 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
     A serialized session state is data, not policy: `resume()` takes a state's jail flags only
     when this client created them; a state from elsewhere gets the flags and the workspace of
     `resume_options` (its `workspace` is required: the state's manifest root is not taken),
-    and without them is refused. `delete()` removes only temporary
-    workspaces this client made.
+    and without them is refused. `delete()` removes only temporary workspaces this client
+    made.
 
     `max_output_bytes` bounds each of a command's stdout and stderr (first and last half kept,
     a marker between; None: no bound); `max_file_bytes` bounds a file read or a snapshot,
@@ -484,8 +484,11 @@ class JailSandboxClient(BaseSandboxClient[JailSandboxClientOptions | None]):
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
         self.jail = find_jail(jail)
-        for name, value in (("max_output_bytes", max_output_bytes), ("max_file_bytes", max_file_bytes)):
-            if value is None and name == "max_output_bytes":
+        for name, value, optional in (
+            ("max_output_bytes", max_output_bytes, True),
+            ("max_file_bytes", max_file_bytes, False),
+        ):
+            if value is None and optional:
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive number of bytes, not {value!r}")
