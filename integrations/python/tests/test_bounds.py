@@ -251,3 +251,36 @@ def test_client_limits_are_checked():
     for bad in ({"max_output_bytes": 0}, {"max_file_bytes": None}, {"max_file_bytes": -1}):
         with pytest.raises(ValueError):
             JailSandboxClient(**bad)
+
+
+def test_a_snapshot_larger_than_the_bound_is_not_restored(jail_bin, project):
+    """What a snapshot store hands back to hydrate_workspace is read up to the bound, not
+    whole into memory, and past it refused before anything is extracted."""
+    import io
+
+    from agents.sandbox.errors import WorkspaceArchiveWriteError
+
+    class Endless(io.RawIOBase):
+        served = 0
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            n = len(b)
+            b[:n] = bytes(n)
+            Endless.served += n
+            if Endless.served > 64 << 20:
+                raise AssertionError("read past the bound")
+            return n
+
+    async def scenario():
+        _, creating = _sdk_session(jail_bin, project, max_file_bytes=1 << 20)
+        session = await creating
+        async with session:
+            with pytest.raises(WorkspaceArchiveWriteError) as e:
+                await session._inner.hydrate_workspace(io.BufferedReader(Endless()))
+            assert e.value.context["reason"] == "snapshot_too_large"
+
+    asyncio.run(scenario())
+    assert Endless.served <= (1 << 20) + (1 << 17)

@@ -426,9 +426,15 @@ class JailSandboxSession(BaseSandboxSession):
 
     async def hydrate_workspace(self, data: io.IOBase) -> None:
         root = self.state.manifest.root
-        payload = data.read()
+        # A snapshot store hands back what it holds: at most what persist_workspace may make.
+        payload = data.read(self._max_file + 1)
         if isinstance(payload, str):
             payload = payload.encode("utf-8")
+        if len(payload) > self._max_file:
+            raise WorkspaceArchiveWriteError(
+                path=Path(root),
+                context={"reason": "snapshot_too_large", "max_bytes": self._max_file},
+            )
         try:
             with tarfile.open(fileobj=io.BytesIO(payload), mode="r:*") as tar:
                 validate_tarfile(tar, allow_external_symlink_targets=False)
