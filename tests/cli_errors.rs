@@ -638,6 +638,22 @@ fn completions_man_page_version_and_licences() {
         offered.lines().any(|l| l == "--profile"),
         "bash offered: {offered}"
     );
+    // The variable alone is no completion request: `jail status` still answers (exit 1 on the
+    // host, not a completion's 0), and a stop still acts.
+    for args in [&["status"][..], &["session", "stop", "no-such-session"]] {
+        let o = std::process::Command::new(&jail)
+            .args(args)
+            .env("JAIL_COMPLETE", "bash")
+            .output()
+            .unwrap();
+        let said =
+            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && !said.contains("_clap_complete"),
+            "JAIL_COMPLETE=bash jail {args:?}: {:?} {said}",
+            o.status
+        );
+    }
     // No zsh or fish here: their scripts are checked for the call back to jail.
     let zsh = out(&["completions", "zsh"]);
     assert!(

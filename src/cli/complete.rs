@@ -14,6 +14,9 @@ pub const VAR: &str = "JAIL_COMPLETE";
 pub fn complete_if_asked(cli: fn() -> clap::Command) {
     if std::env::var_os(VAR).is_some() {
         let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        if !is_completion_call(&args) {
+            return;
+        }
         let index = std::env::var("_CLAP_COMPLETE_INDEX")
             .ok()
             .and_then(|i| i.parse().ok());
@@ -26,6 +29,22 @@ pub fn complete_if_asked(cli: fn() -> clap::Command) {
             .bin("jail")
             .completer("jail")
             .complete();
+    }
+}
+
+/// Whether jail was called the way a completion script calls it: alone (the registration) or
+/// `jail -- jail WORDS…`. The variable alone decides nothing: set in an environment a command
+/// passes on, it would turn `jail status` into a completion that exits 0 (a forged
+/// "confined"), and `session stop` or `exec` into ones that do nothing.
+fn is_completion_call(args: &[std::ffi::OsString]) -> bool {
+    match args.get(1) {
+        None => true,
+        Some(sep) if sep == "--" => args.get(2).is_none_or(|w| {
+            std::path::Path::new(w)
+                .file_name()
+                .is_some_and(|name| name == "jail")
+        }),
+        Some(_) => false,
     }
 }
 
@@ -123,5 +142,18 @@ mod tests {
         // Registration: no words.
         assert!(!in_the_command(&words("jail"), None));
         assert!(!in_the_command(&words("jail --"), None));
+    }
+
+    #[test]
+    fn only_a_completion_scripts_call_is_a_completion() {
+        assert!(is_completion_call(&words("jail")));
+        assert!(is_completion_call(&words("jail -- jail --pro")));
+        assert!(is_completion_call(&words(
+            "/usr/bin/jail -- ./target/release/jail "
+        )));
+        assert!(!is_completion_call(&words("jail status")));
+        assert!(!is_completion_call(&words("jail session stop s1 --json")));
+        assert!(!is_completion_call(&words("jail exec s1 -- true")));
+        assert!(!is_completion_call(&words("jail -- make test")));
     }
 }
