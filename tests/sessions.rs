@@ -709,6 +709,33 @@ fn an_exec_holds_its_timeout_and_the_callers_settings_against_its_command() {
             Duration::from_secs(6),
             || common::processes_with(&format!("{marker}-3")).is_empty(),
         );
+        // The caller killed: nobody waits for the command, which ends as a stopped run's does,
+        // SIGKILL after the grace for a TERM-proof one; and the supervisor does not spin on the
+        // caller's closed socket meanwhile.
+        let script = format!("trap '' TERM; exec -a {marker}-4 sleep 60");
+        let mut caller = fx.command(
+            common::jail_bin(),
+            &["exec", &s.name, "--", "bash", "-c", &script],
+        );
+        let mut caller = caller.spawn().unwrap();
+        common::wait_for("the TERM-proof command", Duration::from_secs(5), || {
+            !common::processes_with(&format!("{marker}-4")).is_empty()
+        });
+        caller.kill().unwrap();
+        caller.wait().unwrap();
+        let cpu_before = cpu_ticks(s.supervisor());
+        let gone = std::time::Instant::now();
+        common::wait_for(
+            "the killed caller's command to die",
+            Duration::from_secs(6),
+            || common::processes_with(&format!("{marker}-4")).is_empty(),
+        );
+        let spent = cpu_ticks(s.supervisor()) - cpu_before;
+        let ticks = (gone.elapsed().as_secs_f64() * 100.0) as u64;
+        assert!(
+            spent * 2 < ticks.max(20),
+            "the supervisor spent {spent} of {ticks} ticks while the command ended"
+        );
         // The caller's umask, whatever the starter's was.
         let file = fx.p("scratch/made");
         let jail = common::jail_bin().to_string_lossy().into_owned();
@@ -942,6 +969,15 @@ fn a_caller_more_confined_than_the_session_is_refused() {
 
 /// The directory that holds session `name`'s socket: the user's runtime directory's, else the
 /// state directory's (the fixture's commands name no XDG_RUNTIME_DIR).
+/// User and system CPU time a process has spent, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // After the command name in parentheses: state is field 3, utime 14, stime 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
 fn session_dir(fx: &Fixture, name: &str) -> String {
     let uid = common::uid_of(fx.who);
     let candidates = [

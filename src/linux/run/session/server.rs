@@ -380,25 +380,20 @@ fn relay(
             }
             None => PollTimeout::NONE,
         };
-        let caller = match r.caller_gone {
-            true => PollFlags::empty(),
-            false => PollFlags::POLLIN,
-        };
+        // A gone caller's socket is not polled at all: the kernel reports its hang-up whatever
+        // events are asked for, and the loop would spin without ever reaching the deadline.
+        let watched = if r.caller_gone { 1 } else { 2 };
         let mut fds = [
             PollFd::new(r.ours.as_fd(), PollFlags::POLLIN),
-            PollFd::new(conn.as_fd(), caller),
+            PollFd::new(conn.as_fd(), PollFlags::POLLIN),
         ];
-        let n = match poll(&mut fds, wait) {
+        match poll(&mut fds[..watched], wait) {
             Err(nix::errno::Errno::EINTR) => continue,
             Err(e) => return Err(format!("poll: {e}")),
-            Ok(n) => n,
-        };
-        let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
-        let (inside, caller) = (ready(0), ready(1));
-        if n == 0 {
-            r.on_deadline();
-            continue;
+            Ok(_) => {}
         }
+        let ready = |i: usize| i < watched && fds[i].revents().is_some_and(|r| !r.is_empty());
+        let (inside, caller) = (ready(0), ready(1));
         if caller {
             r.on_caller(conn);
         }
@@ -406,6 +401,11 @@ fn relay(
             if let Some(end) = r.on_inside() {
                 return end;
             }
+        }
+        // By the clock, not by a quiet poll: a busy caller (a stream of signals) must not
+        // hold the timeout off.
+        if r.deadline.is_some_and(|d| Instant::now() >= d) {
+            r.on_deadline();
         }
     }
 }

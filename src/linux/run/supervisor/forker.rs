@@ -376,21 +376,17 @@ fn watch_command(command: Pid, mut stream: std::fs::File) -> ! {
             // SAFETY: leave without running anything of the parent's.
             unsafe { libc::_exit(0) }
         }
+        // A closed stream is not polled: its hang-up is reported whatever is asked, and the loop
+        // would spin until the command ends.
+        let watched = if stream_open { 2 } else { 1 };
         let mut fds = [
             PollFd::new(sfd.as_fd(), PollFlags::POLLIN),
-            PollFd::new(
-                stream.as_fd(),
-                if stream_open {
-                    PollFlags::POLLIN
-                } else {
-                    PollFlags::empty()
-                },
-            ),
+            PollFd::new(stream.as_fd(), PollFlags::POLLIN),
         ];
-        if poll(&mut fds, PollTimeout::NONE).is_err() {
+        if poll(&mut fds[..watched], PollTimeout::NONE).is_err() {
             continue;
         }
-        let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
+        let ready = |i: usize| i < watched && fds[i].revents().is_some_and(|r| !r.is_empty());
         if ready(0) {
             while let Ok(Some(info)) = sfd.read_signal() {
                 if info.ssi_signo as i32 == libc::SIGTERM {
