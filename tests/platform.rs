@@ -188,6 +188,21 @@ fn under_dockers_profile_jail_runs_at_level_partial_and_says_so() {
                     "Operation not permitted",
                 ],
             );
+            // A dry run answers as the run would: exit 0 only where the run would start.
+            let dry = jail_under(
+                &fx,
+                Outer::Docker,
+                "",
+                &["--require", require, "--dry-run", "--", "true"],
+            );
+            assert!(
+                dry.code == Some(125)
+                    && dry
+                        .stderr
+                        .contains(&format!("required enforcement level '{require}' not met")),
+                "--dry-run --require {require} under Docker's profile as {who:?}: {}",
+                dry.describe()
+            );
         }
         for require in ["landlock", "any"] {
             let ok = jail_under(
@@ -197,6 +212,17 @@ fn under_dockers_profile_jail_runs_at_level_partial_and_says_so() {
                 &["--require", require, "--", "/bin/sh", "-c", "echo RAN"],
             );
             assert_eq!(ok.stdout, "RAN\n", "{who:?} {require}: {}", ok.describe());
+            let dry = jail_under(
+                &fx,
+                Outer::Docker,
+                "",
+                &["--require", require, "--dry-run", "--", "true"],
+            );
+            assert!(
+                dry.ok() && dry.stdout.contains("\"level\": \"partial\""),
+                "{who:?} {require}: {}",
+                dry.describe()
+            );
         }
     }
 }

@@ -38,13 +38,15 @@ use crate::workspace::store::LayerKind;
 /// [`plan::decide`] returns for the facts detected now. The namespaces are tried for real (a
 /// throwaway child, ~1 ms), so that it shows what a run would get. Nothing records a dry run:
 /// its plan is the one of a run without a report, summary or event stream.
-/// The options change nothing here (the macOS dry run refuses what macOS cannot do).
-pub fn dry_run(policy: &Policy, _options: &RunSettings) -> Result<String, JailError> {
+/// A level the run would not reach is refused as the run would refuse it (`--require`), so a
+/// dry run's exit 0 means the run would start.
+pub fn dry_run(policy: &Policy, options: &RunSettings) -> Result<String, JailError> {
     let mut facts = Facts::new(probe::detect(true), limits::Host::detect());
     let mut net = NetRuntime::new(policy)?;
     facts.trust_ca = net.trust_ca();
     network_facts(&mut net, &mut facts)?;
     let plan = plan::decide(policy, &facts)?;
+    check_level(policy, options.allow_unconfined, &plan, &facts)?;
     let out = DryRun {
         policy,
         features: &facts.features,
