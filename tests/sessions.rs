@@ -1138,3 +1138,35 @@ fn execs_still_signal_each_other_and_the_session_says_they_are_isolated() {
         assert!(line.contains("(not isolated)"), "{line}");
     }
 }
+
+/// In a session whose commands may create user namespaces (`--allow-userns`), `jail status`
+/// answers "advisory" (exit 2), and a process an earlier exec left behind cannot turn that into
+/// "confined" by killing status's probe children (signals between execs are allowed on
+/// purpose): a probe that did not finish proves nothing, never "cannot create".
+#[test]
+fn a_killed_userns_probe_never_makes_status_say_confined() {
+    if !full_level_or_skip("session-probe-kill") {
+        return;
+    }
+    let killer = common::compile_helper("probe_killer");
+    let killer = killer.to_string_lossy().into_owned();
+    let jail = common::jail_bin().to_string_lossy().into_owned();
+    for who in users() {
+        let fx = Fixture::new(who, "session-probe-kill");
+        let s = Sess::start(&fx, &["--allow-userns"], &[]);
+        let honest = s.exec(&[&jail, "status"]);
+        assert_eq!(honest.code, Some(2), "{}", honest.describe());
+        let script = format!("setsid {killer} 30 </dev/null >/dev/null 2>&1 &");
+        let left = s.exec(&["sh", "-c", &script]);
+        assert!(left.ok(), "{}", left.describe());
+        std::thread::sleep(Duration::from_millis(300));
+        for _ in 0..6 {
+            let r = s.exec(&[&jail, "status", "--json"]);
+            assert!(
+                matches!(r.code, Some(1) | Some(2)),
+                "{who:?}: status said confined with its probe killed\n{}",
+                r.describe()
+            );
+        }
+    }
+}

@@ -28,7 +28,7 @@ use crate::sys::is_sealed_memfd;
 
 mod isolation;
 
-pub use isolation::{NamespaceFacts, judge_homes, namespaces, network};
+pub use isolation::{NamespaceFacts, UserNamespaces, judge_homes, namespaces, network};
 use isolation::{homes, namespace_facts};
 
 /// nsfs inode numbers of the initial namespaces (include/uapi/linux/nsfs.h). The initial mount
@@ -740,7 +740,7 @@ mod tests {
         Claims::of(&file, None)
     }
 
-    fn facts(userns: Result<(), String>, above: &[&'static str]) -> NamespaceFacts {
+    fn facts(userns: UserNamespaces, above: &[&'static str]) -> NamespaceFacts {
         NamespaceFacts {
             userns,
             above: above.to_vec(),
@@ -755,17 +755,17 @@ mod tests {
     #[test]
     fn a_view_the_process_could_have_made_is_advisory_under_allow_userns_and_contradicts_otherwise()
     {
-        let refused = || Err("Operation not permitted".to_string());
+        let refused = || UserNamespaces::of(Ok(Err(libc::EPERM)));
         // A plain jail: no user namespace can be made, jail's namespaces are ours.
         let c = namespaces(&claims(false), &facts(refused(), &[]));
         assert_eq!(c.finding, Finding::Verified, "{}", c.detail);
         assert!(c.detail.contains("mnt, pid, ipc namespaces belong"));
         // --allow-userns: the process could build any view, so the checks read from paths
         // are advisory; a policy that refuses user namespaces is contradicted by it.
-        let c = namespaces(&claims(true), &facts(Ok(()), &[]));
+        let c = namespaces(&claims(true), &facts(UserNamespaces::Creatable, &[]));
         assert_eq!(c.finding, Finding::Advisory);
         assert!(c.detail.contains("can create user namespaces"));
-        let c = namespaces(&claims(false), &facts(Ok(()), &[]));
+        let c = namespaces(&claims(false), &facts(UserNamespaces::Creatable, &[]));
         assert_eq!(c.finding, Finding::Failed);
         assert!(
             c.detail
@@ -785,6 +785,23 @@ mod tests {
         let mut f = facts(refused(), &[]);
         f.unknown.push("pid: Bad file descriptor".into());
         assert_eq!(namespaces(&claims(false), &f).finding, Finding::Advisory);
+    }
+
+    #[test]
+    fn a_userns_probe_another_process_could_have_spoiled_proves_nothing() {
+        // Killed (a leftover of an earlier exec can signal it), or the count of user
+        // namespaces filled: never "cannot create", whatever the policy.
+        let killed = UserNamespaces::of(Err(std::io::Error::other("the probe child did not exit")));
+        let full = UserNamespaces::of(Ok(Err(libc::ENOSPC)));
+        for userns in [killed, full] {
+            for allow in [false, true] {
+                let c = namespaces(&claims(allow), &facts(userns.clone(), &[]));
+                assert_eq!(c.finding, Finding::Advisory, "{userns:?}: {}", c.detail);
+            }
+        }
+        let nested = UserNamespaces::of(Ok(Err(libc::EUSERS)));
+        let c = namespaces(&claims(false), &facts(nested, &[]));
+        assert_eq!(c.finding, Finding::Verified, "{}", c.detail);
     }
 
     #[test]

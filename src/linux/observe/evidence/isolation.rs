@@ -10,14 +10,42 @@ use crate::claims::{Check, Claims, Finding};
 /// What the kernel said about this process's namespaces (see [`namespaces`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamespaceFacts {
-    /// unshare(CLONE_NEWUSER) in a forked child: `Ok` when it made one, else the errno's text.
-    pub userns: Result<(), String>,
+    /// unshare(CLONE_NEWUSER) in a forked child.
+    pub userns: UserNamespaces,
     /// The namespaces jail made (with the mount view) owned by a user namespace above ours.
     pub above: Vec<&'static str>,
     /// Those it asked about and owned by ours.
     pub ours: Vec<&'static str>,
     /// What could not be asked, and why.
     pub unknown: Vec<String>,
+}
+
+/// What the probe of user namespaces found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserNamespaces {
+    /// The child made one.
+    Creatable,
+    /// Refused with EPERM (jail's filter, or the kernel's own rules for this process) or
+    /// EUSERS (the nesting depth): no other process can bring either about.
+    Refused(String),
+    /// Anything else says nothing: a probe child that was killed or stopped (a process another
+    /// exec of a session left can signal it), a fork that failed, ENOSPC (the count of user
+    /// namespaces, which another process that may create them can fill).
+    Unknown(String),
+}
+
+impl UserNamespaces {
+    /// The probe's result as it came.
+    pub fn of(probe: std::io::Result<Result<(), i32>>) -> UserNamespaces {
+        match probe {
+            Ok(Ok(())) => UserNamespaces::Creatable,
+            Ok(Err(e)) if e == libc::EPERM || e == libc::EUSERS => {
+                UserNamespaces::Refused(errno_name(e))
+            }
+            Ok(Err(e)) => UserNamespaces::Unknown(errno_name(e)),
+            Err(e) => UserNamespaces::Unknown(format!("the probe failed: {e}")),
+        }
+    }
 }
 
 /// The namespaces jail makes with the mount view: mount, pid and IPC always, the network's
@@ -35,11 +63,7 @@ pub(super) fn jails_namespaces(claims: &Claims) -> Vec<&'static str> {
 
 pub(super) fn namespace_facts(claims: &Claims) -> NamespaceFacts {
     let mut facts = NamespaceFacts {
-        userns: match crate::linux::observe::view::can_create_user_namespace() {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(errno)) => Err(errno_name(errno)),
-            Err(e) => Err(format!("the probe failed: {e}")),
-        },
+        userns: UserNamespaces::of(crate::linux::observe::view::can_create_user_namespace()),
         above: Vec::new(),
         ours: Vec::new(),
         unknown: Vec::new(),
@@ -65,7 +89,7 @@ pub fn namespaces(claims: &Claims, facts: &NamespaceFacts) -> Check {
     let how = "unshare(CLONE_NEWUSER) in a forked child; NS_GET_USERNS of each namespace jail \
                makes, through a pidfd of this process (PIDFD_GET_*_NAMESPACE)";
     let kinds = |k: &[&str]| k.join(", ");
-    let problem = if facts.userns.is_ok() {
+    let problem = if facts.userns == UserNamespaces::Creatable {
         Some(
             "this process can create user namespaces: in one of its own it can mount over any \
              path (/dev/jail, /proc, /etc/passwd), so the policy file and everything read from \
@@ -97,7 +121,18 @@ pub fn namespaces(claims: &Claims, facts: &NamespaceFacts) -> Check {
             format!("could not ask: {}", facts.unknown.join("; ")),
         ),
         None => {
-            let refused = facts.userns.as_ref().err().cloned().unwrap_or_default();
+            let refused = match &facts.userns {
+                UserNamespaces::Refused(why) => why,
+                UserNamespaces::Unknown(why) => {
+                    return Check::new(
+                        NAME,
+                        Finding::Advisory,
+                        how,
+                        format!("could not tell whether user namespaces can be made: {why}"),
+                    );
+                }
+                UserNamespaces::Creatable => unreachable!("a problem above"),
+            };
             let owned = if facts.ours.is_empty() {
                 String::new()
             } else {

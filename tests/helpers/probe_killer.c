@@ -1,0 +1,62 @@
+/* A process one exec of a session leaves behind, spoiling what a later `jail status` probes:
+ *   probe_killer SECONDS
+ * For SECONDS it looks for a new process whose command line holds "jail" and " status" and,
+ * while that process lives, sends SIGKILL to the next few pids (where its short-lived probe
+ * children are: the fork that tries unshare(CLONE_NEWUSER)). Signals between a session's execs
+ * are allowed on purpose (a later exec stops what an earlier one started), so such a kill
+ * lands: status must take a killed probe for "unknown", never for "refused". */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int is_status(int pid)
+{
+	char path[64], buf[512];
+	int fd, n, i;
+
+	snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	buf[n] = 0;
+	return strstr(buf, " status") && strstr(buf, "jail");
+}
+
+int main(int argc, char **argv)
+{
+	time_t end = time(NULL) + (argc > 1 ? atoi(argv[1]) : 30);
+	int last = 0;
+
+	while (time(NULL) < end) {
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+		int target = 0, q;
+
+		if (!d)
+			return 1;
+		while ((e = readdir(d)))
+			if (atoi(e->d_name) > last && is_status(atoi(e->d_name)))
+				target = atoi(e->d_name);
+		closedir(d);
+		if (!target)
+			continue;
+		last = target;
+		while (kill(target, 0) == 0)
+			for (q = target + 1; q <= target + 4; q++)
+				kill(q, SIGKILL);
+	}
+	return 0;
+}
