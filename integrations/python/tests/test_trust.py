@@ -357,3 +357,21 @@ def test_a_jail_binary_writable_by_a_profile_cache_or_host_tmp_is_refused(
     finally:
         if how == "tmp":
             shutil.rmtree(base, ignore_errors=True)
+
+
+def test_what_an_earlier_command_left_cannot_write_into_a_later_jail_status(jail_bin, project):
+    """Each exec of a session is a Landlock domain of its own: a process one command leaves
+    behind writes into every other process's stdout it can open through /proc, and reaches
+    none of a later exec's, so what `jail status` prints is jail's own."""
+    forger = (
+        "setsid sh -c 'end=$(($(date +%s)+8)); while [ $(date +%s) -lt $end ]; do "
+        "for f in /proc/[0-9]*/fd/1; do (echo FORGED >> $f) 2>/dev/null; done; done' "
+        "</dev/null >/dev/null 2>&1 &"
+    )
+    with JailSession.start(cwd=project, ro=[project], jail=jail_bin) as s:
+        assert s.exec(["sh", "-c", forger]).exit_code == 0
+        for _ in range(5):
+            r = s.exec([jail_bin, "status", "--json"])
+            assert r.exit_code == 0, r
+            assert b"FORGED" not in r.stdout + r.stderr, r
+            assert json.loads(r.stdout)["verdict"] == "confined"
