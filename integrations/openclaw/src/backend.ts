@@ -22,7 +22,7 @@ import type {
   SandboxBackendRegistration,
   SandboxContext,
 } from "openclaw/plugin-sdk/sandbox";
-import { JailCli, JailUnavailableError, resolveJailBinary, text, type StatusVerdict, type StopOutcome } from "./jail.js";
+import { bounded, JailCli, JailUnavailableError, MAX_COMMAND_OUTPUT_BYTES, resolveJailBinary, text, type StatusVerdict, type StopOutcome } from "./jail.js";
 
 export const BACKEND_ID = "jail";
 /** $0 of the shell scripts of OpenClaw's file tools (read, write, edit, apply_patch). */
@@ -213,24 +213,61 @@ export const explanations: Map<string, string> = ((globalThis as Record<symbol, 
   Symbol.for("jail.openclaw.explanations")
 ] ??= new Map<string, string>()) as Map<string, string>;
 
+/** `jail notice` as it was printed in a session this process started, by session name. */
+const notices: Map<string, string> = ((globalThis as Record<symbol, unknown>)[Symbol.for("jail.openclaw.notices")] ??= new Map<
+  string,
+  string
+>()) as Map<string, string>;
+
+/**
+ * What the agent is told of a session whose `jail notice` cannot be taken (a reused one): the
+ * host's own sentence, from the session's flags alone (the profile may open more).
+ */
+export function hostNotice(flags: string[]): string {
+  const of = (flag: string) =>
+    flags.flatMap((f, i) => (f === flag && flags[i + 1] !== undefined ? [flags[i + 1]!] : f.startsWith(`${flag}=`) ? [f.slice(flag.length + 1)] : []));
+  const list = (paths: string[]) => paths.map((p) => printable(p)).join(", ");
+  const rw = of("--rw");
+  const cow = of("--cow");
+  const hide = of("--hide");
+  const profile = of("--profile")[0];
+  const writable = [...rw, ...cow];
+  const parts = [
+    `You are working inside a sandbox (jail${profile ? `, profile ${printable(profile)}` : ""}): ` +
+      (writable.length ? `only ${list(writable)} and a private /tmp can be written` : "only a private /tmp can be written") +
+      `${profile ? ` (and what the profile opens)` : ""}, everything else is read-only` +
+      `${cow.length ? `; writes under ${list(cow)} go to a copy-on-write layer that waits for review` : ""}` +
+      `${hide.length ? `; ${list(hide)} ${hide.length > 1 ? "are" : "is"} hidden` : ""}` +
+      `${of("--net").includes("none") ? "; there is no network but loopback" : ""}.`,
+    "When a write or a read is denied, that is a rule of this sandbox, not an obstacle, so do not try to work around it.",
+  ];
+  return parts.join(" ");
+}
+
 export type BackendDeps = {
   pluginConfig: JailPluginConfig;
   logger: Logger;
   /** Whether OpenClaw requires a sandbox for this session (`sandbox: "require"`). */
   isRequired: (sessionKey: string) => boolean;
   env?: NodeJS.ProcessEnv;
+  /** What one file-tool command may print on a stream (default: OpenClaw's own bound, 100 MiB). */
+  maxOutputBytes?: number;
 };
 
-/** One start at a time per session name, in this process. */
-const starting = new Map<string, Promise<StatusVerdict>>();
+/** A session made ready: what `jail status` proved, and whether this call started it. */
+type Ready = { status: StatusVerdict; fresh: boolean };
 
-/** The roots a plan makes writable on the host or in a layer: --rw and --cow, extraArgs too. */
+/** One start at a time per session name, in this process. */
+const starting = new Map<string, Promise<Ready>>();
+
+/** The roots a plan makes writable on the host or in a layer: --rw and --cow, the host's /tmp with --tmp host; extraArgs too. */
 export function writableRoots(flags: string[]): string[] {
   const roots: string[] = [];
   flags.forEach((f, i) => {
     const eq = /^--(rw|cow)=(.+)$/.exec(f);
     if (eq) roots.push(canonical(eq[2]!));
     else if ((f === "--rw" || f === "--cow") && flags[i + 1] !== undefined) roots.push(canonical(flags[i + 1]!));
+    else if (f === "--tmp=host" || (f === "--tmp" && flags[i + 1] === "host")) roots.push(canonical("/tmp"));
   });
   return roots;
 }
@@ -251,18 +288,19 @@ export function assertBinaryOutside(binary: string, roots: string[]): void {
   }
 }
 
-async function ensureSession(cli: JailCli, plan: SessionPlan, log: Logger): Promise<StatusVerdict> {
+async function ensureSession(cli: JailCli, plan: SessionPlan, log: Logger): Promise<Ready> {
   const pending = starting.get(plan.name);
   if (pending) return pending;
   const p = (async () => {
     assertBinaryOutside(cli.binary, writableRoots(plan.flags));
     let info = await cli.find(plan.name);
+    let fresh = false;
     if (!info) {
       const r = await cli.start(plan.name, plan.flags, plan.cwd);
       // Another process may have started the same name in the meantime: that one is fine.
       info = await cli.find(plan.name);
       if (r.code !== 0 && !info) {
-          const said = text(r.stderr) || text(r.stdout);
+          const said = bounded(text(r.stderr) || text(r.stdout));
           if (/SUN_LEN/.test(said)) {
             // The name is short (oc- and 16 hex digits); the directory jail keeps sockets in is not.
             throw new JailUnavailableError(
@@ -272,7 +310,10 @@ async function ensureSession(cli: JailCli, plan: SessionPlan, log: Logger): Prom
           }
           throw new JailUnavailableError(`jail session start ${plan.name} failed (exit ${r.code}): ${said}`);
       }
-      if (r.code === 0) log.info(`jail: session ${plan.name} started: jail session start ${plan.flags.join(" ")}`);
+      if (r.code === 0) {
+        fresh = true;
+        log.info(`jail: session ${plan.name} started: jail session start ${plan.flags.join(" ")}`);
+      }
       if (!info) throw new JailUnavailableError(`jail session start ${plan.name} said it started, but jail session list does not show it`);
     }
     const refuse = async (why: string) => {
@@ -299,7 +340,7 @@ async function ensureSession(cli: JailCli, plan: SessionPlan, log: Logger): Prom
     } catch (e) {
       await refuse((e as Error).message);
     }
-    return { ...status, level: info.level };
+    return { status: { ...status, level: info.level }, fresh };
   })();
   starting.set(plan.name, p);
   try {
@@ -321,15 +362,25 @@ export function createJailSandboxBackend(deps: BackendDeps): SandboxBackendRegis
     const required = deps.isRequired(params.sessionKey);
     const plan = planSession(params, deps.pluginConfig, required);
     params.assertRuntimeCurrent?.();
-    const status = await ensureSession(jail, plan, deps.logger);
+    const { status, fresh } = await ensureSession(jail, plan, deps.logger);
     const name = plan.name;
-    const notice = await jail.exec(name, [jail.binary, "notice"], { timeoutMs: 30_000 }).catch(() => undefined);
+    // `jail notice` is jail's own wording only in a session nothing else has run in yet (one this
+    // call started): in a reused one, a process an earlier tool call left could write into the
+    // notice exec's stdout and so into the system prompt. There, the sentence is the host's own,
+    // from the flags the session was started with.
+    if (fresh) {
+      const notice = await jail
+        .exec(name, [jail.binary, "notice"], { timeoutMs: 30_000, maxOutputBytes: 64 * 1024 })
+        .catch(() => undefined);
+      const said = notice && notice.code === 0 ? noticeText(text(notice.stdout)) : "";
+      if (said) notices.set(name, said);
+    }
     explanations.set(
       params.sessionKey,
       [
         `Every command and file operation of your tools runs in a jail session (${name}), enforced by the Linux kernel at level ${status.level}` +
           `${status.layers ? ` (${status.layers})` : ""}; \`jail status\` exits 0 inside it.`,
-        notice && notice.code === 0 ? noticeText(text(notice.stdout)) : "",
+        notices.get(name) ?? hostNotice(plan.flags),
       ]
         .filter(Boolean)
         .join(" "),
@@ -338,17 +389,26 @@ export function createJailSandboxBackend(deps: BackendDeps): SandboxBackendRegis
     const agentWorkspaceDir = canonical(params.agentWorkspaceDir);
 
     const runShellCommand = async (command: SandboxBackendCommandParams): Promise<SandboxBackendCommandResult> => {
+      command.signal?.throwIfAborted();
       const r = await jail.exec(name, ["/bin/sh", "-c", command.script, FS_SCRIPT_NAME, ...(command.args ?? [])], {
         stdin: command.stdin ?? "",
         signal: command.signal,
+        maxOutputBytes: deps.maxOutputBytes ?? MAX_COMMAND_OUTPUT_BYTES,
       });
+      // Aborted: the command was killed, what it printed is not an answer (OpenClaw's own backends
+      // throw the AbortError, never an exit code a caller with allowFailure could take for "absent").
+      command.signal?.throwIfAborted();
       if (r.code === 125 && !(await jail.find(name).catch(() => undefined))) {
         // 125 is jail's own failure only when the session is gone: a script may exit 125 and
         // print jail's words too, and must not be taken for "not run".
-        throw new JailUnavailableError(`the session ${name} ended: ${text(r.stderr)}`);
+        throw new JailUnavailableError(`the session ${name} ended: ${bounded(text(r.stderr))}`);
       }
       if (r.code !== 0 && !command.allowFailure) {
-        throw new Error(text(r.stderr) || `sandbox command failed with exit code ${r.code}`);
+        throw Object.assign(new Error(bounded(text(r.stderr)) || `sandbox command failed with exit code ${r.code}`), {
+          code: r.code,
+          stdout: r.stdout,
+          stderr: r.stderr,
+        });
       }
       return { code: r.code, stdout: r.stdout, stderr: r.stderr };
     };
@@ -370,6 +430,8 @@ export function createJailSandboxBackend(deps: BackendDeps): SandboxBackendRegis
           argv: jail.execArgv(name, ["/bin/sh", "-c", command], { cwd: workdir ?? workspaceDir, env: args }),
           env: clientEnv,
           cwd: workspaceDir,
+          // OpenClaw asks no sandboxed exec for a pty (bash-tools: `usePty = params.pty && !sandbox`),
+          // and its own backends close stdin then: so here.
           stdinMode: "pipe-closed",
           assertCurrent: params.assertRuntimeCurrent,
         };
@@ -389,11 +451,17 @@ export function createJailSandboxBackend(deps: BackendDeps): SandboxBackendRegis
   };
 
   const manager: SandboxBackendManager = {
+    // `openclaw sandbox list`: the level is the one the session's supervisor reports now (on the
+    // host), beside the label recorded when the sandbox was made; a different level is a mismatch.
     async describeRuntime({ entry }) {
       const info = await cli()
         .find(entry.containerName)
         .catch(() => undefined);
-      return { running: info !== undefined, actualConfigLabel: entry.image, configLabelMatch: true };
+      if (!info) return { running: false, actualConfigLabel: entry.image, configLabelMatch: true };
+      const live = `jail ${/^[a-z]{1,16}$/.test(info.level) ? info.level : "unknown"}`;
+      const recorded = entry.image ?? "";
+      const match = recorded === live || recorded.startsWith(`${live} (`);
+      return { running: true, actualConfigLabel: match ? recorded : live, configLabelMatch: match };
     },
     async removeRuntime({ entry }) {
       const jail = cli();

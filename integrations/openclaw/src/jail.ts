@@ -18,7 +18,25 @@ export type RunOptions = {
   signal?: AbortSignal;
   /** Kill the process (SIGTERM, SIGKILL 2 s later) after so long. */
   timeoutMs?: number;
+  /**
+   * At most so many bytes of stdout and of stderr are kept. More: the process is killed and the
+   * promise rejects with OutputLimitError (never a truncated answer taken for a whole one).
+   */
+  maxOutputBytes?: number;
 };
+
+/** What OpenClaw's own sandbox backends buffer of one command's output (SANDBOX_COMMAND_MAX_BUFFER_BYTES). */
+export const MAX_COMMAND_OUTPUT_BYTES = 100 * 1024 * 1024;
+/** What a jail control call (session list, status, notice, start, stop) may print. */
+export const MAX_CONTROL_OUTPUT_BYTES = 16 * 1024 * 1024;
+
+/** A process printed more than its bound: killed, its output not taken. */
+export class OutputLimitError extends Error {
+  constructor(readonly argv0: string, readonly limit: number) {
+    super(`${path.basename(argv0)} printed more than ${limit} bytes on one stream: killed, its output not taken`);
+    this.name = "OutputLimitError";
+  }
+}
 
 /** An error that must reach OpenClaw: the tool call is refused, never run without jail. */
 export class JailUnavailableError extends Error {
@@ -73,6 +91,9 @@ export function run(argv: string[], options: RunOptions = {}): Promise<RunResult
     });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
+    const limit = options.maxOutputBytes ?? MAX_COMMAND_OUTPUT_BYTES;
+    let outBytes = 0;
+    let errBytes = 0;
     let settled = false;
     let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
     let timer: NodeJS.Timeout | undefined;
@@ -90,8 +111,28 @@ export function run(argv: string[], options: RunOptions = {}): Promise<RunResult
         stderr: Buffer.concat(err),
       });
     };
-    child.stdout?.on("data", (d: Buffer) => out.push(d));
-    child.stderr?.on("data", (d: Buffer) => err.push(d));
+    const overflow = () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      clearTimeout(killTimer);
+      out.length = 0;
+      err.length = 0;
+      child.kill("SIGKILL");
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      reject(new OutputLimitError(file, limit));
+    };
+    child.stdout?.on("data", (d: Buffer) => {
+      outBytes += d.length;
+      if (outBytes > limit) overflow();
+      else if (!settled) out.push(d);
+    });
+    child.stderr?.on("data", (d: Buffer) => {
+      errBytes += d.length;
+      if (errBytes > limit) overflow();
+      else if (!settled) err.push(d);
+    });
     child.on("error", (e) => {
       if (settled) return;
       if (exited === null && child.pid === undefined) {
@@ -186,6 +227,9 @@ export type StatusVerdict = {
   text: string;
 };
 
+/** The layers `jail status --json` names in `policy.layers`. */
+const LAYERS = ["mount", "landlock", "seccomp"] as const;
+
 export class JailCli {
   constructor(
     readonly binary: string,
@@ -194,7 +238,7 @@ export class JailCli {
   ) {}
 
   async list(): Promise<SessionInfo[]> {
-    const r = await run([this.binary, "session", "list", "--json"], { env: this.env, timeoutMs: 30_000 });
+    const r = await run([this.binary, "session", "list", "--json"], { env: this.env, timeoutMs: 30_000, maxOutputBytes: MAX_CONTROL_OUTPUT_BYTES });
     if (r.code !== 0) throw new JailUnavailableError(`jail session list failed (${r.code}): ${text(r.stderr)}`);
     const parsed = JSON.parse(r.stdout.toString("utf8")) as { sessions?: SessionInfo[] };
     return parsed.sessions ?? [];
@@ -210,6 +254,7 @@ export class JailCli {
       env: this.env,
       cwd,
       timeoutMs: 120_000,
+      maxOutputBytes: MAX_CONTROL_OUTPUT_BYTES,
     });
   }
 
@@ -219,7 +264,7 @@ export class JailCli {
    * (exit 125, nothing on stdout), never a stale outcome.
    */
   async stop(name: string): Promise<{ result: RunResult; outcome?: StopOutcome }> {
-    const result = await run([this.binary, "session", "stop", name, "--json"], { env: this.env, timeoutMs: 60_000 });
+    const result = await run([this.binary, "session", "stop", name, "--json"], { env: this.env, timeoutMs: 60_000, maxOutputBytes: MAX_CONTROL_OUTPUT_BYTES });
     let outcome: StopOutcome | undefined;
     try {
       const parsed = JSON.parse(result.stdout.toString("utf8")) as Partial<StopOutcome>;
@@ -246,19 +291,27 @@ export class JailCli {
   async exec(
     name: string,
     command: string[],
-    opts: { cwd?: string; stdin?: Buffer | string; signal?: AbortSignal; timeoutMs?: number } = {},
+    opts: { cwd?: string; stdin?: Buffer | string; signal?: AbortSignal; timeoutMs?: number; maxOutputBytes?: number } = {},
   ): Promise<RunResult> {
     return run(this.execArgv(name, command, { cwd: opts.cwd }), {
       env: this.env,
       stdin: opts.stdin,
       signal: opts.signal,
       timeoutMs: opts.timeoutMs,
+      maxOutputBytes: opts.maxOutputBytes,
     });
   }
 
   /** `jail status --json` run inside the session: the proof an orchestrator asks for. */
   async status(name: string): Promise<StatusVerdict> {
-    const r = await this.exec(name, [this.binary, "status", "--json"], { timeoutMs: 60_000 });
+    let r: RunResult;
+    try {
+      r = await this.exec(name, [this.binary, "status", "--json"], { timeoutMs: 60_000, maxOutputBytes: MAX_CONTROL_OUTPUT_BYTES });
+    } catch (e) {
+      if (!(e instanceof OutputLimitError)) throw e;
+      // Flooded (by a process the session kept): no exit code to take, so no proof.
+      return { exitCode: -1, verdict: "unknown", level: "unknown", layers: "", writable: [], text: e.message };
+    }
     let verdict = "unknown";
     let level = "unknown";
     let layers = "";
@@ -269,19 +322,33 @@ export class JailCli {
         policy?: { level?: string; layers?: Record<string, boolean>; writable?: unknown };
         checks?: Array<{ name: string; finding: string }>;
       };
-      verdict = s.verdict ?? verdict;
+      verdict = word(s.verdict) ?? "unrecognised";
       if (Array.isArray(s.policy?.writable)) writable = s.policy.writable.filter((w): w is string => typeof w === "string");
-      level = s.policy?.level ?? level;
-      if (s.policy?.layers) {
-        layers = Object.entries(s.policy.layers)
-          .map(([k, v]) => `${k.replace(/_/g, " ")} ${v ? "yes" : "no"}`)
+      level = word(s.policy?.level) ?? "unrecognised";
+      // Printed inside, so the session's word: only jail's own layer names with booleans are
+      // taken (they reach `sandbox list` and the system prompt), nothing else a process wrote.
+      const l = s.policy?.layers as Record<string, unknown> | undefined;
+      if (l && typeof l === "object") {
+        layers = LAYERS.filter((k) => typeof l[k] === "boolean")
+          .map((k) => `${k} ${l[k] ? "yes" : "no"}`)
           .join(", ");
       }
     } catch {
       // the exit code speaks
     }
-    return { exitCode: r.code, verdict, level, layers, writable, text: text(r.stderr) };
+    return { exitCode: r.code, verdict, level, layers, writable, text: bounded(text(r.stderr)) };
   }
+}
+
+/** One of jail's words (a level, a verdict): lower-case letters, short; else none. */
+function word(v: unknown): string | undefined {
+  return typeof v === "string" && /^[a-z][a-z_-]{0,31}$/.test(v) ? v : undefined;
+}
+
+/** What a process printed, for an error message: control characters escaped, 2,000 characters at most. */
+export function bounded(t: string, max = 2000): string {
+  const one = t.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\x{${c.charCodeAt(0).toString(16)}}`);
+  return one.length > max ? `${one.slice(0, max)}… (${one.length - max} more characters)` : one;
 }
 
 export function text(b: Buffer): string {

@@ -117,6 +117,10 @@ test("a jail binary under a root the sandbox may write is refused", () => {
   assert.deepEqual(writableRoots(["--ro", "/a", "--rw", ws, "--cow=/var/tmp/x/../y", "--net", "none"]), [ws, "/var/tmp/y"]);
   assert.throws(() => assertBinaryOutside(path.join(ws, "bin", "jail"), [ws]), /lies under .* which the sandbox may write/);
   assert.throws(() => assertBinaryOutside(path.join(ws, "jail"), ["/var/tmp/y", ws]), /install jail outside the workspace/);
+  // --tmp host makes the host's /tmp writable inside: a jail binary there could be replaced too.
+  assert.deepEqual(writableRoots(["--tmp", "host"]), ["/tmp"]);
+  assert.deepEqual(writableRoots(["--tmp=host", "--tmp", "private"]), ["/tmp"]);
+  assert.throws(() => assertBinaryOutside("/tmp/jail", writableRoots(["--tmp", "host"])), /lies under \/tmp, which the sandbox may write/);
   assertBinaryOutside("/usr/local/bin/jail", [ws]);
   assertBinaryOutside(`${ws}-other/jail`, [ws]);
 });
