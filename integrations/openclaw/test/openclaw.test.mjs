@@ -228,6 +228,13 @@ describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_
     assert.match(listed.stdout, new RegExp(session.name));
     // The sandbox's explanation in OpenClaw's own listing: what jail enforces, at what level.
     assert.match(listed.stdout, /jail full \(mount yes, landlock yes, seccomp yes\)/);
+    // `sandbox explain` takes one value from a backend, its working directory (resolveWorkdir).
+    const explained = h.openclaw(["sandbox", "explain", "--session", "agent:main:cow", "--json"], { config });
+    assert.equal(explained.code, 0, explained.stderr);
+    const explanation = JSON.parse(explained.stdout.slice(explained.stdout.search(/^\{/m)));
+    assert.equal(explanation.sandbox.backend, "jail");
+    assert.equal(explanation.sandbox.runtimeWorkdir, proj);
+    assert.equal(explanation.sandbox.sessionIsSandboxed, true);
     const recreate = h.openclaw(["sandbox", "recreate", "--all", "--force"], { config });
     assert.equal(recreate.code, 0, recreate.stdout + recreate.stderr);
     assert.equal(sessionsUnder(proj).length, 0, "the session was stopped");
