@@ -4,7 +4,8 @@
 // 127.0.0.1, so the suite runs offline. Each exec the script issues first runs `jail status`
 // (exit 0 only inside a jail whose every claim the kernel confirms) and prints its exit code.
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import net from "node:net";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -51,6 +52,18 @@ async function scenario({ name, steps, sandbox = {}, plugin = {}, extraEnv = {},
   model.reset(steps);
   const run = await h.runAgent({ config, cwd: proj, sessionKey: `agent:main:${name}`, extraEnv });
   return { proj, config, run, results: model.toolResults() };
+}
+
+/** A TCP port nothing listens on, on 127.0.0.1. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 function sessionsUnder(dir) {
@@ -263,6 +276,93 @@ describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_
     assert.equal(applied.code, 0, applied.stderr);
     assert.equal(readFileSync(path.join(proj, "a.txt"), "utf8"), "changed\n");
     assert.equal(readFileSync(path.join(proj, "written.txt"), "utf8"), "by the write tool\n");
+  });
+
+  test("a sub-agent spawned with sandbox: \"require\" through a gateway on loopback: accepted, its tool calls run confined in a jail session of its own", async () => {
+    // sessions_spawn hands the child's run to the gateway (agent --local has no published reply
+    // runtime), and the gateway takes only an installed plugin's models as verified: so the
+    // plugin is installed and a gateway runs on 127.0.0.1 for this test.
+    const home = path.join(root, "gateway-home");
+    h.setHome(home);
+    let gateway;
+    try {
+      const tgz = path.join(root, "openclaw-jail-sandbox-gw.tgz");
+      execFileSync("tar", ["czf", tgz, "--transform", "s,^,package/,", "package.json", "openclaw.plugin.json", "README.md", "dist"], { cwd: h.PACKAGE_DIR });
+      const installed = h.openclaw(["plugins", "install", "--force", "--accept-capabilities", tgz]);
+      assert.equal(installed.code, 0, installed.stdout + installed.stderr);
+      const proj = project("subagent");
+      const config = path.join(root, "subagent.json");
+      const port = await freePort();
+      const token = "gateway-token-of-the-test";
+      const written = h.writeConfig(config, { baseUrl: model.baseUrl, workspace: proj, workspaceRoot: path.join(root, "sandboxes") });
+      delete written.plugins.load;
+      written.tools = { profile: "full" };
+      written.gateway = { mode: "local", port, bind: "loopback", auth: { mode: "token", token } };
+      writeFileSync(config, JSON.stringify(written, null, 2));
+      const TASK = "CHILD-TASK: run jail status";
+      // The child's request carries the task; the parent's carry its sessions_spawn call.
+      const isChild = (messages) => JSON.stringify(messages).includes(TASK) && !JSON.stringify(messages).includes("sessions_spawn");
+      let childDone;
+      const childFinished = new Promise((r) => (childDone = r));
+      model.reset([
+        (messages) =>
+          isChild(messages)
+            ? { tools: [{ name: "exec", args: { command: confined("echo child-ran") } }] }
+            : { tools: [{ name: "tool_call", args: { id: "sessions_spawn", args: { task: TASK, sandbox: "require" } } }] },
+        async (messages) => {
+          if (isChild(messages)) {
+            childDone(messages.filter((m) => m.role === "tool").map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content))).join("\n"));
+            return { text: "child done" };
+          }
+          await Promise.race([childFinished, new Promise((r) => setTimeout(r, 60_000))]);
+          return { text: "parent done" };
+        },
+      ]);
+      const env = { ...h.testEnv(), OPENCLAW_CONFIG_PATH: config, OPENCLAW_GATEWAY_TOKEN: token };
+      gateway = spawn(process.execPath, [h.OPENCLAW, "gateway", "run", "--port", String(port), "--bind", "loopback", "--auth", "token", "--token", token], { env, stdio: ["ignore", "pipe", "pipe"] });
+      let log = "";
+      gateway.stdout.on("data", (d) => (log += d));
+      gateway.stderr.on("data", (d) => (log += d));
+      for (let i = 0; i < 90 && !/server listening/.test(log); i++) await new Promise((r) => setTimeout(r, 1000));
+      assert.match(log, /server listening/, log);
+      // Not spawnSync: the scripted model answers from this process's event loop.
+      const parent = await new Promise((resolve) => {
+        const c = spawn(process.execPath, [h.OPENCLAW, "agent", "--session-key", "agent:main:subagent-parent", "--message", "spawn the child", "--json", "--timeout", "120"], { env, stdio: ["ignore", "pipe", "pipe"] });
+        let out = "";
+        c.stdout.on("data", (d) => (out += d));
+        c.stderr.on("data", (d) => (out += d));
+        c.on("close", (code) => resolve({ code, out }));
+      });
+      assert.equal(parent.code, 0, parent.out);
+      // The parent's and the child's first tool calls share an id (c0t0): found by content.
+      const spawned =
+        model.requests
+          .flatMap((r) => r.messages ?? [])
+          .filter((m) => m.role === "tool")
+          .map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)))
+          .find((t) => t.includes("sessions_spawn")) ?? "";
+      assert.match(spawned, /\\"status\\": \\"accepted\\"/, spawned);
+      assert.match(spawned, /agent:main:subagent:[0-9a-f-]+/);
+      const child = await Promise.race([childFinished, new Promise((r) => setTimeout(() => r("(no child result)"), 60_000))]);
+      assertConfined(child);
+      assert.match(child, /^child-ran$/m);
+      // The parent's session and the child's are two jail sessions (two scope keys), both full.
+      const sessions = sessionsUnder(proj);
+      assert.ok(sessions.length >= 2, JSON.stringify(sessions));
+      for (const s of sessions) assert.equal(s.level, "full");
+      // sandbox: "require" asks OpenClaw only that the child be sandboxed (sessions_spawn refuses
+      // otherwise); it does not mark the child's session sandbox: "required" (an operator role's
+      // mark), so the child's session is not started with --require full: plugin config
+      // require: "full" is the way to have it for every session.
+      assert.match(log, /jail: session oc-[0-9a-f]{16} started: jail session start /);
+      assert.doesNotMatch(log, /--require full/);
+    } finally {
+      gateway?.kill("SIGTERM");
+      // Its sessions live in this HOME's state directory: stopped here, pass or fail (after()
+      // looks only in the suite's HOME, and removing the directory would orphan them).
+      stopSessions(path.join(root, "subagent"));
+      h.setHome(path.join(root, "home"));
+    }
   });
 
   test("a timeout stops the command's whole tree inside the session", async () => {
