@@ -357,7 +357,13 @@ describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_
       assert.match(log, /jail: session oc-[0-9a-f]{16} started: jail session start /);
       assert.doesNotMatch(log, /--require full/);
     } finally {
-      gateway?.kill("SIGTERM");
+      // Ended before its sessions are stopped: a turn it still runs (the child's completion
+      // announced to the parent) could start one after.
+      if (gateway && gateway.exitCode === null && gateway.signalCode === null) {
+        const ended = new Promise((r) => gateway.once("exit", r));
+        gateway.kill("SIGTERM");
+        await Promise.race([ended, new Promise((r) => setTimeout(r, 30_000))]);
+      }
       // Its sessions live in this HOME's state directory: stopped here, pass or fail (after()
       // looks only in the suite's HOME, and removing the directory would orphan them).
       stopSessions(path.join(root, "subagent"));
