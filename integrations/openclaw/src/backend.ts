@@ -321,9 +321,8 @@ async function ensureSession(cli: JailCli, plan: SessionPlan, log: Logger): Prom
       throw new JailUnavailableError(`session ${plan.name} is not confined as asked: ${why}`);
     };
     // The proof, from inside: `jail status` exits 0 only where every claim of the policy holds.
-    // Its exit code is the kernel's word; what it prints a process already in a reused session
-    // could write into its stdout, so the level is the supervisor's (`jail session list`, on the
-    // host) and the two must agree.
+    // Its exit code is the kernel's word; the level is the supervisor's (`jail session list`, on
+    // the host) and what status prints must agree with it.
     const status = await cli.status(plan.name);
     const acceptable = status.exitCode === 0 || (!plan.required && status.exitCode === 2);
     if (!acceptable || (plan.required && info.level !== "full")) {
@@ -334,6 +333,15 @@ async function ensureSession(cli: JailCli, plan: SessionPlan, log: Logger): Prom
     }
     if (status.level !== info.level) {
       await refuse(`jail status inside printed level ${status.level}, the session's supervisor says ${info.level}`);
+    }
+    // What `jail status` prints (the writable paths below) is jail's own only where each exec
+    // has a Landlock domain of its own (a process one tool call leaves cannot reach a later
+    // one's stdout); the supervisor says whether it does. Not with a profile or flags that
+    // allow unix sockets or user namespaces: such a session is refused rather than believed.
+    if (info.execs_isolated !== true) {
+      await refuse(
+        "its commands share one Landlock domain (jail session list: not isolated, as with a profile that allows unix sockets or user namespaces), so a process one tool call leaves could write into what a later jail status prints",
+      );
     }
     try {
       assertBinaryOutside(cli.binary, status.writable);

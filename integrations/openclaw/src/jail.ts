@@ -187,6 +187,8 @@ export type SessionInfo = {
   started?: number;
   execs?: number;
   running?: number;
+  /** Each exec in a Landlock domain of its own (jail 0.1 with per-exec domains): false or absent, what one prints another could have written. */
+  execs_isolated?: boolean;
 };
 
 /** One `jail exec` of a session, as the run report lists it (words: a string when UTF-8). */

@@ -83,6 +83,15 @@ test("a jail binary under the writable workspace is refused before a session sta
   assert.equal(sessionsUnder(proj).length, 0);
 });
 
+test("a session whose execs share one Landlock domain (a profile that allows unix sockets) is refused and stopped: what status prints there is not jail's own", async () => {
+  const proj = project("shared");
+  await assert.rejects(
+    createJailSandboxBackend({ pluginConfig: { binary: h.jailBinary(), profile: "claude-code" }, logger, isRequired: () => false, env: h.testEnv() }).factory(params("shared", proj)),
+    /is not confined as asked: its commands share one Landlock domain \(jail session list: not isolated/,
+  );
+  assert.equal(sessionsUnder(proj).length, 0);
+});
+
 test("what a file-tool command prints is bounded (OpenClaw's own 100 MiB by default): more is an error, never a truncated answer", async () => {
   assert.equal(jailModule.MAX_COMMAND_OUTPUT_BYTES, 100 * 1024 * 1024);
   const proj = project("bound");

@@ -390,6 +390,27 @@ describe("jail sandbox backend, through openclaw agent --local", { timeout: 600_
     stopSessions(proj);
   });
 
+  test("a process one tool call leaves cannot write into a later tool call's output: each exec is a Landlock domain of its own", async () => {
+    // It writes into every stdout and stderr it can open through /proc, for 20 seconds.
+    const forger =
+      "setsid sh -c 'end=$(($(date +%s)+20)); while [ $(date +%s) -lt $end ]; do for f in /proc/[0-9]*/fd/1 /proc/[0-9]*/fd/2; do (echo FORGED >> $f) 2>/dev/null; done; done' </dev/null >/dev/null 2>&1 & echo left";
+    const { proj, run, results } = await scenario({
+      name: "leftover",
+      steps: [
+        { tools: [{ name: "exec", args: { command: confined(forger) } }] },
+        { tools: [{ name: "exec", args: { command: confined("sleep 2; jail status --json | head -c 200; echo; echo after") } }] },
+        { text: "done" },
+      ],
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(results.c0t0, /^left$/m);
+    assertConfined(results.c1t0);
+    assert.match(results.c1t0, /"verdict": ?"confined"/);
+    assert.match(results.c1t0, /^after$/m);
+    assert.doesNotMatch(results.c1t0, /FORGED/);
+    stopSessions(proj);
+  });
+
   describe("fail closed: OpenClaw gets an error, the command never runs unconfined", () => {
     const marker = () => path.join(root, "ran-unconfined");
     const attempt = () => [
