@@ -967,8 +967,6 @@ fn a_caller_more_confined_than_the_session_is_refused() {
     }
 }
 
-/// The directory that holds session `name`'s socket: the user's runtime directory's, else the
-/// state directory's (the fixture's commands name no XDG_RUNTIME_DIR).
 /// User and system CPU time a process has spent, in clock ticks.
 fn cpu_ticks(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
@@ -978,6 +976,8 @@ fn cpu_ticks(pid: u32) -> u64 {
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
+/// The directory that holds session `name`'s socket: the user's runtime directory's, else the
+/// state directory's (the fixture's commands name no XDG_RUNTIME_DIR).
 fn session_dir(fx: &Fixture, name: &str) -> String {
     let uid = common::uid_of(fx.who);
     let candidates = [
@@ -1156,7 +1156,7 @@ fn a_killed_userns_probe_never_makes_status_say_confined() {
         let s = Sess::start(&fx, &["--allow-userns"], &[]);
         let honest = s.exec(&[&jail, "status"]);
         assert_eq!(honest.code, Some(2), "{}", honest.describe());
-        let script = format!("setsid {killer} 30 </dev/null >/dev/null 2>&1 &");
+        let script = format!("setsid {killer} 30 /tmp/probe-kills </dev/null >/dev/null 2>&1 &");
         let left = s.exec(&["sh", "-c", &script]);
         assert!(left.ok(), "{}", left.describe());
         std::thread::sleep(Duration::from_millis(300));
@@ -1168,5 +1168,9 @@ fn a_killed_userns_probe_never_makes_status_say_confined() {
                 r.describe()
             );
         }
+        // The attack landed (else this test proves nothing): children of status were killed.
+        let hits = s.exec(&["sh", "-c", "cat /tmp/probe-kills 2>/dev/null | wc -l"]);
+        let hits: u32 = hits.stdout.trim().parse().unwrap_or(0);
+        assert!(hits > 0, "{who:?}: the killer hit no probe");
     }
 }

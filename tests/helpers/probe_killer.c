@@ -1,8 +1,9 @@
 /* A process one exec of a session leaves behind, spoiling what a later `jail status` probes:
- *   probe_killer SECONDS
+ *   probe_killer SECONDS LOG
  * For SECONDS it looks for a new process whose command line holds "jail" and " status" and,
- * while that process lives, sends SIGKILL to the next few pids (where its short-lived probe
- * children are: the fork that tries unshare(CLONE_NEWUSER)). Signals between a session's execs
+ * while that process lives, sends SIGKILL to each of the next few pids that is its child (its
+ * short-lived probe children: the fork that tries unshare(CLONE_NEWUSER)), writing a line to
+ * LOG for each one killed. Signals between a session's execs
  * are allowed on purpose (a later exec stops what an earlier one started), so such a kill
  * lands: status must take a killed probe for "unknown", never for "refused". */
 #define _GNU_SOURCE
@@ -35,8 +36,30 @@ static int is_status(int pid)
 	return strstr(buf, " status") && strstr(buf, "jail");
 }
 
+/* The parent pid of PID, or 0. */
+static int parent_of(int pid)
+{
+	char path[64], buf[512], *p;
+	int fd, n;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	if (!p || strlen(p) < 4)
+		return 0;
+	return atoi(p + 4); /* ") S PPID" */
+}
+
 int main(int argc, char **argv)
 {
+	FILE *log = fopen(argc > 2 ? argv[2] : "/dev/null", "a");
 	time_t end = time(NULL) + (argc > 1 ? atoi(argv[1]) : 30);
 	int last = 0;
 
@@ -56,7 +79,10 @@ int main(int argc, char **argv)
 		last = target;
 		while (kill(target, 0) == 0)
 			for (q = target + 1; q <= target + 4; q++)
-				kill(q, SIGKILL);
+				if (parent_of(q) == target && kill(q, SIGKILL) == 0 && log) {
+					fprintf(log, "killed %d, a child of %d\n", q, target);
+					fflush(log);
+				}
 	}
 	return 0;
 }

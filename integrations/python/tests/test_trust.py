@@ -375,3 +375,14 @@ def test_what_an_earlier_command_left_cannot_write_into_a_later_jail_status(jail
             assert r.exit_code == 0, r
             assert b"FORGED" not in r.stdout + r.stderr, r
             assert json.loads(r.stdout)["verdict"] == "confined"
+
+
+def test_a_session_whose_execs_share_one_domain_is_refused_and_stopped(jail_bin, project):
+    """With unix sockets allowed the session's execs share one Landlock domain (jail says
+    `execs_isolated: false`): a process one command leaves could change what a later `jail
+    status` answers, so the session is not taken for confined."""
+    with pytest.raises(NotConfined, match="share one Landlock domain"):
+        JailSession.start(cwd=project, ro=[project], jail=jail_bin,
+                          extra_args=["--allow-unix-sockets"])
+    listed = json.loads(jail_cli(jail_bin, "session", "list", "--json").stdout)["sessions"]
+    assert [s["name"] for s in listed if s["cwd"] == str(project)] == []  # stopped again

@@ -130,9 +130,10 @@ class SessionStartError(JailError):
 
 
 class NotConfined(JailError):
-    """`jail status`, run inside the session, did not confirm confinement (exit 0)."""
+    """`jail status`, run inside the session, did not confirm confinement (exit 0), or the
+    session's execs are not isolated from one another (`exit_code` None)."""
 
-    def __init__(self, message: str, *, exit_code: int, output: str) -> None:
+    def __init__(self, message: str, *, exit_code: int | None, output: str) -> None:
         super().__init__(message)
         self.exit_code = exit_code
         self.output = output
@@ -681,7 +682,8 @@ class JailSession:
         return self.exec([self.jail, "status"], timeout=30)
 
     def verify(self) -> None:
-        """Raise :class:`NotConfined` unless `jail status` inside the session exits 0."""
+        """Raise :class:`NotConfined` unless the session's execs are isolated from one another
+        (its supervisor says so on this side) and `jail status` inside it exits 0."""
         result = self.status()
         if result.exit_code != 0:
             output = (result.stdout_text + result.stderr_text).strip()
@@ -694,6 +696,20 @@ class JailSession:
                 f"jail status in session {self.name} exited {result.exit_code}: {output}",
                 exit_code=result.exit_code,
                 output=output,
+            )
+        info = self.info()
+        if info is None:
+            raise SessionGone(f"jail session {self.name} is not listed")
+        if info.get("execs_isolated") is not True:
+            # Where execs share one Landlock domain, a process one command left could reach
+            # the status exec (its memory, its output) and change what it answers.
+            raise NotConfined(
+                f"jail session {self.name}: its commands share one Landlock domain (jail "
+                "session list: not isolated, as with a profile that allows unix sockets or "
+                "user namespaces), so a process one command leaves could change what a later "
+                "jail status answers",
+                exit_code=None,
+                output="",
             )
         self.verified_status = result.stdout_text
 
