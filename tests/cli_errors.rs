@@ -654,6 +654,18 @@ fn completions_man_page_version_and_licences() {
             o.status
         );
     }
+    // `jail -- WORD…` with WORD not jail: an alias's completion, or a run with the variable
+    // inherited. Neither run nor answered: 125, saying why.
+    let o = std::process::Command::new(&jail)
+        .args(["--", "/bin/sh", "-c", "echo RAN"])
+        .env("JAIL_COMPLETE", "bash")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.code() == Some(125) && o.stdout.is_empty() && said.contains("unset JAIL_COMPLETE"),
+        "{o:?}"
+    );
     // No zsh or fish here: their scripts are checked for the call back to jail.
     let zsh = out(&["completions", "zsh"]);
     assert!(

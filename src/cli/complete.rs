@@ -14,8 +14,20 @@ pub const VAR: &str = "JAIL_COMPLETE";
 pub fn complete_if_asked(cli: fn() -> clap::Command) {
     if std::env::var_os(VAR).is_some() {
         let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-        if !is_completion_call(&args) {
-            return;
+        match call_of(&args) {
+            Call::Ordinary => return,
+            Call::Completion => {}
+            Call::Unclear => {
+                // Neither run (a Tab on an alias would start a jail for the half-typed line)
+                // nor answered as a completion (an exit 0 for a run that never happened).
+                eprintln!(
+                    "jail: {VAR} is set and jail was called as `jail -- {}`: a completion \
+                     request for a command not named jail, or a run with {VAR} left in its \
+                     environment; unset {VAR} to run it",
+                    crate::text::printable(&args[2].to_string_lossy())
+                );
+                std::process::exit(crate::error::EXIT_JAIL_ERROR);
+            }
         }
         let index = std::env::var("_CLAP_COMPLETE_INDEX")
             .ok()
@@ -32,19 +44,31 @@ pub fn complete_if_asked(cli: fn() -> clap::Command) {
     }
 }
 
-/// Whether jail was called the way a completion script calls it: alone (the registration) or
-/// `jail -- jail WORDS…`. The variable alone decides nothing: set in an environment a command
-/// passes on, it would turn `jail status` into a completion that exits 0 (a forged
-/// "confined"), and `session stop` or `exec` into ones that do nothing.
-fn is_completion_call(args: &[std::ffi::OsString]) -> bool {
+/// How jail was called with the completion variable set.
+#[derive(Debug, PartialEq, Eq)]
+enum Call {
+    /// Alone (the registration) or `jail -- jail WORDS…`, as every completion script calls it.
+    Completion,
+    /// Any subcommand or flag first: the variable was left in an environment and decides
+    /// nothing (it would turn `jail status` into a completion that exits 0, a forged
+    /// "confined", and `session stop` or `exec` into ones that do nothing).
+    Ordinary,
+    /// `jail -- WORD…` with WORD not named jail: a script's call for an alias, or a one-shot run
+    /// with the variable left in its environment. Refused.
+    Unclear,
+}
+
+fn call_of(args: &[std::ffi::OsString]) -> Call {
     match args.get(1) {
-        None => true,
-        Some(sep) if sep == "--" => args.get(2).is_none_or(|w| {
-            std::path::Path::new(w)
-                .file_name()
-                .is_some_and(|name| name == "jail")
-        }),
-        Some(_) => false,
+        None => Call::Completion,
+        Some(sep) if sep == "--" => match args.get(2) {
+            None => Call::Completion,
+            Some(w) if std::path::Path::new(w).file_name() == Some("jail".as_ref()) => {
+                Call::Completion
+            }
+            Some(_) => Call::Unclear,
+        },
+        Some(_) => Call::Ordinary,
     }
 }
 
@@ -146,14 +170,18 @@ mod tests {
 
     #[test]
     fn only_a_completion_scripts_call_is_a_completion() {
-        assert!(is_completion_call(&words("jail")));
-        assert!(is_completion_call(&words("jail -- jail --pro")));
-        assert!(is_completion_call(&words(
-            "/usr/bin/jail -- ./target/release/jail "
-        )));
-        assert!(!is_completion_call(&words("jail status")));
-        assert!(!is_completion_call(&words("jail session stop s1 --json")));
-        assert!(!is_completion_call(&words("jail exec s1 -- true")));
-        assert!(!is_completion_call(&words("jail -- make test")));
+        assert_eq!(call_of(&words("jail")), Call::Completion);
+        assert_eq!(call_of(&words("jail -- jail --pro")), Call::Completion);
+        let path = words("/usr/bin/jail -- ./target/release/jail ");
+        assert_eq!(call_of(&path), Call::Completion);
+        assert_eq!(call_of(&words("jail status")), Call::Ordinary);
+        assert_eq!(
+            call_of(&words("jail session stop s1 --json")),
+            Call::Ordinary
+        );
+        assert_eq!(call_of(&words("jail exec s1 -- true")), Call::Ordinary);
+        // An alias's completion, or a run with the variable inherited: neither.
+        assert_eq!(call_of(&words("jail -- j --pro")), Call::Unclear);
+        assert_eq!(call_of(&words("jail -- make test")), Call::Unclear);
     }
 }
