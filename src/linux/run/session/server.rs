@@ -405,7 +405,9 @@ fn relay(
         // By the clock, not by a quiet poll: a busy caller (a stream of signals) must not
         // hold the timeout off.
         if r.deadline.is_some_and(|d| Instant::now() >= d) {
-            r.on_deadline();
+            if let Some(end) = r.on_deadline() {
+                return end;
+            }
         }
     }
 }
@@ -449,20 +451,30 @@ impl Relay {
         self.deadline = Some(Instant::now() + KILL_GRACE);
     }
 
-    /// The exec's timeout, then the grace: as a run's.
-    fn on_deadline(&mut self) {
+    /// The exec's timeout, then the grace: as a run's. The exec's end when nothing can be
+    /// waited for any more.
+    fn on_deadline(&mut self) -> Option<Result<i32, String>> {
         if !self.killing {
             self.timed_out = true;
             self.begin_ending();
-            return;
+            return None;
         }
         self.signal(libc::SIGKILL);
         // The monitor may not act (a command can stop it, as one process of a run can stop
         // another): the command's group and the monitor are killed from here.
         if let Some((monitor, commands)) = &self.inside_pids {
             kill_from_outside(*monitor, commands);
+            self.deadline = None;
+            return None;
         }
-        self.deadline = None;
+        // Stopped before it named itself: nothing here knows its pid or its command's, and
+        // its word would never come. The caller is let go, saying so; what it started ends
+        // with the session.
+        Some(Err(
+            "the command's monitor did not answer (stopped by another of the session's \
+             processes before it named itself); what it started runs until the session stops"
+                .into(),
+        ))
     }
 
     /// A signal to pass on; or the caller went away, and nobody waits for the command: it ends
