@@ -4,10 +4,13 @@
 //! forks and execs the command and reports its end. Commands inherit the confinement by
 //! construction: they are its descendants.
 //!
-//! It is not dumpable, holds only its channel to the supervisor (closed in every command), and
-//! a command can reach it only as one process of a run can reach another of the same run (one
-//! trust domain, as the design says). On SIGTERM (a stop, the session's timeout) it passes the
-//! signal to every monitor, which passes it to its command's group, and ends when they have.
+//! It is not dumpable and holds only its channel to the supervisor (closed in every command).
+//! Each command enters a Landlock domain of its own just before its execve
+//! (`layers::exec_domain`): the forking process and the monitors stay in the session's, which
+//! reaches every command, while no command reaches them or another exec's processes through
+//! ptrace or /proc (signals still pass, as between a run's processes). On SIGTERM (a stop, the
+//! session's timeout) it passes the signal to every monitor, which passes it to its command's
+//! group, and ends when they have.
 
 use std::collections::BTreeSet;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
