@@ -1142,9 +1142,10 @@ fn execs_still_signal_each_other_and_the_session_says_they_are_isolated() {
 /// In a session whose commands may create user namespaces (`--allow-userns`), `jail status`
 /// answers "advisory" (exit 2), and a process an earlier exec left behind cannot turn that into
 /// "confined" by killing status's probe children (signals between execs are allowed on
-/// purpose): a probe that did not finish proves nothing, never "cannot create".
+/// purpose), nor hold it by stopping them: a probe that did not finish proves nothing, never
+/// "cannot create", and a stopped one is killed and reaped.
 #[test]
-fn a_killed_userns_probe_never_makes_status_say_confined() {
+fn a_killed_or_stopped_userns_probe_never_makes_status_say_confined() {
     if !full_level_or_skip("session-probe-kill") {
         return;
     }
@@ -1153,24 +1154,27 @@ fn a_killed_userns_probe_never_makes_status_say_confined() {
     let jail = common::jail_bin().to_string_lossy().into_owned();
     for who in users() {
         let fx = Fixture::new(who, "session-probe-kill");
-        let s = Sess::start(&fx, &["--allow-userns"], &[]);
-        let honest = s.exec(&[&jail, "status"]);
-        assert_eq!(honest.code, Some(2), "{}", honest.describe());
-        let script = format!("setsid {killer} 30 /tmp/probe-kills </dev/null >/dev/null 2>&1 &");
-        let left = s.exec(&["sh", "-c", &script]);
-        assert!(left.ok(), "{}", left.describe());
-        std::thread::sleep(Duration::from_millis(300));
-        for _ in 0..6 {
-            let r = s.exec(&[&jail, "status", "--json"]);
-            assert!(
-                matches!(r.code, Some(1) | Some(2)),
-                "{who:?}: status said confined with its probe killed\n{}",
-                r.describe()
-            );
+        for (signal, what) in [(libc::SIGKILL, "killed"), (libc::SIGSTOP, "stopped")] {
+            let s = Sess::start(&fx, &["--allow-userns"], &[]);
+            let honest = s.exec(&[&jail, "status"]);
+            assert_eq!(honest.code, Some(2), "{}", honest.describe());
+            let script =
+                format!("setsid {killer} 30 /tmp/probe-hits {signal} </dev/null >/dev/null 2>&1 &");
+            let left = s.exec(&["sh", "-c", &script]);
+            assert!(left.ok(), "{}", left.describe());
+            std::thread::sleep(Duration::from_millis(300));
+            for _ in 0..6 {
+                let r = s.exec_with(&["--timeout", "20s"], &[&jail, "status", "--json"]);
+                assert!(
+                    matches!(r.code, Some(1) | Some(2)),
+                    "{who:?}: status with its probe {what}\n{}",
+                    r.describe()
+                );
+            }
+            // The attack landed (else this test proves nothing): children of status were hit.
+            let hits = s.exec(&["sh", "-c", "cat /tmp/probe-hits 2>/dev/null | wc -l"]);
+            let hits: u32 = hits.stdout.trim().parse().unwrap_or(0);
+            assert!(hits > 0, "{who:?}: the leftover hit no probe ({what})");
         }
-        // The attack landed (else this test proves nothing): children of status were killed.
-        let hits = s.exec(&["sh", "-c", "cat /tmp/probe-kills 2>/dev/null | wc -l"]);
-        let hits: u32 = hits.stdout.trim().parse().unwrap_or(0);
-        assert!(hits > 0, "{who:?}: the killer hit no probe");
     }
 }

@@ -1,9 +1,9 @@
 /* A process one exec of a session leaves behind, spoiling what a later `jail status` probes:
- *   probe_killer SECONDS LOG
+ *   probe_killer SECONDS LOG [SIGNAL]
  * For SECONDS it looks for a new process whose command line holds "jail" and " status" and,
- * while that process lives, sends SIGKILL to each of the next few pids that is its child (its
- * short-lived probe children: the fork that tries unshare(CLONE_NEWUSER)), writing a line to
- * LOG for each one killed. Signals between a session's execs
+ * while that process lives, sends SIGNAL (9, SIGKILL, unless given) to each of the next few
+ * pids that is its child (its short-lived probe children: the fork that tries
+ * unshare(CLONE_NEWUSER)), writing a line to LOG for each one hit. Signals between a session's execs
  * are allowed on purpose (a later exec stops what an earlier one started), so such a kill
  * lands: status must take a killed probe for "unknown", never for "refused". */
 #define _GNU_SOURCE
@@ -60,6 +60,7 @@ static int parent_of(int pid)
 int main(int argc, char **argv)
 {
 	FILE *log = fopen(argc > 2 ? argv[2] : "/dev/null", "a");
+	int sig = argc > 3 ? atoi(argv[3]) : SIGKILL;
 	time_t end = time(NULL) + (argc > 1 ? atoi(argv[1]) : 30);
 	int last = 0;
 
@@ -79,8 +80,8 @@ int main(int argc, char **argv)
 		last = target;
 		while (kill(target, 0) == 0)
 			for (q = target + 1; q <= target + 4; q++)
-				if (parent_of(q) == target && kill(q, SIGKILL) == 0 && log) {
-					fprintf(log, "killed %d, a child of %d\n", q, target);
+				if (parent_of(q) == target && kill(q, sig) == 0 && log) {
+					fprintf(log, "signal %d to %d, a child of %d\n", sig, q, target);
 					fflush(log);
 				}
 	}

@@ -143,9 +143,18 @@ pub fn can_create_user_namespace() -> io::Result<Result<(), i32>> {
         }
     }
     let mut status = 0;
+    let mut stopped = false;
     loop {
+        // WUNTRACED: a child another process stopped (SIGSTOP) is seen, killed and then
+        // reaped, instead of being waited for without end.
         // SAFETY: waits for the child forked above, writing only `status`.
-        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        let rc = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+        if rc == pid && libc::WIFSTOPPED(status) {
+            stopped = true;
+            // SAFETY: kill of our own child, not yet reaped (its pid cannot be reused).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            continue;
+        }
         if rc == pid {
             break;
         }
@@ -153,6 +162,9 @@ pub fn can_create_user_namespace() -> io::Result<Result<(), i32>> {
         if e.raw_os_error() != Some(libc::EINTR) {
             return Err(e);
         }
+    }
+    if stopped {
+        return Err(io::Error::other("the probe child was stopped"));
     }
     if !libc::WIFEXITED(status) {
         return Err(io::Error::other("the probe child did not exit"));
