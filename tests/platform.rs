@@ -172,6 +172,14 @@ fn under_dockers_profile_jail_runs_at_level_partial_and_says_so() {
             quiet.describe()
         );
 
+        let dry_run = |require: &str| {
+            jail_under(
+                &fx,
+                Outer::Docker,
+                "",
+                &["--require", require, "--dry-run", "--", "true"],
+            )
+        };
         for require in ["full", "mount"] {
             let refused = jail_under(
                 &fx,
@@ -189,12 +197,7 @@ fn under_dockers_profile_jail_runs_at_level_partial_and_says_so() {
                 ],
             );
             // A dry run answers as the run would: exit 0 only where the run would start.
-            let dry = jail_under(
-                &fx,
-                Outer::Docker,
-                "",
-                &["--require", require, "--dry-run", "--", "true"],
-            );
+            let dry = dry_run(require);
             assert!(
                 dry.code == Some(125)
                     && dry
@@ -212,12 +215,7 @@ fn under_dockers_profile_jail_runs_at_level_partial_and_says_so() {
                 &["--require", require, "--", "/bin/sh", "-c", "echo RAN"],
             );
             assert_eq!(ok.stdout, "RAN\n", "{who:?} {require}: {}", ok.describe());
-            let dry = jail_under(
-                &fx,
-                Outer::Docker,
-                "",
-                &["--require", require, "--dry-run", "--", "true"],
-            );
+            let dry = dry_run(require);
             assert!(
                 dry.ok() && dry.stdout.contains("\"level\": \"partial\""),
                 "{who:?} {require}: {}",

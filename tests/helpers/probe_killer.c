@@ -16,41 +16,42 @@
 #include <time.h>
 #include <unistd.h>
 
-static int is_status(int pid)
+/* /proc/PID/NAME into buf (at most size - 1 bytes, NUL-terminated): its length, or 0. */
+static int read_proc(int pid, const char *name, char *buf, int size)
 {
-	char path[64], buf[512];
-	int fd, n, i;
+	char path[64];
+	int fd, n;
 
-	snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+	snprintf(path, sizeof path, "/proc/%d/%s", pid, name);
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return 0;
-	n = read(fd, buf, sizeof buf - 1);
+	n = read(fd, buf, size - 1);
 	close(fd);
 	if (n <= 0)
 		return 0;
+	buf[n] = 0;
+	return n;
+}
+
+static int is_status(int pid)
+{
+	char buf[512];
+	int n = read_proc(pid, "cmdline", buf, sizeof buf), i;
+
 	for (i = 0; i < n; i++)
 		if (!buf[i])
 			buf[i] = ' ';
-	buf[n] = 0;
-	return strstr(buf, " status") && strstr(buf, "jail");
+	return n && strstr(buf, " status") && strstr(buf, "jail");
 }
 
 /* The parent pid of PID, or 0. */
 static int parent_of(int pid)
 {
-	char path[64], buf[512], *p;
-	int fd, n;
+	char buf[512], *p;
 
-	snprintf(path, sizeof path, "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
+	if (!read_proc(pid, "stat", buf, sizeof buf))
 		return 0;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	p = strrchr(buf, ')');
 	if (!p || strlen(p) < 4)
 		return 0;
